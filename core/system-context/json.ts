@@ -1,0 +1,108 @@
+// Owns plain JSON: the only shape a Context Snapshot may hold, its strict checks,
+// and the comparison rule (canonical JSON, i.e. equality regardless of key order).
+
+/** A plain JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Keys that are never accepted in stored JSON: they can poison object prototypes. */
+const forbiddenKeys = new Set(["__proto__", "constructor"]);
+
+/** A value that is not plain JSON, with the JSON Pointer of the offending part. */
+export class NotPlainJson extends Error {
+  override readonly name = "NotPlainJson";
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${path === "" ? "value" : path} ${reason}`);
+  }
+}
+
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function pointer(path: string, key: string | number): string {
+  return `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+}
+
+/**
+ * Checks that `value` is plain JSON and returns a deep copy of it, so the caller
+ * owns data nobody else can mutate. Throws `NotPlainJson` naming the first bad part.
+ */
+export function toPlainJson(value: unknown, path = "", seen: Set<object> = new Set()): Json {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      if (!Number.isFinite(value)) throw new NotPlainJson(path, `is ${value}, not a finite number`);
+      return Object.is(value, -0) ? 0 : value;
+    case "object": {
+      if (value === null) return null;
+      if (seen.has(value)) throw new NotPlainJson(path, "is a cycle");
+      seen.add(value);
+      try {
+        if (Array.isArray(value)) {
+          const copy: Json[] = new Array(value.length);
+          for (let i = 0; i < value.length; i++) copy[i] = toPlainJson(value[i], pointer(path, i), seen);
+          return copy;
+        }
+        if (!isPlainObject(value)) {
+          throw new NotPlainJson(path, `is a ${value.constructor?.name ?? "non-plain"} object, not plain JSON`);
+        }
+        const copy: { [key: string]: Json } = {};
+        for (const key of Object.keys(value)) {
+          if (forbiddenKeys.has(key)) throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
+          copy[key] = toPlainJson((value as Record<string, unknown>)[key], pointer(path, key), seen);
+        }
+        return copy;
+      } finally {
+        seen.delete(value);
+      }
+    }
+    default:
+      throw new NotPlainJson(path, `is ${typeof value}, not JSON`);
+  }
+}
+
+/**
+ * Whether a stored plain JSON value and a candidate have the same canonical JSON.
+ * Walks both without building strings; a candidate that is not plain JSON is
+ * never equal, so it goes on to be checked (and rejected) by `toPlainJson`.
+ */
+export function isSameJson(stored: Json, candidate: unknown): boolean {
+  if (stored === null || typeof stored !== "object") {
+    return stored === candidate;
+  }
+  if (candidate === null || typeof candidate !== "object") return false;
+  if (Array.isArray(stored)) {
+    if (!Array.isArray(candidate) || candidate.length !== stored.length) return false;
+    for (let i = 0; i < stored.length; i++) if (!isSameJson(stored[i] as Json, candidate[i])) return false;
+    return true;
+  }
+  if (Array.isArray(candidate) || !isPlainObject(candidate)) return false;
+  const storedKeys = Object.keys(stored);
+  const candidateObject = candidate as Record<string, unknown>;
+  if (Object.keys(candidateObject).length !== storedKeys.length) return false;
+  for (const key of storedKeys) {
+    if (!Object.hasOwn(candidateObject, key)) return false;
+    if (!isSameJson(stored[key] as Json, candidateObject[key])) return false;
+  }
+  return true;
+}
+
+/** Canonical JSON text of a plain JSON value: object keys sorted, no spaces. */
+export function canonicalJson(value: Json): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const keys = Object.keys(value).sort();
+  let out = "{";
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (i > 0) out += ",";
+    out += `${JSON.stringify(key)}:${canonicalJson(value[key] as Json)}`;
+  }
+  return `${out}}`;
+}

@@ -1,0 +1,197 @@
+// Owns the three operations on a composed System Context. Each one observes every
+// source exactly once (concurrently), then plans in small pure steps, and renders
+// only what the plan admits:
+//   initialize — a fresh Baseline System Context and its Context Snapshot;
+//   reconcile  — the next action against the active snapshot;
+//   replace    — a fresh generation, unless admitted context is unavailable.
+
+import { InitializationBlocked } from "./errors.ts";
+import type { Key } from "./key.ts";
+import type { Snapshot, SnapshotEntry } from "./snapshot.ts";
+import { type Observation, type PackedSource, type Present, type SystemContext, sourcesOf } from "./source.ts";
+
+/** A Baseline System Context with the Context Snapshot it admitted. */
+export interface Generation {
+  readonly baseline: string;
+  readonly snapshot: Snapshot;
+}
+
+/** The outcome of `replace`. */
+export type ReplacementResult =
+  | { readonly kind: "replaced"; readonly generation: Generation }
+  | { readonly kind: "replacement-blocked"; readonly keys: readonly Key[] };
+
+/** The one next action `reconcile` decides. */
+export type ReconcileResult =
+  | { readonly kind: "unchanged" }
+  | { readonly kind: "updated"; readonly text: string; readonly snapshot: Snapshot }
+  | ReplacementResult;
+
+interface Observed {
+  readonly source: PackedSource;
+  readonly observation: Observation;
+}
+
+/** Texts of one System Context are separated by one blank line. */
+const separator = "\n\n";
+
+async function observe(context: SystemContext): Promise<Observed[]> {
+  const sources = sourcesOf(context);
+  // Start every load before awaiting any: sources are observed concurrently.
+  const pending = sources.map((source) => source.observe());
+  const observations = await Promise.all(pending);
+  return sources.map((source, i) => ({ source, observation: observations[i] as Observation }));
+}
+
+function storedEntry(snapshot: Snapshot, key: Key): SnapshotEntry | undefined {
+  return Object.hasOwn(snapshot, key) ? snapshot[key] : undefined;
+}
+
+/** Renders a fresh generation of the available sources; contained render faults leave a source out. */
+function renderGeneration(observed: readonly Observed[]): { generation: Generation; faulted: Set<Key> } {
+  const texts: string[] = [];
+  const snapshot: Record<Key, SnapshotEntry> = {};
+  const faulted = new Set<Key>();
+  for (const { source, observation } of observed) {
+    if (observation.kind !== "present") continue;
+    const admitted = admit(source, observation, observation.baseline());
+    if (admitted === undefined) {
+      faulted.add(source.key);
+      continue;
+    }
+    texts.push(admitted.text);
+    snapshot[source.key] = admitted.entry;
+  }
+  return { generation: { baseline: texts.join(separator), snapshot }, faulted };
+}
+
+/**
+ * Pairs a rendering with the snapshot entry that admits the value. A trusted
+ * source's render error is thrown; a contained source's is reported and the
+ * source counts as unavailable for this observation (`undefined`).
+ */
+function admit(source: PackedSource, value: Present, rendering: ReturnType<Present["baseline"]>) {
+  const entry = rendering.ok ? value.entry() : undefined;
+  const error = !rendering.ok ? rendering.error : entry !== undefined && !entry.ok ? entry.error : undefined;
+  if (error !== undefined) {
+    if (source.onRenderFault === undefined) throw error;
+    source.onRenderFault(error);
+    return undefined;
+  }
+  if (!rendering.ok || entry === undefined || !entry.ok) throw new Error("unreachable");
+  return { text: rendering.text, entry: entry.entry };
+}
+
+/** Observes once and renders a fresh Baseline; rejects `InitializationBlocked` if a blocking source is unavailable. */
+export async function initialize(context: SystemContext): Promise<Generation> {
+  const observed = await observe(context);
+  const blocked = observed.filter((o) => o.observation.kind === "unavailable" && o.source.blocksInitialization);
+  if (blocked.length > 0) throw new InitializationBlocked(blocked.map((o) => o.source.key));
+  return renderGeneration(observed).generation;
+}
+
+/** Observes once and replaces the generation, unless an admitted source is unavailable. */
+export async function replace(context: SystemContext, snapshot: Snapshot): Promise<ReplacementResult> {
+  return replaceObserved(await observe(context), snapshot);
+}
+
+function replaceObserved(observed: readonly Observed[], snapshot: Snapshot): ReplacementResult {
+  const isAdmitted = (key: Key) => storedEntry(snapshot, key) !== undefined;
+  const unavailableAdmitted = (faulted: ReadonlySet<Key>) =>
+    observed
+      .filter((o) => isAdmitted(o.source.key) && (o.observation.kind === "unavailable" || faulted.has(o.source.key)))
+      .map((o) => o.source.key);
+  const blocked = unavailableAdmitted(new Set());
+  if (blocked.length > 0) return { kind: "replacement-blocked", keys: blocked };
+  const { generation, faulted } = renderGeneration(observed);
+  const blockedByFault = unavailableAdmitted(faulted);
+  if (blockedByFault.length > 0) return { kind: "replacement-blocked", keys: blockedByFault };
+  return { kind: "replaced", generation };
+}
+
+/** A plan step's decision for one source, before anything is rendered. */
+type Decision =
+  | { readonly kind: "keep"; readonly entry: SnapshotEntry }
+  | { readonly kind: "omit" }
+  | { readonly kind: "introduce"; readonly value: Present }
+  | { readonly kind: "update"; readonly value: Present; readonly previous: unknown; readonly entry: SnapshotEntry };
+
+/**
+ * Decides, per source, without rendering. Returns `undefined` when the snapshot
+ * cannot be carried forward (a stored value that no longer decodes, or an admitted
+ * source gone without removal text): reconciliation escalates to replacement.
+ */
+function plan(observed: readonly Observed[], snapshot: Snapshot): { decisions: Decision[]; removals: string[] } | undefined {
+  const decisions: Decision[] = [];
+  const present = new Set<Key>();
+  for (const { source, observation } of observed) {
+    const stored = storedEntry(snapshot, source.key);
+    if (observation.kind === "unavailable") {
+      if (stored !== undefined) present.add(source.key);
+      decisions.push(stored === undefined ? { kind: "omit" } : { kind: "keep", entry: stored });
+      continue;
+    }
+    if (observation.kind === "absent") {
+      decisions.push({ kind: "omit" });
+      continue;
+    }
+    present.add(source.key);
+    if (stored === undefined) {
+      decisions.push({ kind: "introduce", value: observation });
+    } else if (observation.isSameAs(stored.value)) {
+      decisions.push({ kind: "keep", entry: stored });
+    } else {
+      const previous = observation.decodeStored(stored.value);
+      if (previous === undefined) return undefined;
+      decisions.push({ kind: "update", value: observation, previous: previous.value, entry: stored });
+    }
+  }
+  const removals: string[] = [];
+  for (const key of Object.keys(snapshot).sort()) {
+    if (present.has(key)) continue;
+    const removed = (snapshot[key] as SnapshotEntry).removed;
+    if (removed === undefined) return undefined;
+    removals.push(removed);
+  }
+  return { decisions, removals };
+}
+
+/** Observes once and returns exactly one next action for the active snapshot. */
+export async function reconcile(context: SystemContext, snapshot: Snapshot): Promise<ReconcileResult> {
+  const observed = await observe(context);
+  const planned = plan(observed, snapshot);
+  if (planned === undefined) return replaceObserved(observed, snapshot);
+
+  const texts: string[] = [];
+  const next: Record<Key, SnapshotEntry> = {};
+  planned.decisions.forEach((decision, i) => {
+    const source = (observed[i] as Observed).source;
+    switch (decision.kind) {
+      case "omit":
+        return;
+      case "keep":
+        next[source.key] = decision.entry;
+        return;
+      case "introduce": {
+        const admitted = admit(source, decision.value, decision.value.baseline());
+        if (admitted === undefined) return;
+        texts.push(admitted.text);
+        next[source.key] = admitted.entry;
+        return;
+      }
+      case "update": {
+        const admitted = admit(source, decision.value, decision.value.update(decision.previous));
+        if (admitted === undefined) {
+          next[source.key] = decision.entry;
+          return;
+        }
+        texts.push(admitted.text);
+        next[source.key] = admitted.entry;
+        return;
+      }
+    }
+  });
+  texts.push(...planned.removals);
+  if (texts.length === 0) return { kind: "unchanged" };
+  return { kind: "updated", text: texts.join(separator), snapshot: next };
+}

@@ -1,0 +1,281 @@
+// Owns the Context Source and the opaque SystemContext carrier. `make` closes a
+// typed source over its value type, so sources of different types compose alike;
+// `combine` concatenates carriers in caller order and rejects repeated keys.
+
+import type { StaticDecode, TSchema } from "typebox";
+import type { Validator } from "typebox/compile";
+import { Compile } from "typebox/compile";
+import { DecodeUnsafe, EncodeUnsafe, HasCodec } from "typebox/value";
+import { DuplicateKeyError, RenderError, type Renderer, ValueRejected } from "./errors.ts";
+import { isSameJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
+import { isKey, type Key, keyPattern } from "./key.ts";
+import type { SnapshotEntry } from "./snapshot.ts";
+
+/** Loader result: the source could not be observed right now (stale-while-revalidate). */
+export const unavailable: unique symbol = Symbol.for("context-host/unavailable");
+/** Loader result: the source was observed, and there is nothing (a removal once admitted). */
+export const absent: unique symbol = Symbol.for("context-host/absent");
+
+export type Unavailable = typeof unavailable;
+export type Absent = typeof absent;
+
+/** What a loader may return: a value, `unavailable` or `absent`, directly or as a promise. */
+export type Loaded<T> = T | Unavailable | Absent;
+
+/** One independently observed, typed value of the System Context. */
+export interface Source<S extends TSchema = TSchema> {
+  /** Stable namespaced key, `namespace/name`. */
+  readonly key: Key;
+  /** TypeBox schema; it is the JSON codec (use `Type.Codec` for non-JSON values). */
+  readonly schema: S;
+  /** Observes the current value. */
+  load(): Loaded<StaticDecode<S>> | Promise<Loaded<StaticDecode<S>>>;
+  /** Text of this source in a Baseline System Context. Pure, non-empty. */
+  baseline(current: StaticDecode<S>): string;
+  /** Text of a Mid-Conversation System Message carrying the newly effective value. Pure, non-empty. */
+  update(previous: StaticDecode<S>, current: StaticDecode<S>): string;
+  /** Text telling the model the source no longer applies. Pure, non-empty. Makes the source removable. */
+  removed?(previous: StaticDecode<S>): string;
+}
+
+/** A renderer's output, or why it could not be used. */
+export type Rendering = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: RenderError };
+
+/** An observed value of one source, with everything reconciliation may ask of it. */
+export interface Present {
+  readonly kind: "present";
+  /** Whether the encoded value has the same canonical JSON as a stored one. */
+  isSameAs(stored: Json): boolean;
+  /** The stored value decoded under the current schema, or `undefined` if it no longer decodes. */
+  decodeStored(stored: Json): { readonly value: unknown } | undefined;
+  baseline(): Rendering;
+  update(previous: unknown): Rendering;
+  /** The snapshot entry admitting this value (encoded value plus pre-rendered removal text). */
+  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderError };
+}
+
+/** One observation of one source. */
+export type Observation = { readonly kind: "unavailable" } | { readonly kind: "absent" } | Present;
+
+/** A source with its value type hidden. */
+export interface PackedSource {
+  readonly key: Key;
+  /** Core sources block initialization when unavailable; contained (plugin) sources are left out. */
+  readonly blocksInitialization: boolean;
+  /** Observes the source once. Rejects only for trusted sources (a throwing core loader). */
+  observe(): Promise<Observation>;
+  /** Called when a contained source's rendering fails after observation. */
+  readonly onRenderFault?: (error: RenderError) => void;
+}
+
+const carrier = Symbol.for("context-host/system-context");
+
+/** Opaque carrier of zero or more Context Sources, in composition order. */
+export interface SystemContext {
+  readonly [carrier]: readonly PackedSource[];
+}
+
+/** The sources of a context, in composition order. */
+export function sourcesOf(context: SystemContext): readonly PackedSource[] {
+  return context[carrier];
+}
+
+function carry(sources: readonly PackedSource[]): SystemContext {
+  return Object.freeze({ [carrier]: Object.freeze(sources.slice()) });
+}
+
+/** The identity context: no sources. */
+export const empty: SystemContext = carry([]);
+
+/** Concatenates contexts in caller order; a repeated source key throws `DuplicateKeyError`. */
+export function combine(contexts: readonly SystemContext[]): SystemContext {
+  const sources: PackedSource[] = [];
+  const keys = new Set<Key>();
+  for (const context of contexts) {
+    for (const source of sourcesOf(context)) {
+      if (keys.has(source.key)) throw new DuplicateKeyError(source.key);
+      keys.add(source.key);
+      sources.push(source);
+    }
+  }
+  return carry(sources);
+}
+
+/** How `make` treats faults. Trusted sources throw; contained ones become unavailable. */
+export interface Containment {
+  /** Receives every contained fault: the phase and the error. */
+  report(fault: SourceFault): void;
+  /** Longest accepted rendering, in UTF-16 code units. */
+  readonly maxTextLength: number;
+}
+
+/** A fault of a contained Context Source, reported instead of thrown. */
+export interface SourceFault {
+  readonly key: Key;
+  readonly phase: "load" | "value" | Renderer;
+  readonly error: unknown;
+}
+
+const validators = new WeakMap<TSchema, Validator>();
+
+function validatorFor(schema: TSchema): Validator {
+  let validator = validators.get(schema);
+  if (validator === undefined) {
+    validator = Compile(schema) as unknown as Validator;
+    validators.set(schema, validator);
+  }
+  return validator;
+}
+
+/** Closes one typed Context Source into an opaque `SystemContext`. */
+export function make<S extends TSchema>(source: Source<S>): SystemContext {
+  return carry([pack(source as unknown as Source, undefined)]);
+}
+
+/**
+ * Closes an untrusted Context Source (a plugin's) so that a loader that throws,
+ * a value its schema rejects and a renderer that throws, returns empty text or
+ * more than `maxTextLength` make it `unavailable` for that observation, reported
+ * through `containment.report`. It never blocks initialization.
+ */
+export function contain<S extends TSchema>(source: Source<S>, containment: Containment): SystemContext {
+  return carry([pack(source as unknown as Source, containment)]);
+}
+
+function pack(source: Source, containment: Containment | undefined): PackedSource {
+  if (!isKey(source.key)) {
+    throw new TypeError(
+      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name" in lower case, matching ${keyPattern}`,
+    );
+  }
+  const { key, schema } = source;
+  const validator = validatorFor(schema);
+  const hasCodec = HasCodec(schema);
+  const maxTextLength = containment?.maxTextLength ?? Number.POSITIVE_INFINITY;
+
+  function render(renderer: Renderer, call: () => unknown): Rendering {
+    let text: unknown;
+    try {
+      text = call();
+    } catch (cause) {
+      return { ok: false, error: new RenderError(key, renderer, `threw: ${messageOf(cause)}`, { cause }) };
+    }
+    if (typeof text !== "string")
+      return { ok: false, error: new RenderError(key, renderer, `returned ${typeof text}, not text`) };
+    if (text.length === 0) return { ok: false, error: new RenderError(key, renderer, "returned empty text") };
+    if (text.length > maxTextLength) {
+      return {
+        ok: false,
+        error: new RenderError(key, renderer, `returned ${text.length} characters, over the limit of ${maxTextLength}`),
+      };
+    }
+    return { ok: true, text };
+  }
+
+  /** Encodes a loaded value strictly: check, then encode, nothing converted or stripped. */
+  function encode(value: unknown): unknown {
+    let encoded = value;
+    if (hasCodec) {
+      try {
+        encoded = EncodeUnsafe({}, schema, value);
+      } catch (cause) {
+        throw new ValueRejected(key, "", `encoding failed: ${messageOf(cause)}`, { cause });
+      }
+    }
+    if (!validator.Check(encoded)) {
+      const first = validator.Errors(encoded)[0];
+      throw new ValueRejected(key, first?.instancePath ?? "", first?.message ?? "does not match");
+    }
+    return encoded;
+  }
+
+  function present(value: unknown, encoded: unknown, checked?: Json): Present {
+    let admitted: Json | undefined = checked;
+    const plain = (): Json => {
+      if (admitted === undefined) {
+        try {
+          admitted = toPlainJson(encoded);
+        } catch (error) {
+          if (error instanceof NotPlainJson) throw new ValueRejected(key, error.path, error.reason);
+          throw error;
+        }
+      }
+      return admitted;
+    };
+    return {
+      kind: "present",
+      isSameAs: (stored) => isSameJson(stored, encoded),
+      decodeStored(stored) {
+        if (!validator.Check(stored)) return undefined;
+        const copy = toPlainJson(stored);
+        if (!hasCodec) return { value: copy };
+        try {
+          return { value: DecodeUnsafe({}, schema, copy) };
+        } catch {
+          return undefined;
+        }
+      },
+      baseline: () => render("baseline", () => source.baseline(value)),
+      update: (previous) => render("update", () => source.update(previous, value)),
+      entry() {
+        const removed = source.removed;
+        if (removed === undefined) return { ok: true, entry: { value: plain() } };
+        const rendering = render("removed", () => removed.call(source, value));
+        if (!rendering.ok) return rendering;
+        return { ok: true, entry: { value: plain(), removed: rendering.text } };
+      },
+    };
+  }
+
+  async function observeTrusted(): Promise<Observation> {
+    const value = await source.load();
+    if (value === unavailable) return { kind: "unavailable" };
+    if (value === absent) return { kind: "absent" };
+    // Plain-JSON-ness is proven lazily: by equality with a stored value, or at admission.
+    return present(value, encode(value));
+  }
+
+  async function observeContained(report: (fault: SourceFault) => void): Promise<Observation> {
+    let value: unknown;
+    try {
+      value = await source.load();
+    } catch (error) {
+      report({ key, phase: "load", error });
+      return { kind: "unavailable" };
+    }
+    if (value === unavailable) return { kind: "unavailable" };
+    if (value === absent) return { kind: "absent" };
+    try {
+      const encoded = encode(value);
+      return present(value, encoded, toPlainJson(encoded));
+    } catch (error) {
+      report({
+        key,
+        phase: "value",
+        error: error instanceof NotPlainJson ? new ValueRejected(key, error.path, error.reason) : error,
+      });
+      return { kind: "unavailable" };
+    }
+  }
+
+  if (containment === undefined) {
+    return { key, blocksInitialization: true, observe: observeTrusted };
+  }
+  const report = (fault: SourceFault) => {
+    try {
+      containment.report(fault);
+    } catch {
+      // A failing reporter must not turn a contained fault into a host failure.
+    }
+  };
+  return {
+    key,
+    blocksInitialization: false,
+    observe: () => observeContained(report),
+    onRenderFault: (error) => report({ key, phase: error.renderer, error }),
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
