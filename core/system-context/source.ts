@@ -11,13 +11,17 @@ import { isSameJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
 import type { SnapshotEntry } from "./snapshot.ts";
 
-/** Loader result: the source could not be observed right now (stale-while-revalidate). */
-export const unavailable: unique symbol = Symbol.for("context-host/unavailable");
-/** Loader result: the source was observed, and there is nothing (a removal once admitted). */
-export const absent: unique symbol = Symbol.for("context-host/absent");
+declare const unavailableBrand: unique symbol;
+declare const absentBrand: unique symbol;
+/** The type of `unavailable`. A branded symbol, so it survives destructuring and re-export. */
+export type Unavailable = symbol & { readonly [unavailableBrand]: true };
+/** The type of `absent`. */
+export type Absent = symbol & { readonly [absentBrand]: true };
 
-export type Unavailable = typeof unavailable;
-export type Absent = typeof absent;
+/** Loader result: the source could not be observed right now (stale-while-revalidate). */
+export const unavailable = Symbol.for("context-host/unavailable") as Unavailable;
+/** Loader result: the source was observed, and there is nothing (a removal once admitted). */
+export const absent = Symbol.for("context-host/absent") as Absent;
 
 /** What a loader may return: a value, `unavailable` or `absent`, directly or as a promise. */
 export type Loaded<T> = T | Unavailable | Absent;
