@@ -5,6 +5,10 @@
  * @module
  */
 
+export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./plugins/define.ts";
+export type { Diagnostic, DiagnosticPhase } from "./plugins/diagnostic.ts";
+export type { Clock, HostServices, Logger } from "./plugins/services.ts";
+export type { SourceEnv } from "./registry/registry.ts";
 export * as SystemContext from "./system-context/index.ts";
 export {
   absent,

@@ -1,0 +1,54 @@
+// Owns the second seam of plugin loading: evaluate. A bundle is compiled with
+// `vm.compileFunction` and run as a CommonJS module. Nothing caches it, so once a
+// generation is swapped out its code and closures can be garbage-collected
+// (ESM `import()` cannot do this: Node never evicts an ES module).
+
+import { createRequire } from "node:module";
+import vm from "node:vm";
+import type { PluginBundle } from "./bundle.ts";
+import { BundleLocations } from "./diagnostic.ts";
+
+const hostRequire = createRequire(import.meta.url);
+
+/** Packages the host shares with plugins by identity: one copy of `context-host` and of TypeBox. */
+export interface SharedModules {
+  readonly "context-host": unknown;
+}
+
+/**
+ * Resolves a plugin's `require`: `context-host` is the host's own entry module;
+ * other packages resolve from the host first (one shared copy), then from the
+ * plugin's folder for packages only the plugin has.
+ */
+function pluginRequire(bundle: PluginBundle, shared: SharedModules): (specifier: string) => unknown {
+  const ownRequire = createRequire(bundle.entry);
+  return (specifier) => {
+    if (specifier === "context-host") return shared["context-host"];
+    try {
+      return hostRequire(specifier);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND") throw error;
+      return ownRequire(specifier);
+    }
+  };
+}
+
+// A distinct name per generation keeps stack frames (and source maps) apart.
+function bundleName(bundle: PluginBundle, generation: number): string {
+  return `${bundle.entry}#generation-${generation}`;
+}
+
+/** Maps errors thrown by this generation's code back to the plugin's own files and lines. */
+export function locationsOf(bundle: PluginBundle, generation: number): BundleLocations {
+  return new BundleLocations(bundleName(bundle, generation), bundle.code, bundle.baseDir);
+}
+
+/** Evaluates a bundle as a fresh CommonJS module and returns its exports. Throws what its module code throws. */
+export function evaluateBundle(bundle: PluginBundle, generation: number, shared: SharedModules): Record<string, unknown> {
+  const run = vm.compileFunction(bundle.code, ["exports", "require", "module", "__filename", "__dirname"], {
+    filename: bundleName(bundle, generation),
+  });
+  const module = { exports: {} as Record<string, unknown> };
+  run(module.exports, pluginRequire(bundle, shared), module, bundle.entry, bundle.baseDir);
+  return module.exports;
+}

@@ -1,0 +1,130 @@
+// Owns the scoped, replayable registry of Context Source registrations. Core
+// registrations keep the host's order; plugin-defined ones follow in lexicographic
+// key order, so composition depends only on the set of active registrations.
+
+import { combine, DuplicateKeyError, type Key, type SystemContext } from "../system-context/index.ts";
+import type { Scope } from "./scope.ts";
+
+/** What a registration's loader is told about the boundary it serves. */
+export interface SourceEnv {
+  /** The session's location (working folder) at this boundary. */
+  readonly location: string;
+}
+
+/** One registered Context Source: a key and how to produce its `SystemContext` for a boundary. */
+export interface Registration {
+  readonly key: Key;
+  /** `core` registrations come first in host order; `plugin` ones after, sorted by key. */
+  readonly origin: "core" | "plugin";
+  load(env: SourceEnv): SystemContext | Promise<SystemContext>;
+}
+
+/** One consistent version of the registry: the active registrations in composition order. */
+export interface RegistryState {
+  readonly version: number;
+  readonly registrations: readonly Registration[];
+}
+
+/** Changes made together, published as one version. */
+export interface Batch {
+  register(scope: Scope, registration: Registration): void;
+  unregister(registration: Registration): void;
+}
+
+type Listener = (state: RegistryState) => void;
+
+/** Lexicographic by UTF-16 code units, as `Array.prototype.sort` compares strings. */
+function byKey(a: Registration, b: Registration): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+export class Registry {
+  #core: Registration[] = [];
+  #plugin: Registration[] = [];
+  #state: RegistryState = { version: 0, registrations: [] };
+  readonly #listeners = new Set<Listener>();
+  #batching = false;
+
+  /** The current version. A boundary reads it once and composes from it. */
+  get state(): RegistryState {
+    return this.#state;
+  }
+
+  /** Registers inside `scope`; closing the scope removes exactly this registration. */
+  register(scope: Scope, registration: Registration): void {
+    this.batch((batch) => batch.register(scope, registration));
+  }
+
+  /** Removes a registration by identity; removing one that is not active does nothing. */
+  unregister(registration: Registration): void {
+    this.batch((batch) => batch.unregister(registration));
+  }
+
+  /**
+   * Applies several changes as one version: subscribers and boundaries never see
+   * half of them. If any change is invalid (a duplicate key), none is applied.
+   */
+  batch(changes: (batch: Batch) => void): void {
+    if (this.#batching) throw new Error("registry batches do not nest");
+    const core = this.#core.slice();
+    const plugin = this.#plugin.slice();
+    const scoped: Array<[Scope, Registration]> = [];
+    this.#batching = true;
+    try {
+      changes({
+        register: (scope, registration) => {
+          if (scope.isClosed) throw new Error(`cannot register "${registration.key}" in a closed scope`);
+          if (core.some((r) => r.key === registration.key) || plugin.some((r) => r.key === registration.key)) {
+            throw new DuplicateKeyError(registration.key);
+          }
+          (registration.origin === "core" ? core : plugin).push(registration);
+          scoped.push([scope, registration]);
+        },
+        unregister: (registration) => {
+          for (const list of [core, plugin]) {
+            const at = list.indexOf(registration);
+            if (at >= 0) list.splice(at, 1);
+          }
+        },
+      });
+    } finally {
+      this.#batching = false;
+    }
+    const changed =
+      core.length !== this.#core.length ||
+      plugin.length !== this.#plugin.length ||
+      core.some((r, i) => r !== this.#core[i]) ||
+      plugin.some((r, i) => r !== this.#plugin[i]);
+    for (const [scope, registration] of scoped) void scope.add(() => this.unregister(registration));
+    if (!changed) return;
+    plugin.sort(byKey);
+    this.#core = core;
+    this.#plugin = plugin;
+    this.#state = Object.freeze({
+      version: this.#state.version + 1,
+      registrations: Object.freeze([...core, ...plugin]),
+    });
+    for (const listener of this.#listeners) this.#deliver(listener, this.#state);
+  }
+
+  /** Delivers the current state at once, then every change in order. Returns an unsubscribe. */
+  subscribe(listener: Listener): () => void {
+    this.#listeners.add(listener);
+    this.#deliver(listener, this.#state);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #deliver(listener: Listener, state: RegistryState) {
+    try {
+      listener(state);
+    } catch {
+      // A failing subscriber must not break registration or other subscribers.
+    }
+  }
+
+  /** Composes one version (the current one by default) into a System Context for a boundary. */
+  async compose(env: SourceEnv, state: RegistryState = this.#state): Promise<SystemContext> {
+    const contexts = await Promise.all(state.registrations.map((registration) => registration.load(env)));
+    return combine(contexts);
+  }
+}
