@@ -5,10 +5,15 @@
  * @module
  */
 
+export { type CoreSource, createHost, type Host, type HostOptions } from "./host.ts";
 export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./plugins/define.ts";
 export type { Diagnostic, DiagnosticPhase } from "./plugins/diagnostic.ts";
 export type { Clock, HostServices, Logger } from "./plugins/services.ts";
+export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "./providers/provider.ts";
+export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { SourceEnv } from "./registry/registry.ts";
+export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
+export type { MessageRole, SessionStore, StoredMessage } from "./session/store/store.ts";
 export * as SystemContext from "./system-context/index.ts";
 export {
   absent,

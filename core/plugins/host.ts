@@ -350,11 +350,18 @@ export class PluginHost {
     };
     const registrations = next.sources.map((source) => guardedRegistration(source, guard));
     const previous = entry.active;
-    this.#options.registry.batch((batch) => {
-      if (holder?.active !== undefined) for (const r of holder.active.registrations) batch.unregister(r);
-      if (previous !== undefined) for (const r of previous.registrations) batch.unregister(r);
-      for (const r of registrations) batch.register(next.scope, r);
-    });
+    try {
+      this.#options.registry.batch((batch) => {
+        if (holder?.active !== undefined) for (const r of holder.active.registrations) batch.unregister(r);
+        if (previous !== undefined) for (const r of previous.registrations) batch.unregister(r);
+        for (const r of registrations) batch.register(next.scope, r);
+      });
+    } catch (error) {
+      // A key the host already registers (a core source): nothing of this generation is applied.
+      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
+      this.#pendingClose.push(next.scope);
+      return;
+    }
     if (holder?.active !== undefined) {
       const displaced = holder.active;
       holder.active = undefined;

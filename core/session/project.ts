@@ -1,0 +1,55 @@
+// Owns the projection of durable history into what the model sees in one epoch:
+// history from the latest compaction summary on, without Mid-Conversation System
+// Messages of earlier epochs (they stay durable, as audit history).
+
+import type { ProviderRequest, RequestMessage } from "../providers/provider.ts";
+import type { EpochRecord, StoredMessage } from "./store/store.ts";
+
+/** The model-visible history of the active epoch, in chronological order. */
+export function projectHistory(messages: readonly StoredMessage[], epoch: EpochRecord): RequestMessage[] {
+  let start = 0;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if ((messages[i] as StoredMessage).role === "summary") {
+      start = i;
+      break;
+    }
+  }
+  const projected: RequestMessage[] = [];
+  for (const message of messages.slice(start)) {
+    switch (message.role) {
+      case "user":
+      case "summary":
+        projected.push({ role: message.role, text: message.text });
+        break;
+      case "system-update":
+        if (message.epoch === epoch.number) projected.push({ role: "system-update", text: message.text });
+        break;
+      case "assistant":
+        projected.push(
+          message.toolCalls === undefined
+            ? { role: "assistant", text: message.text }
+            : { role: "assistant", text: message.text, toolCalls: message.toolCalls },
+        );
+        break;
+      case "tool":
+        projected.push({ role: "tool", callId: message.callId ?? "", name: message.name ?? "", result: message.text });
+        break;
+    }
+  }
+  return projected;
+}
+
+/** The request of a boundary: host system prompt, then the Baseline, then projected history. */
+export function buildRequest(
+  session: { provider: string; model: string },
+  systemPrompt: string | undefined,
+  epoch: EpochRecord,
+  messages: readonly StoredMessage[],
+): ProviderRequest {
+  return {
+    provider: session.provider,
+    model: session.model,
+    system: systemPrompt === undefined ? [epoch.baseline] : [systemPrompt, epoch.baseline],
+    messages: projectHistory(messages, epoch),
+  };
+}

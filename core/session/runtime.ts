@@ -1,0 +1,227 @@
+// Owns the session runtime: durable admission of input, and the Safe Provider-Turn
+// Boundary. One `step` runs one boundary (initialize or reconcile, promote input,
+// admit one combined Mid-Conversation System Message) and at most one provider call.
+// Nothing here runs unless asked: no timers, no watchers, no waking idle sessions.
+
+import { randomUUID } from "node:crypto";
+import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "../providers/provider.ts";
+import type { SourceEnv } from "../registry/registry.ts";
+import { InitializationBlocked, initialize, reconcile, replace, type SystemContext } from "../system-context/index.ts";
+import { buildRequest } from "./project.ts";
+import {
+  type BoundaryCommit,
+  type PendingPrompt,
+  RevisionConflict,
+  type SessionStore,
+  type StoredMessage,
+} from "./store/store.ts";
+
+/** What a tool is told about the call: the session and where it runs. */
+export interface ToolContext {
+  readonly sessionId: string;
+  readonly location: string;
+}
+
+/** A host tool: takes the model's input, returns the result text. */
+export type Tool = (input: unknown, context: ToolContext) => string | Promise<string>;
+
+/** The outcome of one `step`. */
+export type StepResult =
+  | { readonly kind: "replied"; readonly request: ProviderRequest; readonly reply: ProviderReply }
+  | { readonly kind: "blocked"; readonly keys: readonly string[] }
+  | { readonly kind: "idle" };
+
+export interface RuntimeOptions {
+  readonly store: SessionStore;
+  /** Composes the System Context for a boundary of a session in `env.location`. */
+  compose(env: SourceEnv): Promise<SystemContext>;
+  readonly providers: Readonly<Record<string, Provider>>;
+  readonly systemPrompt?: string;
+  readonly tools?: Readonly<Record<string, Tool>>;
+  /** The user-side instruction that asks the provider for a compaction summary. */
+  readonly compactionInstruction?: string;
+}
+
+/** The session names a provider the host does not have. */
+export class UnknownProvider extends Error {
+  override readonly name = "UnknownProvider";
+  constructor(readonly provider: string) {
+    super(`unknown provider ${JSON.stringify(provider)}: register it in createHost({ providers })`);
+  }
+}
+
+const defaultCompactionInstruction =
+  "Summarize the conversation so far for your own later use: the goal, decisions made, the current state of the work, and open questions. Be complete but brief.";
+
+/** Rounds of re-planning after another runtime committed first. */
+const maxReplans = 8;
+
+function isIdle(messages: readonly StoredMessage[], pending: readonly PendingPrompt[]): boolean {
+  if (pending.length > 0) return false;
+  const last = messages.at(-1);
+  return last === undefined || last.role !== "tool";
+}
+
+export class SessionRuntime {
+  readonly #options: RuntimeOptions;
+
+  constructor(options: RuntimeOptions) {
+    this.#options = options;
+  }
+
+  /** Creates a session and returns its id. Its first boundary renders the Baseline. */
+  async createSession(session: { location: string; provider: string; model: string }): Promise<string> {
+    this.#provider(session.provider);
+    const id = randomUUID();
+    await this.#options.store.createSession({ id, ...session });
+    return id;
+  }
+
+  /** Admits input durably. It is promoted into history at the next boundary; nothing is sent now. */
+  async prompt(id: string, text: string): Promise<void> {
+    await this.#options.store.addPrompt(id, text);
+  }
+
+  /** Durable history, oldest first, including Mid-Conversation System Messages of every epoch. */
+  messages(id: string): Promise<StoredMessage[]> {
+    return this.#options.store.messages(id);
+  }
+
+  /** A new provider and/or model: the next boundary starts a new Context Epoch; history stays. */
+  async switchModel(id: string, change: { provider?: string; model: string }): Promise<void> {
+    if (change.provider !== undefined) this.#provider(change.provider);
+    await this.#options.store.updateSession(id, { ...change, epochDue: "switch" });
+  }
+
+  /** A new location: the next boundary starts a new epoch, and location-scoped sources re-resolve there. */
+  async move(id: string, location: string): Promise<void> {
+    await this.#options.store.updateSession(id, { location, epochDue: "move" });
+  }
+
+  /** Summarises projected history through the provider; the next boundary starts a new epoch. */
+  async compact(id: string): Promise<void> {
+    const { store } = this.#options;
+    const session = await store.session(id);
+    if (session.isAwaitingReply) throw new Error(`session ${id}: a provider turn is pending; step before compacting`);
+    const epoch = await store.activeEpoch(id);
+    if (epoch === undefined) return; // nothing was ever sent: nothing to summarise
+    const request = buildRequest(session, this.#options.systemPrompt, epoch, await store.messages(id));
+    const instruction = this.#options.compactionInstruction ?? defaultCompactionInstruction;
+    const reply = await this.#provider(session.provider).send({
+      ...request,
+      messages: [...request.messages, { role: "user", text: instruction }],
+    });
+    await store.commitSummary(id, session.revision, reply.text);
+  }
+
+  /** Runs one Safe Provider-Turn Boundary and at most one provider call. */
+  async step(id: string): Promise<StepResult> {
+    const prepared = await this.#boundary(id);
+    if (prepared.kind !== "ready") return prepared;
+    const { request, revision, location } = prepared;
+    const reply = await this.#provider(request.provider).send(request);
+    const toolResults = await this.#runTools(id, location, reply.toolCalls ?? []);
+    try {
+      await this.#options.store.commitReply(id, revision, reply, toolResults);
+    } catch (error) {
+      // Another runtime persisted the reply to this same request first; ours is a duplicate.
+      if (!(error instanceof RevisionConflict)) throw error;
+    }
+    return { kind: "replied", request, reply };
+  }
+
+  async #boundary(
+    id: string,
+  ): Promise<
+    | { kind: "ready"; request: ProviderRequest; revision: number; location: string }
+    | { kind: "blocked"; keys: readonly string[] }
+    | { kind: "idle" }
+  > {
+    const { store } = this.#options;
+    for (let round = 0; round < maxReplans; round++) {
+      const session = await store.session(id);
+      const epoch = await store.activeEpoch(id);
+      if (!session.isAwaitingReply || epoch === undefined) {
+        const pending = await store.pendingPrompts(id);
+        if (isIdle(await store.messages(id), pending)) return { kind: "idle" };
+        const context = await this.#options.compose({ location: session.location });
+        let commit: BoundaryCommit;
+        if (epoch === undefined) {
+          try {
+            const generation = await initialize(context);
+            commit = { newEpoch: { ...generation, reason: "initial" }, promote: pending, settlesEpochDue: true };
+          } catch (error) {
+            if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
+            throw error;
+          }
+        } else {
+          const result = session.epochDue !== undefined ? await replace(context, epoch.snapshot) : { kind: "not-due" as const };
+          if (result.kind === "replaced") {
+            commit = {
+              newEpoch: { ...result.generation, reason: session.epochDue ?? "replacement" },
+              promote: pending,
+              settlesEpochDue: true,
+            };
+          } else {
+            // No transition due, or it is blocked by unavailable admitted context: the epoch continues.
+            const next = await reconcile(context, epoch.snapshot);
+            switch (next.kind) {
+              case "unchanged":
+              case "replacement-blocked":
+                commit = { promote: pending, settlesEpochDue: false };
+                break;
+              case "updated":
+                commit = { promote: pending, systemUpdate: { text: next.text, snapshot: next.snapshot }, settlesEpochDue: false };
+                break;
+              case "replaced":
+                commit = {
+                  newEpoch: { ...next.generation, reason: session.epochDue ?? "replacement" },
+                  promote: pending,
+                  settlesEpochDue: true,
+                };
+                break;
+            }
+          }
+        }
+        try {
+          await store.commitBoundary(id, session.revision, commit);
+        } catch (error) {
+          if (error instanceof RevisionConflict) continue; // another runtime admitted first: plan again
+          throw error;
+        }
+      }
+      // Build the request from durable state only, so a retry or a restart sends the same bytes.
+      const current = await store.session(id);
+      const active = await store.activeEpoch(id);
+      if (active === undefined) throw new Error(`session ${id}: no Context Epoch after a boundary`);
+      const request = buildRequest(current, this.#options.systemPrompt, active, await store.messages(id));
+      return { kind: "ready", request, revision: current.revision, location: current.location };
+    }
+    throw new Error(`session ${id}: gave up after ${maxReplans} conflicting boundaries`);
+  }
+
+  async #runTools(id: string, location: string, calls: readonly ToolCall[]) {
+    const results: Array<{ callId: string; name: string; result: string }> = [];
+    for (const call of calls) {
+      const tool = this.#options.tools?.[call.name];
+      let result: string;
+      if (tool === undefined) {
+        result = `Error: unknown tool ${JSON.stringify(call.name)}`;
+      } else {
+        try {
+          result = String(await tool(call.input, { sessionId: id, location }));
+        } catch (error) {
+          result = `Error: ${error instanceof Error ? error.message : String(error)}`;
+        }
+      }
+      results.push({ callId: call.id, name: call.name, result });
+    }
+    return results;
+  }
+
+  #provider(name: string): Provider {
+    const provider = this.#options.providers[name];
+    if (provider === undefined) throw new UnknownProvider(name);
+    return provider;
+  }
+}

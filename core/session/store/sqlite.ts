@@ -1,0 +1,326 @@
+// Owns the default durable store: one SQLite file through better-sqlite3, WAL,
+// foreign keys on, schema versioned by `PRAGMA user_version` migrations. Every
+// boundary is one transaction guarded by the session's revision.
+
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import type { ToolCall } from "../../providers/provider.ts";
+import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import {
+  type BoundaryCommit,
+  CorruptSession,
+  type EpochReason,
+  type EpochRecord,
+  type MessageRole,
+  type PendingPrompt,
+  RevisionConflict,
+  type SessionRecord,
+  type SessionStore,
+  type StoredMessage,
+  UnknownSession,
+} from "./store.ts";
+
+/** Each entry moves the schema one version up; never edit a released one. */
+const migrations: readonly string[] = [
+  `CREATE TABLE sessions (
+     id TEXT PRIMARY KEY,
+     location TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     revision INTEGER NOT NULL DEFAULT 0,
+     epoch_due TEXT CHECK (epoch_due IN ('compaction', 'switch', 'move', 'replacement')),
+     awaiting_reply INTEGER NOT NULL DEFAULT 0
+   ) STRICT;
+   CREATE TABLE messages (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     seq INTEGER NOT NULL,
+     role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system-update', 'summary')),
+     text TEXT NOT NULL,
+     epoch INTEGER NOT NULL,
+     data TEXT,
+     PRIMARY KEY (session_id, seq)
+   ) STRICT;
+   CREATE TABLE pending_prompts (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     text TEXT NOT NULL,
+     promoted_seq INTEGER
+   ) STRICT;
+   CREATE INDEX pending_prompts_by_session ON pending_prompts(session_id, promoted_seq);
+   CREATE TABLE epochs (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     number INTEGER NOT NULL,
+     baseline TEXT NOT NULL,
+     snapshot TEXT NOT NULL,
+     started_seq INTEGER NOT NULL,
+     reason TEXT NOT NULL CHECK (reason IN ('initial', 'compaction', 'switch', 'move', 'replacement')),
+     PRIMARY KEY (session_id, number)
+   ) STRICT;`,
+];
+
+const MessageData = Compile(
+  Type.Object({
+    toolCalls: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Unknown() }))),
+    callId: Type.Optional(Type.String()),
+    name: Type.Optional(Type.String()),
+  }),
+);
+
+const roles: ReadonlySet<string> = new Set(["user", "assistant", "tool", "system-update", "summary"]);
+
+interface SessionRow {
+  id: string;
+  location: string;
+  provider: string;
+  model: string;
+  revision: number;
+  epoch_due: EpochReason | null;
+  awaiting_reply: number;
+}
+
+interface MessageRow {
+  seq: number;
+  role: string;
+  text: string;
+  epoch: number;
+  data: string | null;
+}
+
+interface EpochRow {
+  number: number;
+  baseline: string;
+  snapshot: string;
+  started_seq: number;
+  reason: EpochReason;
+}
+
+/** The SQLite file of a data folder. */
+export function sessionsFile(dataDir: string): string {
+  return path.join(dataDir, "sessions.db");
+}
+
+export class SqliteSessionStore implements SessionStore {
+  readonly #db: Database.Database;
+
+  constructor(readonly file: string) {
+    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+    this.#db = new Database(file);
+    this.#db.pragma("journal_mode = WAL");
+    this.#db.pragma("foreign_keys = ON");
+    this.#db.pragma("busy_timeout = 5000");
+    this.#migrate();
+  }
+
+  /** The schema version this file is at. */
+  get schemaVersion(): number {
+    return this.#db.pragma("user_version", { simple: true }) as number;
+  }
+
+  #migrate() {
+    const migrate = this.#db.transaction(() => {
+      const version = this.schemaVersion;
+      if (version > migrations.length) {
+        throw new Error(`${this.file}: schema version ${version} is newer than this context-host (${migrations.length})`);
+      }
+      for (let v = version; v < migrations.length; v++) {
+        this.#db.exec(migrations[v] as string);
+        this.#db.pragma(`user_version = ${v + 1}`);
+      }
+    });
+    migrate.immediate();
+  }
+
+  async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
+    this.#db
+      .prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)")
+      .run(session);
+  }
+
+  #sessionRow(id: string): SessionRow {
+    const row = this.#db.prepare("SELECT * FROM sessions WHERE id = ?").get(id) as SessionRow | undefined;
+    if (row === undefined) throw new UnknownSession(id);
+    return row;
+  }
+
+  async session(id: string): Promise<SessionRecord> {
+    const row = this.#sessionRow(id);
+    return {
+      id: row.id,
+      location: row.location,
+      provider: row.provider,
+      model: row.model,
+      revision: row.revision,
+      epochDue: row.epoch_due ?? undefined,
+      isAwaitingReply: row.awaiting_reply === 1,
+    };
+  }
+
+  async updateSession(
+    id: string,
+    change: { location?: string; provider?: string; model?: string; epochDue?: EpochReason },
+  ): Promise<void> {
+    const update = this.#db.transaction(() => {
+      const row = this.#sessionRow(id);
+      this.#db
+        .prepare("UPDATE sessions SET location = ?, provider = ?, model = ?, epoch_due = ?, revision = revision + 1 WHERE id = ?")
+        .run(
+          change.location ?? row.location,
+          change.provider ?? row.provider,
+          change.model ?? row.model,
+          change.epochDue ?? row.epoch_due,
+          id,
+        );
+    });
+    update.immediate();
+  }
+
+  async addPrompt(id: string, text: string): Promise<void> {
+    this.#sessionRow(id);
+    this.#db.prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
+  }
+
+  async pendingPrompts(id: string): Promise<PendingPrompt[]> {
+    return this.#db
+      .prepare("SELECT id, text FROM pending_prompts WHERE session_id = ? AND promoted_seq IS NULL ORDER BY id")
+      .all(id) as PendingPrompt[];
+  }
+
+  async messages(id: string): Promise<StoredMessage[]> {
+    this.#sessionRow(id);
+    const rows = this.#db
+      .prepare("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = ? ORDER BY seq")
+      .all(id) as MessageRow[];
+    return rows.map((row) => this.#message(id, row));
+  }
+
+  #message(id: string, row: MessageRow): StoredMessage {
+    if (!roles.has(row.role)) throw new CorruptSession(id, `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}`);
+    let data: unknown = {};
+    if (row.data !== null) {
+      try {
+        data = JSON.parse(row.data);
+      } catch (cause) {
+        throw new CorruptSession(id, `message ${row.seq} has unreadable data`, { cause });
+      }
+    }
+    if (!MessageData.Check(data)) throw new CorruptSession(id, `message ${row.seq} has malformed data`);
+    const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
+    return {
+      seq: row.seq,
+      role: row.role as MessageRole,
+      text: row.text,
+      epoch: row.epoch,
+      ...(toolCalls === undefined ? {} : { toolCalls }),
+      ...(callId === undefined ? {} : { callId }),
+      ...(name === undefined ? {} : { name }),
+    };
+  }
+
+  async activeEpoch(id: string): Promise<EpochRecord | undefined> {
+    const row = this.#db.prepare("SELECT * FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(id) as
+      | EpochRow
+      | undefined;
+    if (row === undefined) return undefined;
+    let snapshot: Snapshot;
+    try {
+      snapshot = parseSnapshot(JSON.parse(row.snapshot));
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new CorruptSession(id, `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`, { cause });
+    }
+    return { number: row.number, baseline: row.baseline, snapshot, startedSeq: row.started_seq, reason: row.reason };
+  }
+
+  #nextSeq(id: string): number {
+    const row = this.#db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM messages WHERE session_id = ?").get(id) as {
+      seq: number;
+    };
+    return row.seq + 1;
+  }
+
+  #currentEpochNumber(id: string): number {
+    const row = this.#db.prepare("SELECT COALESCE(MAX(number), 0) AS n FROM epochs WHERE session_id = ?").get(id) as {
+      n: number;
+    };
+    return row.n;
+  }
+
+  /** Advances the revision from `expected`; throws `RevisionConflict` if another runtime moved it. */
+  #claim(id: string, expected: number, set: string) {
+    const result = this.#db
+      .prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`)
+      .run(id, expected);
+    if (result.changes === 0) {
+      this.#sessionRow(id);
+      throw new RevisionConflict(id, expected);
+    }
+  }
+
+  #insertMessage(id: string, seq: number, role: MessageRole, text: string, epoch: number, data?: object) {
+    this.#db
+      .prepare("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES (?, ?, ?, ?, ?, ?)")
+      .run(id, seq, role, text, epoch, data === undefined ? null : JSON.stringify(data));
+  }
+
+  async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
+    const run = this.#db.transaction(() => {
+      this.#claim(id, revision, `, awaiting_reply = 1${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
+      let seq = this.#nextSeq(id);
+      let epoch = this.#currentEpochNumber(id);
+      if (commit.newEpoch !== undefined) {
+        epoch += 1;
+        this.#db
+          .prepare("INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason) VALUES (?, ?, ?, ?, ?, ?)")
+          .run(id, epoch, commit.newEpoch.baseline, JSON.stringify(commit.newEpoch.snapshot), seq, commit.newEpoch.reason);
+      }
+      for (const prompt of commit.promote) {
+        const promoted = this.#db
+          .prepare("UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL")
+          .run(seq, prompt.id, id);
+        if (promoted.changes !== 1) throw new RevisionConflict(id, revision);
+        this.#insertMessage(id, seq++, "user", prompt.text, epoch);
+      }
+      if (commit.systemUpdate !== undefined) {
+        this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, epoch);
+        this.#db
+          .prepare("UPDATE epochs SET snapshot = ? WHERE session_id = ? AND number = ?")
+          .run(JSON.stringify(commit.systemUpdate.snapshot), id, epoch);
+      }
+    });
+    run.immediate();
+  }
+
+  async commitReply(
+    id: string,
+    revision: number,
+    reply: { text: string; toolCalls?: readonly ToolCall[] },
+    toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
+  ): Promise<void> {
+    const run = this.#db.transaction(() => {
+      this.#claim(id, revision, ", awaiting_reply = 0");
+      let seq = this.#nextSeq(id);
+      const epoch = this.#currentEpochNumber(id);
+      const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
+      this.#insertMessage(id, seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls });
+      for (const result of toolResults) {
+        this.#insertMessage(id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name });
+      }
+    });
+    run.immediate();
+  }
+
+  async commitSummary(id: string, revision: number, text: string): Promise<void> {
+    const run = this.#db.transaction(() => {
+      this.#claim(id, revision, ", epoch_due = 'compaction'");
+      this.#insertMessage(id, this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id));
+    });
+    run.immediate();
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+}

@@ -1,0 +1,123 @@
+// Owns the session store interface: what the runtime needs to keep durably, with no
+// opinion on how. The SQLite store is the default; other stores implement this.
+
+import type { ToolCall } from "../../providers/provider.ts";
+import type { Snapshot } from "../../system-context/index.ts";
+
+/** Message roles, as `host.messages()` reports them. */
+export type MessageRole = "user" | "assistant" | "tool" | "system-update" | "summary";
+
+/** Why a Context Epoch began. */
+export type EpochReason = "initial" | "compaction" | "switch" | "move" | "replacement";
+
+/** A session as stored. `revision` advances with every boundary commit. */
+export interface SessionRecord {
+  readonly id: string;
+  readonly location: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly revision: number;
+  /** A transition asked for a new Context Epoch at the next boundary. */
+  readonly epochDue: EpochReason | undefined;
+  /** A boundary was admitted and its provider reply is not persisted yet: a retry resends it. */
+  readonly isAwaitingReply: boolean;
+}
+
+/** One durable message, oldest first by `seq`. */
+export interface StoredMessage {
+  readonly seq: number;
+  readonly role: MessageRole;
+  readonly text: string;
+  /** The Context Epoch in effect when the message was admitted. */
+  readonly epoch: number;
+  readonly toolCalls?: readonly ToolCall[];
+  readonly callId?: string;
+  readonly name?: string;
+}
+
+/** The active Context Epoch. */
+export interface EpochRecord {
+  readonly number: number;
+  /** The Baseline System Context exactly as sent. */
+  readonly baseline: string;
+  readonly snapshot: Snapshot;
+  /** The sequence number of the first message of this epoch. */
+  readonly startedSeq: number;
+  readonly reason: EpochReason;
+}
+
+/** Input admitted durably but not yet promoted into history. */
+export interface PendingPrompt {
+  readonly id: number;
+  readonly text: string;
+}
+
+/** What one Safe Provider-Turn Boundary commits, all or nothing. */
+export interface BoundaryCommit {
+  /** A fresh Context Epoch begins before anything else of this boundary. */
+  readonly newEpoch?: { readonly baseline: string; readonly snapshot: Snapshot; readonly reason: EpochReason };
+  /** Pending prompts to promote into history, in order. */
+  readonly promote: readonly PendingPrompt[];
+  /** A Mid-Conversation System Message and the snapshot it advances to. */
+  readonly systemUpdate?: { readonly text: string; readonly snapshot: Snapshot };
+  /** Whether the session's due epoch transition is settled by this boundary. */
+  readonly settlesEpochDue: boolean;
+}
+
+/** Another runtime committed first; re-read and plan again. */
+export class RevisionConflict extends Error {
+  override readonly name = "RevisionConflict";
+  constructor(
+    readonly sessionId: string,
+    readonly expected: number,
+  ) {
+    super(`session ${sessionId} changed since revision ${expected}: another runtime committed first`);
+  }
+}
+
+/** No session with that id. */
+export class UnknownSession extends Error {
+  override readonly name = "UnknownSession";
+  constructor(readonly sessionId: string) {
+    super(`unknown session ${JSON.stringify(sessionId)}`);
+  }
+}
+
+/** A stored row cannot be read back (a corrupt snapshot, an unknown role): names the session. */
+export class CorruptSession extends Error {
+  override readonly name = "CorruptSession";
+  constructor(
+    readonly sessionId: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`session ${sessionId}: ${message}`, options);
+  }
+}
+
+/** The durable store of sessions, their messages, pending input and Context Epochs. */
+export interface SessionStore {
+  createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void>;
+  session(id: string): Promise<SessionRecord>;
+  /** Changes where or with what a session runs; `epochDue` asks for a new epoch at the next boundary. */
+  updateSession(
+    id: string,
+    change: { location?: string; provider?: string; model?: string; epochDue?: EpochReason },
+  ): Promise<void>;
+  addPrompt(id: string, text: string): Promise<void>;
+  pendingPrompts(id: string): Promise<PendingPrompt[]>;
+  messages(id: string): Promise<StoredMessage[]>;
+  activeEpoch(id: string): Promise<EpochRecord | undefined>;
+  /** Commits one boundary in one transaction if the session is still at `revision`; else `RevisionConflict`. */
+  commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void>;
+  /** Persists a provider reply and the tool results of its calls, if the session is still at `revision`. */
+  commitReply(
+    id: string,
+    revision: number,
+    reply: { text: string; toolCalls?: readonly ToolCall[] },
+    toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
+  ): Promise<void>;
+  /** Appends a compaction summary; the next boundary starts a new epoch. */
+  commitSummary(id: string, revision: number, text: string): Promise<void>;
+  close(): Promise<void>;
+}
