@@ -146,125 +146,148 @@ export function contain<S extends TSchema>(source: Source<S>, containment: Conta
   return carry([pack(source as unknown as Source, containment)]);
 }
 
-function pack(source: Source, containment: Containment | undefined): PackedSource {
-  if (!isKey(source.key)) {
-    throw new TypeError(
-      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name" in lower case, matching ${keyPattern}`,
-    );
-  }
-  const { key, schema } = source;
-  const validator = validatorFor(schema);
-  const hasCodec = HasCodec(schema);
-  const maxTextLength = containment?.maxTextLength ?? Number.POSITIVE_INFINITY;
+/**
+ * One source's codec and renderers, checked once at `make`. Observations are small
+ * objects whose methods live on prototypes: a boundary over many sources allocates
+ * no closures per source.
+ */
+class SourceCodec {
+  readonly validator: Validator;
+  readonly hasCodec: boolean;
 
-  function render(renderer: Renderer, call: () => unknown): Rendering {
+  constructor(
+    readonly source: Source,
+    readonly maxTextLength: number,
+  ) {
+    this.validator = validatorFor(source.schema);
+    this.hasCodec = HasCodec(source.schema);
+  }
+
+  get key(): Key {
+    return this.source.key;
+  }
+
+  render(renderer: Renderer, current: unknown, previous?: unknown): Rendering {
+    const { source, key } = this;
     let text: unknown;
     try {
-      text = call();
+      if (renderer === "baseline") text = source.baseline(current);
+      else if (renderer === "update") text = source.update(previous, current);
+      else text = source.removed?.(current);
     } catch (cause) {
       return { ok: false, error: new RenderError(key, renderer, `threw: ${messageOf(cause)}`, { cause }) };
     }
     if (typeof text !== "string")
       return { ok: false, error: new RenderError(key, renderer, `returned ${typeof text}, not text`) };
     if (text.length === 0) return { ok: false, error: new RenderError(key, renderer, "returned empty text") };
-    if (text.length > maxTextLength) {
-      return {
-        ok: false,
-        error: new RenderError(key, renderer, `returned ${text.length} characters, over the limit of ${maxTextLength}`),
-      };
+    if (text.length > this.maxTextLength) {
+      const reason = `returned ${text.length} characters, over the limit of ${this.maxTextLength}`;
+      return { ok: false, error: new RenderError(key, renderer, reason) };
     }
     return { ok: true, text };
   }
 
   /** Encodes a loaded value strictly: check, then encode, nothing converted or stripped. */
-  function encode(value: unknown): unknown {
+  encode(value: unknown): unknown {
     let encoded = value;
-    if (hasCodec) {
+    if (this.hasCodec) {
       try {
-        encoded = EncodeUnsafe({}, schema, value);
+        encoded = EncodeUnsafe({}, this.source.schema, value);
       } catch (cause) {
-        throw new ValueRejected(key, "", `encoding failed: ${messageOf(cause)}`, { cause });
+        throw new ValueRejected(this.key, "", `encoding failed: ${messageOf(cause)}`, { cause });
       }
     }
-    if (!validator.Check(encoded)) {
-      const first = validator.Errors(encoded)[0];
-      throw new ValueRejected(key, first?.instancePath ?? "", first?.message ?? "does not match");
+    if (!this.validator.Check(encoded)) {
+      const first = this.validator.Errors(encoded)[0];
+      throw new ValueRejected(this.key, first?.instancePath ?? "", first?.message ?? "does not match");
     }
     return encoded;
   }
 
-  function present(value: unknown, encoded: unknown, checked?: Json): Present {
-    let admitted: Json | undefined = checked;
-    const plain = (): Json => {
-      if (admitted === undefined) {
-        try {
-          admitted = toPlainJson(encoded);
-        } catch (error) {
-          if (error instanceof NotPlainJson) throw new ValueRejected(key, error.path, error.reason);
-          throw error;
-        }
-      }
-      return admitted;
-    };
-    return {
-      kind: "present",
-      isSameAs: (stored) => isSameJson(stored, encoded),
-      decodeStored(stored) {
-        if (!validator.Check(stored)) return undefined;
-        const copy = toPlainJson(stored);
-        if (!hasCodec) return { value: copy };
-        try {
-          return { value: DecodeUnsafe({}, schema, copy) };
-        } catch {
-          return undefined;
-        }
-      },
-      baseline: () => render("baseline", () => source.baseline(value)),
-      update: (previous) => render("update", () => source.update(previous, value)),
-      entry() {
-        const removed = source.removed;
-        if (removed === undefined) return { ok: true, entry: { value: plain() } };
-        const rendering = render("removed", () => removed.call(source, value));
-        if (!rendering.ok) return rendering;
-        return { ok: true, entry: { value: plain(), removed: rendering.text } };
-      },
-    };
-  }
-
-  async function observeTrusted(): Promise<Observation> {
-    const value = await source.load();
-    if (value === unavailable) return { kind: "unavailable" };
-    if (value === absent) return { kind: "absent" };
-    // Plain-JSON-ness is proven lazily: by equality with a stored value, or at admission.
-    return present(value, encode(value));
-  }
-
-  async function observeContained(report: (fault: SourceFault) => void): Promise<Observation> {
-    let value: unknown;
+  /** A stored value decoded under the current schema (check first), or `undefined`. */
+  decodeStored(stored: Json): { readonly value: unknown } | undefined {
+    if (!this.validator.Check(stored)) return undefined;
+    const copy = toPlainJson(stored);
+    if (!this.hasCodec) return { value: copy };
     try {
-      value = await source.load();
-    } catch (error) {
-      report({ key, phase: "load", error });
-      return { kind: "unavailable" };
-    }
-    if (value === unavailable) return { kind: "unavailable" };
-    if (value === absent) return { kind: "absent" };
-    try {
-      const encoded = encode(value);
-      return present(value, encoded, toPlainJson(encoded));
-    } catch (error) {
-      report({
-        key,
-        phase: "value",
-        error: error instanceof NotPlainJson ? new ValueRejected(key, error.path, error.reason) : error,
-      });
-      return { kind: "unavailable" };
+      return { value: DecodeUnsafe({}, this.source.schema, copy) };
+    } catch {
+      return undefined;
     }
   }
+
+  /** The encoded value as owned plain JSON, or `ValueRejected` naming the path. */
+  plain(encoded: unknown): Json {
+    try {
+      return toPlainJson(encoded);
+    } catch (error) {
+      if (error instanceof NotPlainJson) throw new ValueRejected(this.key, error.path, error.reason);
+      throw error;
+    }
+  }
+}
+
+class PresentValue implements Present {
+  readonly kind = "present";
+
+  constructor(
+    readonly codec: SourceCodec,
+    readonly value: unknown,
+    readonly encoded: unknown,
+    /** Plain-JSON-ness is proven lazily: by equality with a stored value, or at admission. */
+    private admitted: Json | undefined,
+  ) {}
+
+  isSameAs(stored: Json): boolean {
+    return isSameJson(stored, this.encoded);
+  }
+
+  decodeStored(stored: Json) {
+    return this.codec.decodeStored(stored);
+  }
+
+  baseline(): Rendering {
+    return this.codec.render("baseline", this.value);
+  }
+
+  update(previous: unknown): Rendering {
+    return this.codec.render("update", this.value, previous);
+  }
+
+  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderError } {
+    this.admitted ??= this.codec.plain(this.encoded);
+    if (this.codec.source.removed === undefined) return { ok: true, entry: { value: this.admitted } };
+    const rendering = this.codec.render("removed", this.value);
+    if (!rendering.ok) return rendering;
+    return { ok: true, entry: { value: this.admitted, removed: rendering.text } };
+  }
+}
+
+const unavailableObservation: Observation = Object.freeze({ kind: "unavailable" });
+const absentObservation: Observation = Object.freeze({ kind: "absent" });
+
+function pack(source: Source, containment: Containment | undefined): PackedSource {
+  if (!isKey(source.key)) {
+    throw new TypeError(
+      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name" in lower case, matching ${keyPattern}`,
+    );
+  }
+  const codec = new SourceCodec(source, containment?.maxTextLength ?? Number.POSITIVE_INFINITY);
+  const { key } = source;
 
   if (containment === undefined) {
-    return { key, blocksInitialization: true, observe: observeTrusted };
+    return {
+      key,
+      blocksInitialization: true,
+      async observe(): Promise<Observation> {
+        const value = await source.load();
+        if (value === unavailable) return unavailableObservation;
+        if (value === absent) return absentObservation;
+        return new PresentValue(codec, value, codec.encode(value), undefined);
+      },
+    };
   }
+
   const report = (fault: SourceFault) => {
     try {
       containment.report(fault);
@@ -275,7 +298,24 @@ function pack(source: Source, containment: Containment | undefined): PackedSourc
   return {
     key,
     blocksInitialization: false,
-    observe: () => observeContained(report),
+    async observe(): Promise<Observation> {
+      let value: unknown;
+      try {
+        value = await source.load();
+      } catch (error) {
+        report({ key, phase: "load", error });
+        return unavailableObservation;
+      }
+      if (value === unavailable) return unavailableObservation;
+      if (value === absent) return absentObservation;
+      try {
+        const encoded = codec.encode(value);
+        return new PresentValue(codec, value, encoded, codec.plain(encoded));
+      } catch (error) {
+        report({ key, phase: "value", error });
+        return unavailableObservation;
+      }
+    },
     onRenderFault: (error) => report({ key, phase: error.renderer, error }),
   };
 }
