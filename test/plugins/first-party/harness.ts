@@ -1,0 +1,91 @@
+// Test harness for first-party plugins: loads the real `plugins/` folder through the
+// real PluginHost (no watching) and composes only the sources of the plugin under test.
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { asValue, createContainer } from "awilix";
+import { SystemContext, type SystemContextCarrier } from "../../../core/index.ts";
+import type { Diagnostic } from "../../../core/plugins/diagnostic.ts";
+import { PluginHost } from "../../../core/plugins/host.ts";
+import { type Logger, systemClock } from "../../../core/plugins/services.ts";
+import { Registry } from "../../../core/registry/registry.ts";
+
+export const pluginsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../plugins");
+
+export interface LoadedPlugin {
+  readonly host: PluginHost;
+  readonly registry: Registry;
+  /** What the plugins logged, as `level: message`. */
+  readonly logged: string[];
+  /** The composed System Context of the sources whose key starts with `namespace/`, for `location`. */
+  compose(location: string): Promise<SystemContextCarrier>;
+  close(): Promise<void>;
+}
+
+/** Starts a host over the real plugins folder and keeps only `namespace`'s sources in compositions. */
+export async function loadPlugin(namespace: string, settings: Record<string, unknown> = {}): Promise<LoadedPlugin> {
+  const logged: string[] = [];
+  const logger: Logger = {
+    info: (message) => logged.push(`info: ${message}`),
+    warn: (message) => logged.push(`warn: ${message}`),
+    error: (message) => logged.push(`error: ${message}`),
+  };
+  const registry = new Registry();
+  const container = createContainer();
+  container.register({
+    clock: asValue(systemClock),
+    logger: asValue(logger),
+    location: asValue(process.cwd()),
+  });
+  const host = await PluginHost.start({ folders: [pluginsFolder], registry, container, settings, watch: false });
+  const failures = host.failures();
+  if (failures.length > 0) {
+    await host.close();
+    throw new Error(`plugins failed to load: ${failures.map((f) => format(f.diagnostic)).join("; ")}`);
+  }
+  if (!host.plugins().some((plugin) => plugin.name === namespace)) {
+    await host.close();
+    throw new Error(`plugin ${namespace} is not loaded`);
+  }
+  return {
+    host,
+    registry,
+    logged,
+    compose(location) {
+      const state = registry.state;
+      const registrations = state.registrations.filter((r) => r.key.startsWith(`${namespace}/`));
+      return registry.compose({ location }, { version: state.version, registrations });
+    },
+    close: () => host.close(),
+  };
+}
+
+function format(diagnostic: Diagnostic): string {
+  return `${diagnostic.plugin} ${diagnostic.phase}${diagnostic.key === undefined ? "" : ` ${diagnostic.key}`}: ${diagnostic.message}`;
+}
+
+/** A fresh temp folder (real path, so it compares equal to what programs print); `remove` deletes it. */
+export function tempFolder(prefix: string): { readonly path: string; remove(): void } {
+  const folder = realpathSync(mkdtempSync(path.join(os.tmpdir(), `context-host-${prefix}-`)));
+  return { path: folder, remove: () => rmSync(folder, { recursive: true, force: true }) };
+}
+
+/** Runs git in `cwd` for test setup, isolated from the user's and system's git config. */
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_CONFIG_NOSYSTEM: "1",
+      LC_ALL: "C",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+export const { initialize, reconcile } = SystemContext;
