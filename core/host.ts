@@ -3,6 +3,10 @@
 
 import path from "node:path";
 import { asValue, createContainer } from "awilix";
+import { dateSource } from "./builtins/date.ts";
+import { environmentSource } from "./builtins/environment.ts";
+import { readTool } from "./instructions/read-tool.ts";
+import { InstructionService, type InstructionSettings } from "./instructions/service.ts";
 import type { Diagnostic } from "./plugins/diagnostic.ts";
 import { type PluginEvent, PluginHost, type PluginInfo } from "./plugins/host.ts";
 import { type Clock, consoleLogger, type Logger, systemClock } from "./plugins/services.ts";
@@ -12,6 +16,7 @@ import { Scope } from "./registry/scope.ts";
 import { SessionRuntime, type StepResult, type Tool } from "./session/runtime.ts";
 import { SqliteSessionStore, sessionsFile } from "./session/store/sqlite.ts";
 import type { SessionStore, StoredMessage } from "./session/store/store.ts";
+import { checkSettings } from "./settings.ts";
 import type { SystemContext } from "./system-context/index.ts";
 
 /** A core Context Source registration: trusted, composed before every plugin source, in this order. */
@@ -46,6 +51,12 @@ export interface HostOptions {
   readonly debounceMs?: number;
   /** Default plugin loader deadline (default 2 s). */
   readonly deadlineMs?: number;
+  /** IANA time zone of `core/date`; host-local when unset. */
+  readonly timeZone?: string;
+  /** The instruction service: global file, project discovery switch, size limit. */
+  readonly instructions?: InstructionSettings;
+  /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
+  readonly builtins?: boolean;
 }
 
 /** The Host API (SPEC section 5). */
@@ -59,7 +70,7 @@ export interface Host {
   move(id: string, location: string): Promise<void>;
   /** Active plugins. */
   plugins(): PluginInfo[];
-  /** Plugin diagnostics so far. */
+  /** Diagnostics so far: instruction files (`plugin: "core"`), then plugins. */
   readonly diagnostics: readonly Diagnostic[];
   /** Plugin events (diagnostics, generations). Returns an unsubscribe. */
   onPluginEvent(listener: (event: PluginEvent) => void): () => void;
@@ -68,6 +79,7 @@ export interface Host {
 
 /** Creates a host: loads plugins, opens the store, and serves sessions. */
 export async function createHost(options: HostOptions): Promise<Host> {
+  checkSettings(options);
   const cwd = process.cwd();
   const scope = new Scope("host");
   const container = createContainer();
@@ -78,13 +90,33 @@ export async function createHost(options: HostOptions): Promise<Host> {
   });
   void scope.add(() => container.dispose());
 
-  const registry = new Registry();
-  for (const core of options.core ?? [])
-    registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
-
   const store =
     options.store ?? new SqliteSessionStore(sessionsFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
   void scope.add(() => store.close());
+
+  const coreDiagnostics: Diagnostic[] = [];
+  const instructions = new InstructionService({
+    store,
+    ...(options.instructions === undefined ? {} : { settings: options.instructions }),
+    report: (problem) =>
+      coreDiagnostics.push({ plugin: "core", file: problem.file, phase: "instructions", message: problem.message }),
+  });
+
+  const registry = new Registry();
+  const builtins: CoreSource[] =
+    options.builtins !== true
+      ? []
+      : [
+          dateSource({
+            clock: options.clock ?? systemClock,
+            ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
+          }),
+          environmentSource(),
+          instructions.registration(),
+        ];
+  for (const core of [...builtins, ...(options.core ?? [])]) {
+    registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
+  }
 
   const plugins = await PluginHost.start({
     folders: options.plugins ?? [path.join(cwd, "plugins")],
@@ -102,7 +134,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
     compose: (env) => registry.compose(env),
     providers: options.providers,
     ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
-    ...(options.tools === undefined ? {} : { tools: options.tools }),
+    tools: { read: readTool, ...options.tools },
+    projectFiles: (sessionId, location) => instructions.projectFiles(sessionId, location),
   });
 
   return {
@@ -115,7 +148,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
     move: (id, location) => runtime.move(id, location),
     plugins: () => plugins.plugins(),
     get diagnostics() {
-      return plugins.diagnostics;
+      return [...coreDiagnostics, ...plugins.diagnostics];
     },
     onPluginEvent: (listener) => plugins.subscribe(listener),
     close: () => scope.close(),

@@ -19,7 +19,8 @@ export type DiagnosticPhase =
   | "baseline"
   | "update"
   | "removed"
-  | "dispose";
+  | "dispose"
+  | "instructions";
 
 /** A structured plugin diagnostic. */
 export interface Diagnostic {

@@ -9,6 +9,8 @@ import type { Scope } from "./scope.ts";
 export interface SourceEnv {
   /** The session's location (working folder) at this boundary. */
   readonly location: string;
+  /** The session whose boundary this is (absent when rendering outside a session). */
+  readonly sessionId?: string;
 }
 
 /** One registered Context Source: a key and how to produce its `SystemContext` for a boundary. */

@@ -4,6 +4,7 @@
 // Nothing here runs unless asked: no timers, no watchers, no waking idle sessions.
 
 import { randomUUID } from "node:crypto";
+import type { ProjectFiles } from "../instructions/service.ts";
 import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "../providers/provider.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import { InitializationBlocked, initialize, reconcile, replace, type SystemContext } from "../system-context/index.ts";
@@ -16,10 +17,16 @@ import {
   type StoredMessage,
 } from "./store/store.ts";
 
-/** What a tool is told about the call: the session and where it runs. */
+/** What a tool is told about the call: the session, where it runs, and project file access. */
 export interface ToolContext {
   readonly sessionId: string;
   readonly location: string;
+  /**
+   * Reads project files for the tool. Use it instead of `fs`: it refuses files outside the
+   * project root, and reading a file makes the instruction files of the folders on the way
+   * effective for the session, admitted at the next Safe Provider-Turn Boundary.
+   */
+  readonly files: ProjectFiles;
 }
 
 /** A host tool: takes the model's input, returns the result text. */
@@ -38,6 +45,8 @@ export interface RuntimeOptions {
   readonly providers: Readonly<Record<string, Provider>>;
   readonly systemPrompt?: string;
   readonly tools?: Readonly<Record<string, Tool>>;
+  /** Project file access for a tool call (the instruction service's). */
+  projectFiles?(sessionId: string, location: string): ProjectFiles;
   /** The user-side instruction that asks the provider for a compaction summary. */
   readonly compactionInstruction?: string;
 }
@@ -144,7 +153,7 @@ export class SessionRuntime {
       if (!session.isAwaitingReply || epoch === undefined) {
         const pending = await store.pendingPrompts(id);
         if (isIdle(await store.messages(id), pending)) return { kind: "idle" };
-        const context = await this.#options.compose({ location: session.location });
+        const context = await this.#options.compose({ location: session.location, sessionId: id });
         let commit: BoundaryCommit;
         if (epoch === undefined) {
           try {
@@ -209,7 +218,7 @@ export class SessionRuntime {
         result = `Error: unknown tool ${JSON.stringify(call.name)}`;
       } else {
         try {
-          result = String(await tool(call.input, { sessionId: id, location }));
+          result = String(await tool(call.input, { sessionId: id, location, files: this.#projectFiles(id, location) }));
         } catch (error) {
           result = `Error: ${error instanceof Error ? error.message : String(error)}`;
         }
@@ -217,6 +226,14 @@ export class SessionRuntime {
       results.push({ callId: call.id, name: call.name, result });
     }
     return results;
+  }
+
+  #projectFiles(id: string, location: string): ProjectFiles {
+    const files = this.#options.projectFiles?.(id, location);
+    if (files !== undefined) return files;
+    return {
+      readFile: () => Promise.reject(new Error("this host gives tools no project file access")),
+    };
   }
 
   #provider(name: string): Provider {

@@ -59,6 +59,13 @@ const migrations: readonly string[] = [
      reason TEXT NOT NULL CHECK (reason IN ('initial', 'compaction', 'switch', 'move', 'replacement')),
      PRIMARY KEY (session_id, number)
    ) STRICT;`,
+  `CREATE TABLE discovered_instructions (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     location TEXT NOT NULL,
+     file TEXT NOT NULL,
+     discovered INTEGER NOT NULL,
+     PRIMARY KEY (session_id, location, file)
+   ) STRICT;`,
 ];
 
 const MessageData = Compile(
@@ -316,6 +323,27 @@ export class SqliteSessionStore implements SessionStore {
     const run = this.#db.transaction(() => {
       this.#claim(id, revision, ", epoch_due = 'compaction'");
       this.#insertMessage(id, this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id));
+    });
+    run.immediate();
+  }
+
+  async discoveredInstructions(id: string, location: string): Promise<string[]> {
+    const rows = this.#db
+      .prepare("SELECT file FROM discovered_instructions WHERE session_id = ? AND location = ? ORDER BY discovered, file")
+      .all(id, location) as Array<{ file: string }>;
+    return rows.map((row) => row.file);
+  }
+
+  async addDiscoveredInstructions(id: string, location: string, files: readonly string[]): Promise<void> {
+    const run = this.#db.transaction(() => {
+      this.#sessionRow(id);
+      const next = this.#db
+        .prepare("SELECT COALESCE(MAX(discovered), 0) + 1 AS n FROM discovered_instructions WHERE session_id = ?")
+        .get(id) as { n: number };
+      const insert = this.#db.prepare(
+        "INSERT OR IGNORE INTO discovered_instructions (session_id, location, file, discovered) VALUES (?, ?, ?, ?)",
+      );
+      for (const file of files) insert.run(id, location, file, next.n);
     });
     run.immediate();
   }

@@ -119,5 +119,9 @@ export interface SessionStore {
   ): Promise<void>;
   /** Appends a compaction summary; the next boundary starts a new epoch. */
   commitSummary(id: string, revision: number, text: string): Promise<void>;
+  /** Nested instruction files a session discovered in `location`, in discovery order (absolute paths). */
+  discoveredInstructions(id: string, location: string): Promise<string[]>;
+  /** Records nested instruction files discovered by a tool read; known ones are ignored. */
+  addDiscoveredInstructions(id: string, location: string, files: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }

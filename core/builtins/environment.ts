@@ -1,0 +1,53 @@
+// Owns the `core/environment` Context Source: where the session runs. It is
+// location-scoped: it observes the session's location at each boundary, so it
+// re-resolves when a session moves.
+
+import { existsSync } from "node:fs";
+import path from "node:path";
+import Type from "typebox";
+import type { CoreSource } from "../host.ts";
+import { make } from "../system-context/index.ts";
+
+/** The project root of a location: the nearest folder at or above it with `.git`, else the location. */
+export function projectRootOf(location: string): { root: string; isGitRepository: boolean } {
+  const start = path.resolve(location);
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, ".git"))) return { root: dir, isGitRepository: true };
+    if (path.dirname(dir) === dir) return { root: start, isGitRepository: false };
+  }
+}
+
+const Environment = Type.Object({
+  workingDirectory: Type.String(),
+  projectRoot: Type.String(),
+  isGitRepository: Type.Boolean(),
+  platform: Type.String(),
+});
+
+function describe(env: { workingDirectory: string; projectRoot: string; isGitRepository: boolean; platform: string }) {
+  return [
+    `Working directory: ${env.workingDirectory}`,
+    `Project root: ${env.projectRoot}`,
+    `Is a git repository: ${env.isGitRepository ? "yes" : "no"}`,
+    `Platform: ${env.platform}`,
+  ].join("\n");
+}
+
+/** The `core/environment` source. */
+export function environmentSource(options: { platform?: string } = {}): CoreSource {
+  const platform = options.platform ?? process.platform;
+  return {
+    key: "core/environment",
+    load: (env) =>
+      make({
+        key: "core/environment",
+        schema: Environment,
+        load: () => {
+          const { root, isGitRepository } = projectRootOf(env.location);
+          return { workingDirectory: path.resolve(env.location), projectRoot: root, isGitRepository, platform };
+        },
+        baseline: (current) => `<environment>\n${describe(current)}\n</environment>`,
+        update: (_previous, current) => `The environment is now:\n<environment>\n${describe(current)}\n</environment>`,
+      }),
+  };
+}

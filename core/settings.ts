@@ -1,0 +1,39 @@
+// Owns the host's settings schema: the time zone, the global instruction file and
+// the discovery switch, checked with TypeBox, with errors naming the setting.
+
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { checkTimeZone, SettingError } from "./builtins/date.ts";
+
+/** Host settings beyond wiring. */
+export const HostSettings = Type.Object(
+  {
+    timeZone: Type.Optional(Type.String({ minLength: 1, description: "IANA time zone of core/date; host-local when unset" })),
+    instructions: Type.Optional(
+      Type.Object(
+        {
+          globalFile: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Literal(false)])),
+          discovery: Type.Optional(Type.Boolean()),
+          maxBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+const validator = Compile(HostSettings);
+
+/** Checks host settings; throws `SettingError` naming the setting and what is wrong. */
+export function checkSettings(settings: unknown): void {
+  if (!validator.Check(settings)) {
+    const first = validator.Errors(settings)[0];
+    const setting = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(options)";
+    throw new SettingError(setting, first?.message ?? "invalid");
+  }
+  const { timeZone } = settings as { timeZone?: string };
+  if (timeZone !== undefined) checkTimeZone(timeZone);
+}
+
+export { SettingError };
