@@ -1,5 +1,9 @@
 // Owns the command line: `context-host <command> [options]`.
 
+import { dateSource } from "../../core/builtins/date.ts";
+import { environmentSource } from "../../core/builtins/environment.ts";
+import { InstructionService } from "../../core/instructions/service.ts";
+import { systemClock } from "../../core/plugins/services.ts";
 import { parseRenderArgs, render, UsageError } from "./render.ts";
 
 const usage = `usage: context-host render [--plugins DIR]... [--json] [--location DIR]
@@ -21,7 +25,14 @@ export async function main(args: readonly string[]): Promise<number> {
       const parsed = parseRenderArgs(rest, process.cwd());
       return await render({
         ...parsed,
-        core: [],
+        // The built-in core sources, as a host has them (instruction problems go to stderr).
+        core: [
+          dateSource({ clock: systemClock }),
+          environmentSource(),
+          new InstructionService({
+            report: (problem) => process.stderr.write(`${problem.file}: ${problem.message}\n`),
+          }).registration(),
+        ],
         out: (text) => process.stdout.write(`${text}\n`),
         err: (text) => process.stderr.write(`${text}\n`),
       });

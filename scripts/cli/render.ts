@@ -2,13 +2,13 @@
 
 import path from "node:path";
 import { asValue, createContainer } from "awilix";
+import type { CoreSource } from "../../core/host.ts";
 import { formatDiagnostic } from "../../core/plugins/diagnostic.ts";
 import { PluginHost } from "../../core/plugins/host.ts";
 import { silentLogger, systemClock } from "../../core/plugins/services.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import { Scope } from "../../core/registry/scope.ts";
 import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
-import type { CoreSource } from "../../core/host.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
@@ -42,7 +42,11 @@ export async function render(options: RenderOptions): Promise<number> {
     const diagnostics = host.diagnostics;
     if (options.json) {
       options.out(
-        JSON.stringify({ baseline: generation.baseline, snapshot: generation.snapshot, plugins: host.plugins(), diagnostics }, null, 2),
+        JSON.stringify(
+          { baseline: generation.baseline, snapshot: generation.snapshot, plugins: host.plugins(), diagnostics },
+          null,
+          2,
+        ),
       );
     } else {
       options.out(generation.baseline);

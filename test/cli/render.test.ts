@@ -1,0 +1,119 @@
+// `context-host render`: plugins load, the Baseline prints (core first, then plugin
+// sources in key order), and the exit code says what happened.
+
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { expect } from "chai";
+import Type from "typebox";
+import { SystemContext } from "../../core/index.ts";
+import { render } from "../../scripts/cli/render.ts";
+
+const bin = path.resolve("scripts/cli/context-host.js");
+const run = promisify(execFile);
+
+function plugin(name: string, keys: string[], extra = "") {
+  const sources = keys
+    .map(
+      (key) => `api.source({ key: "${name}/${key}", schema: Type.String(), load: () => "${key}-value",
+        baseline: (v) => "${name}/${key} is " + v, update: (_p, v) => "now " + v });`,
+    )
+    .join("\n");
+  return `import { definePlugin } from "context-host";
+import Type from "typebox";
+${extra}
+export default definePlugin({ name: "${name}", setup(api) { ${sources} } });`;
+}
+
+async function cli(args: string[], cwd: string) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe("context-host render", function () {
+  this.timeout(30_000);
+  let dir: string;
+
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "render-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("prints core sources first, then plugin sources in key order, and exits 0 when every plugin loaded", async () => {
+    writeFileSync(path.join(dir, "zeta.ts"), plugin("zeta", ["b", "a"]));
+    writeFileSync(path.join(dir, "alpha.ts"), plugin("alpha", ["z"]));
+    const { code, stdout } = await cli(["render", "--plugins", dir, "--location", dir], dir);
+    expect(code).to.equal(0);
+    const order = ["Today's date is", "<environment>", "alpha/z is", "zeta/a is", "zeta/b is"].map((t) => stdout.indexOf(t));
+    expect(order.every((at) => at >= 0)).to.equal(true);
+    expect([...order].sort((a, b) => a - b)).to.deep.equal(order);
+  });
+
+  it("--json gives baseline, snapshot, plugins and diagnostics", async () => {
+    writeFileSync(path.join(dir, "alpha.ts"), plugin("alpha", ["x"]));
+    const { code, stdout } = await cli(["render", "--plugins", dir, "--location", dir, "--json"], dir);
+    expect(code).to.equal(0);
+    const json = JSON.parse(stdout);
+    expect(json.baseline).to.contain("alpha/x is x-value");
+    expect(json.snapshot["alpha/x"]).to.deep.equal({ value: "x-value" });
+    expect(json.plugins).to.deep.equal([{ name: "alpha", file: path.join(dir, "alpha.ts"), generation: 1, keys: ["alpha/x"] }]);
+    expect(json.diagnostics).to.deep.equal([]);
+  });
+
+  it("exits 2 when a plugin failed, still rendering the rest, with the diagnostic on stderr", async () => {
+    writeFileSync(path.join(dir, "alpha.ts"), plugin("alpha", ["x"]));
+    writeFileSync(path.join(dir, "broken.ts"), plugin("broken", ["x"], 'throw new Error("broken at import");'));
+    const { code, stdout, stderr } = await cli(["render", "--plugins", dir, "--location", dir], dir);
+    expect(code).to.equal(2);
+    expect(stdout).to.contain("alpha/x is x-value");
+    expect(stderr).to.contain("broken.ts:3").and.contain("broken at import");
+  });
+
+  it("--plugins replaces the default folder rather than adding to it", async () => {
+    const other = mkdtempSync(path.join(os.tmpdir(), "render-other-"));
+    try {
+      writeFileSync(path.join(other, "other.ts"), plugin("other", ["x"]));
+      const { stdout } = await cli(["render", "--plugins", other, "--location", dir], path.resolve("."));
+      expect(stdout).to.contain("other/x is");
+      expect(stdout).not.to.contain("Package scripts");
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it("exits 3 with the keys on stderr when a core source blocks initialization", async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const blocked = SystemContext.make({
+      key: "core/flaky",
+      schema: Type.String(),
+      load: () => SystemContext.unavailable,
+      baseline: (v) => v,
+      update: (_p, v) => v,
+    });
+    const code = await render({
+      plugins: [dir],
+      json: false,
+      location: dir,
+      core: [{ key: "core/flaky", load: () => blocked }],
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+    });
+    expect(code).to.equal(3);
+    expect(err.join("\n")).to.contain("core/flaky");
+    expect(out).to.deep.equal([]);
+  });
+
+  it("rejects an unknown argument with exit 64 and the usage", async () => {
+    const { code, stderr } = await cli(["render", "--frobnicate"], dir);
+    expect(code).to.equal(64);
+    expect(stderr).to.contain("unknown argument").and.contain("usage:");
+  });
+});
