@@ -12,7 +12,28 @@ export type { InstructionSettings, ProjectFiles } from "./instructions/service.t
 export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./plugins/define.ts";
 export type { Diagnostic, DiagnosticPhase } from "./plugins/diagnostic.ts";
 export type { Clock, HostServices, Logger } from "./plugins/services.ts";
-export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "./providers/provider.ts";
+export {
+  type AnthropicProviderOptions,
+  ApiKeyMissing,
+  anthropicModels,
+  anthropicProvider,
+  type CapabilityTable,
+  lowerAnthropic,
+  lowerOpenAI,
+  type OpenAICompatibleProviderOptions,
+  openAICompatibleProvider,
+  openAIModels,
+  type Provider,
+  ProviderRejected,
+  type ProviderReply,
+  ProviderReplyInvalid,
+  type ProviderRequest,
+  ProviderTimedOut,
+  ProviderUnavailable,
+  type RequestMessage,
+  type ToolCall,
+  type ToolDefinition,
+} from "./providers/index.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { SourceEnv } from "./registry/registry.ts";
 export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";

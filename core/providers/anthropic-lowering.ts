@@ -1,0 +1,252 @@
+/**
+ * Lowering to the Anthropic Messages API: a pure function from a ProviderRequest to the
+ * request body, with the capability table that decides how Mid-Conversation System
+ * Messages travel.
+ *
+ * - `system` holds the host system prompt and the Baseline System Context as separate
+ *   text blocks; the last (the Baseline) carries a cache breakpoint.
+ * - A Mid-Conversation System Message becomes a native `role: "system"` message when
+ *   the model is declared to accept one and the placement is valid: right after a user
+ *   turn (user text or tool results) and followed by nothing or by an assistant turn.
+ *   Otherwise it becomes a `<system-update>` text block in the adjacent user turn.
+ * - A compaction summary becomes a `<summary>` text block in a user turn: the API has no
+ *   summary role, and a user-side block keeps it in chronological position.
+ * - Consecutive user-side content (user text, tool results, wrapped text) merges into one
+ *   user message; within it tool results lead, as the API requires, and everything else
+ *   keeps its chronological order.
+ * - One moving cache breakpoint sits on the last content block of the last message, so
+ *   each request reads the previous request's prefix from cache and writes its own. (The
+ *   API looks back about 20 blocks from a breakpoint for an earlier entry: a turn that
+ *   adds more blocks than that, such as a very wide parallel tool call, misses once.)
+ *
+ * Append-only: lowering reads each message together with what came before it (and, for
+ * a native system message, whether an assistant turn follows), so a request that
+ * appends messages to the previous one lowers to the previous body's messages followed
+ * by new ones. Only the moving breakpoint differs; see `prefix-extension.ts`.
+ *
+ * @module
+ */
+
+import { type CapabilityTable, capabilitiesFor } from "./capabilities.ts";
+import type { ProviderRequest, RequestMessage, ToolCall } from "./provider.ts";
+import type { ToolDefinition } from "./tool-definition.ts";
+import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
+
+/** What lowering needs to know about one Anthropic model. */
+export interface AnthropicModelCapabilities {
+  /** The model accepts `role: "system"` messages inside `messages` (Claude Opus 4.8 and later Opus models). */
+  readonly nativeSystemMessages: boolean;
+  /** `max_tokens` sent with every request to this model. */
+  readonly maxTokens: number;
+}
+
+/** Capabilities of a model that no table row matches. */
+export const anthropicDefaults: AnthropicModelCapabilities = { nativeSystemMessages: false, maxTokens: 8192 };
+
+/**
+ * The default Anthropic capability table: Claude Opus 4.8 and later Opus models accept
+ * mid-conversation `role: "system"` messages. Append rows to declare other models.
+ */
+export const anthropicModels: CapabilityTable<AnthropicModelCapabilities> = [
+  // claude-opus-4-8, claude-opus-4-8-20260528, claude-opus-4-10, claude-opus-5, claude-opus-5-1 …
+  // but not claude-opus-4-7 nor claude-opus-4-20250514 (Opus 4.0 with a date suffix).
+  { model: /^claude-opus-(?:4-(?:[89]|[1-9]\d)|[5-9]|[1-9]\d)(?!\d)/, capabilities: { nativeSystemMessages: true } },
+];
+
+/** The capabilities of an Anthropic model according to `table` (default `anthropicModels`). */
+export function anthropicCapabilities(
+  model: string,
+  table: CapabilityTable<AnthropicModelCapabilities> = anthropicModels,
+): AnthropicModelCapabilities {
+  return capabilitiesFor(table, model, anthropicDefaults);
+}
+
+/** A prompt-cache breakpoint. */
+export interface AnthropicCacheControl {
+  type: "ephemeral";
+}
+
+/** A text content block. */
+export interface AnthropicTextBlock {
+  type: "text";
+  text: string;
+  cache_control?: AnthropicCacheControl;
+}
+
+/** A tool call the model made, replayed in an assistant turn. */
+export interface AnthropicToolUseBlock {
+  type: "tool_use";
+  id: string;
+  name: string;
+  input: unknown;
+  cache_control?: AnthropicCacheControl;
+}
+
+/** A tool's result, in a user turn. */
+export interface AnthropicToolResultBlock {
+  type: "tool_result";
+  tool_use_id: string;
+  content: string;
+  cache_control?: AnthropicCacheControl;
+}
+
+/** A user turn: user text, wrapped host text and tool results. */
+export interface AnthropicUserMessage {
+  role: "user";
+  content: (AnthropicTextBlock | AnthropicToolResultBlock)[];
+}
+
+/** An assistant turn: its text and tool calls. */
+export interface AnthropicAssistantMessage {
+  role: "assistant";
+  content: (AnthropicTextBlock | AnthropicToolUseBlock)[];
+}
+
+/** A native mid-conversation system message. */
+export interface AnthropicSystemMessage {
+  role: "system";
+  content: AnthropicTextBlock[];
+}
+
+/** One lowered message. Content is always an array of blocks, never the string shorthand. */
+export type AnthropicMessage = AnthropicUserMessage | AnthropicAssistantMessage | AnthropicSystemMessage;
+
+/** A tool declaration. */
+export interface AnthropicTool {
+  name: string;
+  description?: string;
+  input_schema: { type: "object"; [keyword: string]: unknown };
+}
+
+/**
+ * A Messages API request body, without `stream` (the adapter adds it). Key order is
+ * fixed — model, max_tokens, tools, system, messages — so serialization is stable and
+ * follows the API's cache order (tools, system, messages).
+ */
+export interface AnthropicMessagesBody {
+  model: string;
+  max_tokens: number;
+  tools?: AnthropicTool[];
+  system?: AnthropicTextBlock[];
+  messages: AnthropicMessage[];
+}
+
+/** Options of `lowerAnthropic`. */
+export interface AnthropicLoweringOptions {
+  /** Tools declared with every request; ProviderRequest carries none. */
+  readonly tools?: readonly ToolDefinition[];
+}
+
+const breakpoint = (): AnthropicCacheControl => ({ type: "ephemeral" });
+
+/**
+ * Lowers a ProviderRequest to an Anthropic Messages API body for a model with
+ * `capabilities`. Pure and deterministic: equal requests lower to equal bodies, and a
+ * request that appends messages lowers to the same messages followed by new ones
+ * (apart from the moving cache breakpoint on the last block).
+ */
+export function lowerAnthropic(
+  request: ProviderRequest,
+  capabilities: AnthropicModelCapabilities,
+  options: AnthropicLoweringOptions = {},
+): AnthropicMessagesBody {
+  const tools = options.tools ?? [];
+  const system = lowerSystem(request.system);
+  const messages = lowerMessages(request.messages, capabilities.nativeSystemMessages);
+  placeMovingBreakpoint(messages);
+  return {
+    model: request.model,
+    max_tokens: capabilities.maxTokens,
+    ...(tools.length > 0 ? { tools: tools.map(lowerTool) } : {}),
+    ...(system.length > 0 ? { system } : {}),
+    messages,
+  };
+}
+
+function lowerTool(tool: ToolDefinition): AnthropicTool {
+  return {
+    name: tool.name,
+    ...(tool.description === undefined ? {} : { description: tool.description }),
+    input_schema: { ...tool.inputSchema },
+  };
+}
+
+/** One text block per non-empty part (the API rejects empty text); the Baseline, last, holds the breakpoint. */
+function lowerSystem(parts: readonly string[]): AnthropicTextBlock[] {
+  const blocks: AnthropicTextBlock[] = parts.filter((part) => part !== "").map((text) => ({ type: "text", text }));
+  const last = blocks.at(-1);
+  if (last !== undefined) last.cache_control = breakpoint();
+  return blocks;
+}
+
+function lowerMessages(messages: readonly RequestMessage[], nativeSystemMessages: boolean): AnthropicMessage[] {
+  const lowered: AnthropicMessage[] = [];
+  messages.forEach((message, index) => {
+    switch (message.role) {
+      case "user":
+        appendToUserTurn(lowered, text(message.text));
+        return;
+      case "summary":
+        appendToUserTurn(lowered, text(wrapSummary(message.text)));
+        return;
+      case "tool":
+        appendToUserTurn(lowered, { type: "tool_result", tool_use_id: message.callId, content: message.result });
+        return;
+      case "assistant":
+        lowered.push({ role: "assistant", content: assistantContent(message.text, message.toolCalls ?? []) });
+        return;
+      case "system-update":
+        if (nativeSystemMessages && isNativePlacementValid(lowered.at(-1), messages[index + 1])) {
+          lowered.push({ role: "system", content: [text(message.text)] });
+        } else {
+          appendToUserTurn(lowered, text(wrapSystemUpdate(message.text)));
+        }
+        return;
+    }
+  });
+  return lowered;
+}
+
+/**
+ * The API accepts a mid-conversation system message only right after a user message
+ * (which may hold tool results), and only as the last message or before an assistant
+ * turn. That rules out the first position, a place between a tool call and its result,
+ * and adjacency to another system message.
+ */
+function isNativePlacementValid(previous: AnthropicMessage | undefined, next: RequestMessage | undefined): boolean {
+  return previous?.role === "user" && (next === undefined || next.role === "assistant");
+}
+
+function text(value: string): AnthropicTextBlock {
+  return { type: "text", text: value };
+}
+
+function assistantContent(reply: string, toolCalls: readonly ToolCall[]): AnthropicAssistantMessage["content"] {
+  const content: AnthropicAssistantMessage["content"] = [];
+  // The API rejects empty text blocks; a reply that is only tool calls has none.
+  if (reply !== "" || toolCalls.length === 0) content.push(text(reply));
+  for (const call of toolCalls) content.push({ type: "tool_use", id: call.id, name: call.name, input: call.input });
+  return content;
+}
+
+/** Adds a block to the user turn at the end, opening one if the last message is not a user turn. */
+function appendToUserTurn(lowered: AnthropicMessage[], block: AnthropicTextBlock | AnthropicToolResultBlock): void {
+  const last = lowered.at(-1);
+  if (last?.role !== "user") {
+    lowered.push({ role: "user", content: [block] });
+    return;
+  }
+  if (block.type === "tool_result") {
+    // Tool results lead their user turn; they arrive together before any later text in
+    // every valid history, so this keeps earlier blocks in place.
+    const firstOther = last.content.findIndex((existing) => existing.type !== "tool_result");
+    last.content.splice(firstOther === -1 ? last.content.length : firstOther, 0, block);
+    return;
+  }
+  last.content.push(block);
+}
+
+function placeMovingBreakpoint(messages: AnthropicMessage[]): void {
+  const block = messages.at(-1)?.content.at(-1);
+  if (block !== undefined) block.cache_control = breakpoint();
+}

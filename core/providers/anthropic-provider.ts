@@ -1,0 +1,73 @@
+// Owns the `anthropic` adapter: a Provider that lowers each ProviderRequest to the
+// Messages API, sends it over fetch with the shared transport (timeout, retries,
+// byte-identical resends) and reads the streamed or JSON reply.
+
+import { type AnthropicModelCapabilities, anthropicCapabilities, anthropicModels, lowerAnthropic } from "./anthropic-lowering.ts";
+import { anthropicReplyFromMessage, anthropicReplyFromStream } from "./anthropic-reply.ts";
+import type { CapabilityTable } from "./capabilities.ts";
+import { ApiKeyMissing } from "./errors.ts";
+import type { Provider, ProviderReply, ProviderRequest } from "./provider.ts";
+import type { ToolDefinition } from "./tool-definition.ts";
+import {
+  type ConnectionOptions,
+  type Endpoint,
+  postWithRetries,
+  readReply,
+  transportEffects,
+  withoutTrailingSlash,
+} from "./transport.ts";
+
+/** Options of `anthropicProvider`. */
+export interface AnthropicProviderOptions extends ConnectionOptions {
+  /** The API key; when given, the environment is not read. */
+  readonly apiKey?: string;
+  /** The environment variable holding the API key, read at each call. Default `ANTHROPIC_API_KEY`. */
+  readonly apiKeyEnv?: string;
+  /** Default `https://api.anthropic.com`; requests go to `<baseURL>/v1/messages`. */
+  readonly baseURL?: string;
+  /** Which models accept native mid-conversation system messages, and their `max_tokens`. Default `anthropicModels`. */
+  readonly models?: CapabilityTable<AnthropicModelCapabilities>;
+  /** Tools declared with every request. */
+  readonly tools?: readonly ToolDefinition[];
+  /** Extra headers, such as `anthropic-beta`. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** The `anthropic-version` header this adapter speaks. */
+export const anthropicApiVersion = "2023-06-01";
+
+/**
+ * A Provider for the Anthropic Messages API. Each `send` lowers the request with
+ * `lowerAnthropic`, serializes it once, and POSTs that same string on every attempt.
+ * Errors: `ApiKeyMissing`, `ProviderRejected` (4xx with the API's message),
+ * `ProviderUnavailable`, `ProviderTimedOut`, `ProviderReplyInvalid`.
+ */
+export function anthropicProvider(options: AnthropicProviderOptions = {}): Provider {
+  const effects = transportEffects(options);
+  const url = `${withoutTrailingSlash(options.baseURL ?? "https://api.anthropic.com")}/v1/messages`;
+  const apiKeyEnv = options.apiKeyEnv ?? "ANTHROPIC_API_KEY";
+  const models = options.models ?? anthropicModels;
+  const isStreaming = options.stream ?? true;
+  const readers = { fromJson: anthropicReplyFromMessage, fromStream: anthropicReplyFromStream };
+
+  return {
+    async send(request: ProviderRequest): Promise<ProviderReply> {
+      const apiKey = options.apiKey ?? process.env[apiKeyEnv];
+      if (apiKey === undefined || apiKey === "") throw new ApiKeyMissing("anthropic", apiKeyEnv);
+      const endpoint: Endpoint = {
+        provider: "anthropic",
+        url,
+        headers: {
+          "content-type": "application/json",
+          accept: isStreaming ? "text/event-stream" : "application/json",
+          "anthropic-version": anthropicApiVersion,
+          "x-api-key": apiKey,
+          ...options.headers,
+        },
+      };
+      const body = lowerAnthropic(request, anthropicCapabilities(request.model, models), { tools: options.tools ?? [] });
+      const serialized = JSON.stringify(isStreaming ? { ...body, stream: true } : body);
+      return postWithRetries(endpoint, serialized, (response) => readReply(response, endpoint, readers), effects);
+    },
+  };
+}

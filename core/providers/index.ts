@@ -1,0 +1,38 @@
+/**
+ * Providers: lowering a provider-neutral ProviderRequest to each model API's wire
+ * format, and adapters that send it over HTTP. Within a Context Epoch every lowered
+ * request extends the previous one, so the provider's prompt cache holds.
+ *
+ * @module
+ */
+
+export {
+  type AnthropicLoweringOptions,
+  type AnthropicMessage,
+  type AnthropicMessagesBody,
+  type AnthropicModelCapabilities,
+  anthropicCapabilities,
+  anthropicDefaults,
+  anthropicModels,
+  lowerAnthropic,
+} from "./anthropic-lowering.ts";
+export { type AnthropicProviderOptions, anthropicApiVersion, anthropicProvider } from "./anthropic-provider.ts";
+export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./capabilities.ts";
+export { ApiKeyMissing, ProviderRejected, ProviderReplyInvalid, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
+export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "./openai-compatible-provider.ts";
+export {
+  lowerOpenAI,
+  type OpenAIChatBody,
+  type OpenAILoweringOptions,
+  type OpenAIMessage,
+  type OpenAIModelCapabilities,
+  openAICapabilities,
+  openAIDefaults,
+  openAIModels,
+} from "./openai-lowering.ts";
+export { extendsAnthropicPrefix, extendsOpenAIPrefix } from "./prefix-extension.ts";
+export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "./provider.ts";
+export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts";
+export type { ToolDefinition } from "./tool-definition.ts";
+export type { ConnectionOptions } from "./transport.ts";
+export { escapeXml, wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";

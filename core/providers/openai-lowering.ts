@@ -1,0 +1,214 @@
+/**
+ * Lowering to the OpenAI Chat Completions API and the servers that copy it: a pure
+ * function from a ProviderRequest to the request body, with the capability table that
+ * decides how Mid-Conversation System Messages travel.
+ *
+ * - The host system prompt and the Baseline System Context join (blank-line separated)
+ *   into one leading instruction message: many local chat templates accept exactly one
+ *   system message, and only first. The provider caches prefixes on its own.
+ * - A Mid-Conversation System Message becomes a mid-conversation `developer` or `system`
+ *   message when the model is declared to accept one. By default — the safe choice for
+ *   compatible servers — it becomes `<system-update>` text in a user message.
+ * - A compaction summary becomes `<summary>` text in a user message.
+ * - Consecutive user-side text (user input, wrapped updates, summaries) merges into one
+ *   user message, blank-line separated, because strict chat templates require user and
+ *   assistant turns to alternate.
+ * - Assistant tool calls become `tool_calls` with JSON-string arguments; each result is a
+ *   `role: "tool"` message with its `tool_call_id`. Nothing may stand between a tool
+ *   call and its results, so user-side text that arrives while results are outstanding
+ *   waits until the last of them (the session runtime settles tools first anyway).
+ *
+ * Append-only: a request that appends messages lowers to the previous body's messages
+ * followed by new ones; there is no breakpoint to move. See `prefix-extension.ts`.
+ *
+ * @module
+ */
+
+import { type CapabilityTable, capabilitiesFor } from "./capabilities.ts";
+import type { ProviderRequest, RequestMessage, ToolCall } from "./provider.ts";
+import type { ToolDefinition } from "./tool-definition.ts";
+import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
+
+/** What lowering needs to know about one Chat Completions model. */
+export interface OpenAIModelCapabilities {
+  /** Role of the leading instruction message (host system prompt and Baseline). */
+  readonly instructionRole: "system" | "developer";
+  /** Role of a Mid-Conversation System Message, or `"wrapped"` for `<system-update>` text in a user message. */
+  readonly systemUpdateRole: "system" | "developer" | "wrapped";
+  /** Sent as `max_completion_tokens` when set; otherwise the server's default applies. */
+  readonly maxTokens?: number;
+}
+
+/** Capabilities of a model that no table row matches: one leading system message, wrapped updates. */
+export const openAIDefaults: OpenAIModelCapabilities = { instructionRole: "system", systemUpdateRole: "wrapped" };
+
+/**
+ * Rows for OpenAI's hosted models, which accept instruction messages anywhere in the
+ * conversation. Not the default of `openAICompatibleProvider`: local servers may serve
+ * models under similar names with templates that accept a system message only first.
+ */
+export const openAIModels: CapabilityTable<OpenAIModelCapabilities> = [
+  { model: /^(?:gpt-4o|gpt-4\.1)(?:$|-)/, capabilities: { instructionRole: "system", systemUpdateRole: "system" } },
+  { model: /^(?:gpt-5|o[134])(?:$|[-.])/, capabilities: { instructionRole: "developer", systemUpdateRole: "developer" } },
+];
+
+/** The capabilities of a Chat Completions model according to `table` (default: none declared, all wrapped). */
+export function openAICapabilities(model: string, table: CapabilityTable<OpenAIModelCapabilities> = []): OpenAIModelCapabilities {
+  return capabilitiesFor(table, model, openAIDefaults);
+}
+
+/** An instruction message: the leading one, or a native Mid-Conversation System Message. */
+export interface OpenAIInstructionMessage {
+  role: "system" | "developer";
+  content: string;
+}
+
+/** A user message. */
+export interface OpenAIUserMessage {
+  role: "user";
+  content: string;
+}
+
+/** A tool call the model made, replayed in an assistant message. */
+export interface OpenAIToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** An assistant message; `content` is null when the reply is only tool calls. */
+export interface OpenAIAssistantMessage {
+  role: "assistant";
+  content: string | null;
+  tool_calls?: OpenAIToolCall[];
+}
+
+/** A tool's result. */
+export interface OpenAIToolMessage {
+  role: "tool";
+  tool_call_id: string;
+  content: string;
+}
+
+/** One lowered message. */
+export type OpenAIMessage = OpenAIInstructionMessage | OpenAIUserMessage | OpenAIAssistantMessage | OpenAIToolMessage;
+
+/** A function tool declaration. */
+export interface OpenAITool {
+  type: "function";
+  function: { name: string; description?: string; parameters: { [keyword: string]: unknown } };
+}
+
+/**
+ * A Chat Completions request body, without `stream` (the adapter adds it). Key order is
+ * fixed — model, tools, max_completion_tokens, messages — so serialization is stable.
+ */
+export interface OpenAIChatBody {
+  model: string;
+  tools?: OpenAITool[];
+  max_completion_tokens?: number;
+  messages: OpenAIMessage[];
+}
+
+/** Options of `lowerOpenAI`. */
+export interface OpenAILoweringOptions {
+  /** Tools declared with every request; ProviderRequest carries none. */
+  readonly tools?: readonly ToolDefinition[];
+}
+
+/**
+ * Lowers a ProviderRequest to a Chat Completions body for a model with `capabilities`.
+ * Pure and deterministic: equal requests lower to equal bodies, and a request that
+ * appends messages lowers to the same messages followed by new ones.
+ */
+export function lowerOpenAI(
+  request: ProviderRequest,
+  capabilities: OpenAIModelCapabilities,
+  options: OpenAILoweringOptions = {},
+): OpenAIChatBody {
+  const tools = options.tools ?? [];
+  return {
+    model: request.model,
+    ...(tools.length > 0 ? { tools: tools.map(lowerTool) } : {}),
+    ...(capabilities.maxTokens === undefined ? {} : { max_completion_tokens: capabilities.maxTokens }),
+    messages: lowerMessages(request, capabilities),
+  };
+}
+
+function lowerTool(tool: ToolDefinition): OpenAITool {
+  return {
+    type: "function",
+    function: {
+      name: tool.name,
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      parameters: { ...tool.inputSchema },
+    },
+  };
+}
+
+function lowerMessages(request: ProviderRequest, capabilities: OpenAIModelCapabilities): OpenAIMessage[] {
+  const lowered: OpenAIMessage[] = [];
+  const instructions = request.system.filter((part) => part !== "").join("\n\n");
+  if (instructions !== "") lowered.push({ role: capabilities.instructionRole, content: instructions });
+
+  let outstandingCalls = new Set<string>();
+  let waiting: RequestMessage[] = [];
+  const lowerUserSide = (message: RequestMessage): void => {
+    switch (message.role) {
+      case "user":
+        appendUserText(lowered, message.text);
+        return;
+      case "summary":
+        appendUserText(lowered, wrapSummary(message.text));
+        return;
+      case "system-update":
+        if (capabilities.systemUpdateRole === "wrapped") appendUserText(lowered, wrapSystemUpdate(message.text));
+        else lowered.push({ role: capabilities.systemUpdateRole, content: message.text });
+        return;
+    }
+  };
+  const releaseWaiting = (): void => {
+    for (const message of waiting) lowerUserSide(message);
+    waiting = [];
+  };
+
+  for (const message of request.messages) {
+    switch (message.role) {
+      case "assistant":
+        releaseWaiting();
+        lowered.push(lowerAssistant(message.text, message.toolCalls ?? []));
+        outstandingCalls = new Set((message.toolCalls ?? []).map((call) => call.id));
+        break;
+      case "tool":
+        lowered.push({ role: "tool", tool_call_id: message.callId, content: message.result });
+        outstandingCalls.delete(message.callId);
+        if (outstandingCalls.size === 0) releaseWaiting();
+        break;
+      default:
+        if (outstandingCalls.size > 0) waiting.push(message);
+        else lowerUserSide(message);
+    }
+  }
+  releaseWaiting();
+  return lowered;
+}
+
+function lowerAssistant(reply: string, toolCalls: readonly ToolCall[]): OpenAIAssistantMessage {
+  if (toolCalls.length === 0) return { role: "assistant", content: reply };
+  return {
+    role: "assistant",
+    content: reply === "" ? null : reply,
+    tool_calls: toolCalls.map((call) => ({
+      id: call.id,
+      type: "function",
+      function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) },
+    })),
+  };
+}
+
+/** Appends text to the user message at the end, opening one if the last message is not a user message. */
+function appendUserText(lowered: OpenAIMessage[], text: string): void {
+  const last = lowered.at(-1);
+  if (last?.role === "user") last.content = `${last.content}\n\n${text}`;
+  else lowered.push({ role: "user", content: text });
+}
