@@ -127,14 +127,22 @@ export class SessionRuntime {
   async step(id: string): Promise<StepResult> {
     const prepared = await this.#boundary(id);
     if (prepared.kind !== "ready") return prepared;
-    const { request, revision, location } = prepared;
+    const { request, location, lastSeq } = prepared;
     const reply = await this.#provider(request.provider).send(request);
     const toolResults = await this.#runTools(id, location, reply.toolCalls ?? []);
-    try {
-      await this.#options.store.commitReply(id, revision, reply, toolResults);
-    } catch (error) {
-      // Another runtime persisted the reply to this same request first; ours is a duplicate.
-      if (!(error instanceof RevisionConflict)) throw error;
+    const { store } = this.#options;
+    for (let revision = prepared.revision; ; ) {
+      try {
+        await store.commitReply(id, revision, reply, toolResults);
+        break;
+      } catch (error) {
+        if (!(error instanceof RevisionConflict)) throw error;
+        // Another runtime persisted the reply to this same request first: ours is a duplicate.
+        const session = await store.session(id);
+        if (!session.isAwaitingReply || (await store.messages(id)).at(-1)?.seq !== lastSeq) break;
+        // Only a transition (move, switch) advanced the revision in flight: this reply is still awaited.
+        revision = session.revision;
+      }
     }
     return { kind: "replied", request, reply };
   }
@@ -142,7 +150,7 @@ export class SessionRuntime {
   async #boundary(
     id: string,
   ): Promise<
-    | { kind: "ready"; request: ProviderRequest; revision: number; location: string }
+    | { kind: "ready"; request: ProviderRequest; revision: number; location: string; lastSeq: number | undefined }
     | { kind: "blocked"; keys: readonly string[] }
     | { kind: "idle" }
   > {
@@ -203,8 +211,9 @@ export class SessionRuntime {
       const current = await store.session(id);
       const active = await store.activeEpoch(id);
       if (active === undefined) throw new Error(`session ${id}: no Context Epoch after a boundary`);
-      const request = buildRequest(current, this.#options.systemPrompt, active, await store.messages(id));
-      return { kind: "ready", request, revision: current.revision, location: current.location };
+      const messages = await store.messages(id);
+      const request = buildRequest(current, this.#options.systemPrompt, active, messages);
+      return { kind: "ready", request, revision: current.revision, location: current.location, lastSeq: messages.at(-1)?.seq };
     }
     throw new Error(`session ${id}: gave up after ${maxReplans} conflicting boundaries`);
   }

@@ -1,0 +1,95 @@
+// The SQLite session store on a real file: schema version, WAL, foreign keys, and
+// migrations that run once per file.
+
+import path from "node:path";
+import Database from "better-sqlite3";
+import { expect } from "chai";
+import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { tempFolder } from "./fixtures.ts";
+
+/** Opens a store while observing its own better-sqlite3 connection and the SQL scripts it executes. */
+function openObserved(file: string): { store: SqliteSessionStore; connection: Database.Database; scripts: string[] } {
+  const prototype = Database.prototype;
+  const { exec, pragma } = prototype;
+  const connections = new Set<Database.Database>();
+  const scripts: string[] = [];
+  prototype.exec = function (this: Database.Database, source: string) {
+    connections.add(this);
+    scripts.push(source);
+    return exec.call(this, source);
+  };
+  prototype.pragma = function (this: Database.Database, source: string, options?: Database.PragmaOptions) {
+    connections.add(this);
+    return pragma.call(this, source, options);
+  } as Database.Database["pragma"];
+  try {
+    const store = new SqliteSessionStore(file);
+    const [connection] = connections;
+    if (connections.size !== 1 || connection === undefined) throw new Error(`expected one connection, saw ${connections.size}`);
+    return { store, connection, scripts };
+  } finally {
+    prototype.exec = exec;
+    prototype.pragma = pragma;
+  }
+}
+
+describe("session store: SQLite", () => {
+  let folder: ReturnType<typeof tempFolder>;
+
+  beforeEach(() => {
+    folder = tempFolder("store");
+  });
+
+  afterEach(() => {
+    folder.remove();
+  });
+
+  it("records its schema version, runs in WAL mode with foreign keys on, and a second open does not migrate again", async () => {
+    const file = sessionsFile(path.join(folder.path, "nested", "data"));
+    const first = openObserved(file);
+    const version = first.store.schemaVersion;
+    expect(version).to.be.greaterThan(0);
+    expect(first.scripts, "one script per migration on a fresh file").to.have.length(version);
+    expect(first.connection.pragma("journal_mode", { simple: true })).to.equal("wal");
+    expect(first.connection.pragma("foreign_keys", { simple: true })).to.equal(1);
+    // Enforced on the store's own connection, not just declared.
+    expect(() =>
+      first.connection
+        .prepare("INSERT INTO messages (session_id, seq, role, text, epoch) VALUES ('nobody', 1, 'user', 'x', 1)")
+        .run(),
+    ).to.throw(/FOREIGN KEY/);
+    await first.store.createSession({ id: "s1", location: folder.path, provider: "p", model: "m" });
+    await first.store.addPrompt("s1", "hello");
+    await first.store.close();
+
+    const raw = new Database(file, { readonly: true });
+    try {
+      expect(raw.pragma("user_version", { simple: true })).to.equal(version);
+      expect(raw.pragma("journal_mode", { simple: true }), "WAL is a property of the file").to.equal("wal");
+      const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+      expect(tables).to.include.members(["epochs", "messages", "pending_prompts", "sessions"]);
+    } finally {
+      raw.close();
+    }
+
+    const second = openObserved(file);
+    try {
+      expect(second.scripts, "no migration runs on a current file").to.deep.equal([]);
+      expect(second.store.schemaVersion).to.equal(version);
+      expect(second.connection.pragma("foreign_keys", { simple: true })).to.equal(1);
+      expect(await second.store.session("s1")).to.include({ id: "s1", revision: 0 });
+      expect((await second.store.pendingPrompts("s1")).map((p) => p.text)).to.deep.equal(["hello"]);
+    } finally {
+      await second.store.close();
+    }
+  });
+
+  it("refuses a file written by a newer context-host, naming the file", async () => {
+    const file = sessionsFile(folder.path);
+    await new SqliteSessionStore(file).close();
+    const raw = new Database(file);
+    raw.pragma("user_version = 999");
+    raw.close();
+    expect(() => new SqliteSessionStore(file)).to.throw(`${file}: schema version 999 is newer than this context-host`);
+  });
+});
