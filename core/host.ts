@@ -104,7 +104,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
 
   const registry = new Registry();
   const builtins: CoreSource[] =
-    options.builtins !== true
+    options.builtins === false
       ? []
       : [
           dateSource({
