@@ -15,6 +15,7 @@ export const HostSettings = Type.Object(
           globalFile: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Literal(false)])),
           discovery: Type.Optional(Type.Boolean()),
           maxBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+          maxReadBytes: Type.Optional(Type.Integer({ minimum: 1 })),
         },
         { additionalProperties: false },
       ),
@@ -30,7 +31,9 @@ export function checkSettings(settings: unknown): void {
   if (!validator.Check(settings)) {
     const first = validator.Errors(settings)[0];
     const setting = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(options)";
-    throw new SettingError(setting, first?.message ?? "invalid");
+    // A property the schema does not allow fails as `schema is false`: say what that means.
+    const isUnknown = first?.keyword === "boolean" && first.schemaPath.endsWith("/additionalProperties");
+    throw new SettingError(setting, isUnknown ? "unknown setting" : (first?.message ?? "invalid"));
   }
   const { timeZone } = settings as { timeZone?: string };
   if (timeZone !== undefined) checkTimeZone(timeZone);

@@ -33,6 +33,11 @@ function codeOf(error: unknown): string | undefined {
  * root's real path. Files over `maxBytes`, with invalid UTF-8 or NUL bytes are refused.
  */
 export async function readTextFile(file: string, options: { root?: string; maxBytes: number }): Promise<FileRead> {
+  // A path outside the root is refused before the file system is asked anything, so a
+  // missing file outside the project cannot be told from an existing one.
+  if (options.root !== undefined && !isInside(path.resolve(options.root), path.resolve(file))) {
+    return { kind: "refused", reason: `${file} is outside the project root ${path.resolve(options.root)}` };
+  }
   let realPath: string;
   try {
     realPath = await fs.realpath(file);

@@ -8,7 +8,7 @@
 //   3. nested `AGENTS.md` files discovered while tools read project files, in discovery order.
 // Project files (2 and 3) can be switched off; the global file stays eligible.
 
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
@@ -16,7 +16,7 @@ import { projectRootOf } from "../builtins/environment.ts";
 import type { CoreSource } from "../host.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { SessionStore } from "../session/store/store.ts";
-import { absent, combine, make, type SystemContext, unavailable } from "../system-context/index.ts";
+import { absent, combine, contain, type SystemContext, unavailable } from "../system-context/index.ts";
 import { type FileRead, isInside, readTextFile } from "./files.ts";
 import { globalInstructionsKey, projectInstructionsKey } from "./key.ts";
 
@@ -66,6 +66,22 @@ export interface ProjectFiles {
   readFile(file: string): Promise<string>;
 }
 
+/**
+ * Whether an instruction file may exist: anything but a clear "no such file". A file
+ * that cannot be checked right now (EACCES on a folder on the way, EIO) stays
+ * effective, so its read reports Unavailable Context instead of a removal.
+ * (`existsSync` says false for every error, and checks the real user id, not the effective one.)
+ */
+function mayExist(file: string): boolean {
+  try {
+    statSync(file);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code !== "ENOENT" && code !== "ENOTDIR";
+  }
+}
+
 function isSwitchedOff(value: string | undefined): boolean {
   return value !== undefined && /^(1|true|yes|on)$/i.test(value.trim());
 }
@@ -108,7 +124,7 @@ export class InstructionService {
   /** The effective instruction files of a session in its location, in order. */
   async effectiveFiles(env: SourceEnv): Promise<EffectiveFile[]> {
     const files: EffectiveFile[] = [];
-    if (this.#globalFile !== undefined && existsSync(this.#globalFile)) {
+    if (this.#globalFile !== undefined && mayExist(this.#globalFile)) {
       files.push({ key: globalInstructionsKey, file: this.#globalFile, shownAs: this.#globalFile, root: undefined });
     }
     if (!this.#isDiscoveryOn) return files;
@@ -123,7 +139,7 @@ export class InstructionService {
     };
     for (const folder of foldersFromRootTo(root, location)) {
       const file = path.join(folder, instructionFileName);
-      if (existsSync(file)) add(file);
+      if (mayExist(file)) add(file);
     }
     if (env.sessionId !== undefined && this.#store !== undefined) {
       for (const file of await this.#store.discoveredInstructions(env.sessionId, location)) add(file);
@@ -137,17 +153,32 @@ export class InstructionService {
     return combine(files.map((file) => this.#source(file)));
   }
 
+  /**
+   * An instruction file never blocks a Baseline: unreadable before it was ever admitted,
+   * it is left out until it first loads (Unavailable Context), so one bad file cannot keep
+   * a session from starting. Once admitted, unavailability keeps the admitted version.
+   */
   #source(effective: EffectiveFile): SystemContext {
-    return make({
-      key: effective.key,
-      schema: InstructionFile,
-      load: async () =>
-        this.#loaded(effective, await readTextFile(effective.file, { root: effective.root, maxBytes: this.#maxBytes })),
-      baseline: (current) => `Instructions from ${current.path}:\n\n${current.content}`,
-      update: (_previous, current) =>
-        `The instructions from ${current.path} have changed. This complete current version supersedes the earlier one:\n\n${current.content}`,
-      removed: (previous) => `The instructions from ${previous.path} no longer apply.`,
-    });
+    return contain(
+      {
+        key: effective.key,
+        schema: InstructionFile,
+        load: async () =>
+          this.#loaded(effective, await readTextFile(effective.file, { root: effective.root, maxBytes: this.#maxBytes })),
+        baseline: (current) => `Instructions from ${current.path}:\n\n${current.content}`,
+        update: (_previous, current) =>
+          `The instructions from ${current.path} have changed. This complete current version supersedes the earlier one:\n\n${current.content}`,
+        removed: (previous) => `The instructions from ${previous.path} no longer apply.`,
+      },
+      {
+        report: (fault) =>
+          this.#problem(
+            effective.file,
+            `${fault.phase}: ${fault.error instanceof Error ? fault.error.message : String(fault.error)}`,
+          ),
+        maxTextLength: Number.MAX_SAFE_INTEGER,
+      },
+    );
   }
 
   #loaded(effective: EffectiveFile, read: FileRead) {

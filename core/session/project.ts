@@ -7,9 +7,14 @@ import type { EpochRecord, StoredMessage } from "./store/store.ts";
 
 /** The model-visible history of the active epoch, in chronological order. */
 export function projectHistory(messages: readonly StoredMessage[], epoch: EpochRecord): RequestMessage[] {
+  // A summary takes effect with the epoch it opened. One written in the active epoch
+  // (its compaction still due, e.g. blocked by unavailable context) is not projected yet:
+  // the epoch goes on with the history its snapshot was admitted against.
+  const isEffective = (message: StoredMessage) => message.role !== "summary" || message.seq < epoch.startedSeq;
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
-    if ((messages[i] as StoredMessage).role === "summary") {
+    const message = messages[i] as StoredMessage;
+    if (message.role === "summary" && isEffective(message)) {
       start = i;
       break;
     }
@@ -18,8 +23,10 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
   for (const message of messages.slice(start)) {
     switch (message.role) {
       case "user":
+        projected.push({ role: "user", text: message.text });
+        break;
       case "summary":
-        projected.push({ role: message.role, text: message.text });
+        if (isEffective(message)) projected.push({ role: "summary", text: message.text });
         break;
       case "system-update":
         if (message.epoch === epoch.number) projected.push({ role: "system-update", text: message.text });

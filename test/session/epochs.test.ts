@@ -103,6 +103,37 @@ describe("session runtime: Context Epochs", () => {
     expect(systemUpdates(await host.messages(id))).to.deep.equal([]);
   });
 
+  it("a compaction blocked by unavailable admitted context keeps projecting the epoch's history, its updates included, until the new epoch begins", async () => {
+    const branch = testSource("core/branch", "main");
+    const mode = testSource("core/mode", "fast");
+    const provider = scriptedProvider();
+    const host = await start({ providers: { scripted: provider }, core: [branch.core, mode.core] });
+    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    await host.prompt(id, "one");
+    await host.step(id);
+    mode.state.value = "slow";
+    await host.prompt(id, "two");
+    const updated = requestOf(await host.step(id));
+    expect(transcript(updated.messages)).to.include("system-update: core/mode is now slow");
+
+    await host.compact(id);
+    branch.state.value = SystemContext.unavailable;
+    await host.prompt(id, "three");
+    const blocked = requestOf(await host.step(id));
+    expect(blocked.system, "the epoch goes on").to.deep.equal(updated.system);
+    expect(
+      transcript(blocked.messages).slice(0, updated.messages.length),
+      "the admitted update is still projected",
+    ).to.deep.equal(transcript(updated.messages));
+    expect(transcript(blocked.messages).some((line) => line.startsWith("summary:"))).to.equal(false);
+
+    branch.state.value = "main";
+    await host.prompt(id, "four");
+    const compacted = requestOf(await host.step(id));
+    expect(compacted.messages[0]?.role).to.equal("summary");
+    expect(compacted.system[1]).to.equal("core/branch is main\n\ncore/mode is slow");
+  });
+
   it("an admitted source that cannot be carried forward replaces the epoch at the boundary, unless admitted context is unavailable", async () => {
     const editor = testSource("core/editor", "vim", { isRemovable: false });
     const branch = testSource("core/branch", "main");

@@ -1,0 +1,219 @@
+// Nested instruction discovery through the `read` tool on real folder trees and a real
+// SQLite data folder: a nested AGENTS.md joins the effective instructions and is admitted
+// at the next Safe Provider-Turn Boundary (after the tool result, never before), stays
+// active across restarts in the same location, is folded into the Baseline after
+// compaction, and is re-resolved when the session moves.
+
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { expect } from "chai";
+import { type Host, type ScriptedTurn, scriptedProvider } from "../../core/index.ts";
+import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import {
+  baselineOf,
+  instructionSections,
+  markProjectRoot,
+  openHost,
+  requestOf,
+  systemUpdates,
+  type TestHostOptions,
+  tempFolder,
+  transcript,
+  writeTree,
+} from "./harness.ts";
+
+/** A scripted reply that asks to read `file`. */
+function readCall(file: string, callId = "call-1"): ScriptedTurn {
+  return { text: `reading ${file}`, toolCalls: [{ id: callId, name: "read", input: { path: file } }] };
+}
+
+const nestedText = "Instructions from pkg/AGENTS.md:\n\npkg rules";
+
+describe("instruction service: nested discovery through the read tool", () => {
+  let data: ReturnType<typeof tempFolder>;
+  let tree: ReturnType<typeof tempFolder>;
+  let root: string;
+  const hosts: Host[] = [];
+
+  beforeEach(() => {
+    data = tempFolder("disc-data");
+    tree = tempFolder("disc-tree");
+    root = path.join(tree.path, "project");
+    markProjectRoot(root);
+    writeTree(root, {
+      "AGENTS.md": "root rules",
+      "pkg/AGENTS.md": "pkg rules",
+      "pkg/src/main.ts": "export const main = 1;\n",
+      "other/AGENTS.md": "other rules",
+      "other/file.txt": "other file",
+    });
+  });
+
+  afterEach(async () => {
+    for (const host of hosts.splice(0)) await host.close();
+    data.remove();
+    tree.remove();
+  });
+
+  async function open(script: readonly ScriptedTurn[] = [], options: Omit<TestHostOptions, "providers"> = {}) {
+    const provider = scriptedProvider(script);
+    const host = await openHost(data.path, { providers: { scripted: provider }, ...options });
+    hosts.push(host);
+    return { host, provider };
+  }
+
+  async function closeHost(host: Host) {
+    hosts.splice(hosts.indexOf(host), 1);
+    await host.close();
+  }
+
+  /** A session in `location` whose first turn reads `file` through the tool; returns after the tool ran. */
+  async function readInFirstTurn(file: string, location = root, options: Omit<TestHostOptions, "providers"> = {}) {
+    const { host, provider } = await open([readCall(file)], options);
+    const id = await host.createSession({ location, provider: "scripted", model: "m" });
+    await host.prompt(id, "look at the code");
+    const toolStep = requestOf(await host.step(id));
+    return { host, provider, id, toolStep };
+  }
+
+  it("a nested AGENTS.md found by a read is admitted at the next boundary, after the tool result, and not before", async () => {
+    const { host, id, toolStep } = await readInFirstTurn("pkg/src/main.ts");
+    // The request of the step that ran the tool was built before the tool ran.
+    expect(baselineOf(toolStep)).to.not.contain("pkg rules");
+    expect(toolStep.messages.map((m) => m.role)).to.deep.equal(["user"]);
+    // Nothing is pushed: durable history holds no update until the next boundary.
+    expect(await systemUpdates(host, id)).to.deep.equal([]);
+
+    const next = requestOf(await host.step(id));
+    expect(transcript(next.messages)).to.deep.equal([
+      "user: look at the code",
+      "assistant: reading pkg/src/main.ts",
+      "tool: export const main = 1;\n",
+      `system-update: ${nestedText}`,
+    ]);
+    expect(baselineOf(next)).to.equal(baselineOf(toolStep));
+    expect(await systemUpdates(host, id)).to.deep.equal([nestedText]);
+
+    // Admitted once: later boundaries emit nothing for it.
+    await host.prompt(id, "thanks");
+    requestOf(await host.step(id));
+    expect(await systemUpdates(host, id)).to.deep.equal([nestedText]);
+  });
+
+  it("every instruction file between the root and the read file is discovered, in folder order, in one message", async () => {
+    writeTree(root, { "pkg/src/AGENTS.md": "src rules", "pkg/src/deep/x.ts": "x" });
+    const { host, id } = await readInFirstTurn("pkg/src/deep/x.ts");
+    requestOf(await host.step(id));
+    expect(await systemUpdates(host, id)).to.deep.equal([`${nestedText}\n\nInstructions from pkg/src/AGENTS.md:\n\nsrc rules`]);
+  });
+
+  it("a discovered file is re-sent complete when it changes, and says it no longer applies when removed", async () => {
+    const { host, id } = await readInFirstTurn("pkg/src/main.ts");
+    requestOf(await host.step(id));
+    writeTree(root, { "pkg/AGENTS.md": "pkg rules v2" });
+    await host.prompt(id, "two");
+    requestOf(await host.step(id));
+    rmSync(path.join(root, "pkg", "AGENTS.md"));
+    await host.prompt(id, "three");
+    requestOf(await host.step(id));
+    expect((await systemUpdates(host, id)).slice(1)).to.deep.equal([
+      "The instructions from pkg/AGENTS.md have changed. This complete current version supersedes the earlier one:\n\npkg rules v2",
+      "The instructions from pkg/AGENTS.md no longer apply.",
+    ]);
+  });
+
+  it("a discovered file that disappears before the boundary reads it is absent: nothing admitted, no diagnostic; it returns when the file does", async () => {
+    const { host, id } = await readInFirstTurn("pkg/src/main.ts");
+    rmSync(path.join(root, "pkg", "AGENTS.md"));
+    const next = requestOf(await host.step(id));
+    expect(next.messages.map((m) => m.role)).to.not.include("system-update");
+    expect(host.diagnostics).to.deep.equal([]);
+
+    writeTree(root, { "pkg/AGENTS.md": "pkg rules" });
+    await host.prompt(id, "again");
+    requestOf(await host.step(id));
+    expect(await systemUpdates(host, id)).to.deep.equal([nestedText]);
+  });
+
+  it("the discovered set is persisted: after a restart on the same data folder the file is still effective", async () => {
+    const first = await readInFirstTurn("pkg/src/main.ts");
+    requestOf(await first.host.step(first.id));
+    await closeHost(first.host);
+
+    const { host } = await open();
+    await host.prompt(first.id, "after restart");
+    const resumed = requestOf(await host.step(first.id));
+    // Still effective: no removal text, and the admitted message stays in projected history.
+    expect(transcript(resumed.messages)).to.include(`system-update: ${nestedText}`);
+    expect(await systemUpdates(host, first.id)).to.deep.equal([nestedText]);
+    // It is a live source, not just history: a change is admitted.
+    writeTree(root, { "pkg/AGENTS.md": "pkg rules v2" });
+    await host.prompt(first.id, "changed");
+    requestOf(await host.step(first.id));
+    expect((await systemUpdates(host, first.id)).at(-1)).to.match(/^The instructions from pkg\/AGENTS\.md have changed\./);
+  });
+
+  it("after compaction the discovered file is folded into the new Baseline, with no separate update", async () => {
+    const { host, id } = await readInFirstTurn("pkg/src/main.ts");
+    const admitted = requestOf(await host.step(id));
+    expect(baselineOf(admitted)).to.not.contain("pkg rules");
+
+    await host.compact(id);
+    await host.prompt(id, "continue");
+    const after = requestOf(await host.step(id));
+    expect(instructionSections(baselineOf(after))).to.deep.equal(["AGENTS.md: root rules", "pkg/AGENTS.md: pkg rules"]);
+    expect(after.messages.map((m) => m.role)).to.deep.equal(["summary", "user"]);
+    expect(await systemUpdates(host, id)).to.deep.equal([nestedText]);
+  });
+
+  it("a move re-resolves: the new location's epoch starts without the set discovered elsewhere", async () => {
+    const location = path.join(root, "pkg");
+    writeTree(root, { "pkg/sub/AGENTS.md": "sub rules", "pkg/sub/y.ts": "y" });
+    const { host, id } = await readInFirstTurn("sub/y.ts", location);
+    requestOf(await host.step(id));
+    expect(await systemUpdates(host, id)).to.deep.equal(["Instructions from pkg/sub/AGENTS.md:\n\nsub rules"]);
+
+    const destination = path.join(root, "other");
+    await host.move(id, destination);
+    await host.prompt(id, "moved");
+    const moved = requestOf(await host.step(id));
+    expect(instructionSections(baselineOf(moved))).to.deep.equal(["AGENTS.md: root rules", "other/AGENTS.md: other rules"]);
+    // A new epoch: no removal message, and the old epoch's update left projected history.
+    expect(moved.messages.map((m) => m.role)).to.not.include("system-update");
+    expect(await systemUpdates(host, id)).to.have.length(1);
+
+    // The set is kept per location: returning re-resolves the original location with what was discovered there.
+    await host.move(id, location);
+    await host.prompt(id, "back");
+    const back = requestOf(await host.step(id));
+    expect(instructionSections(baselineOf(back))).to.deep.equal([
+      "AGENTS.md: root rules",
+      "pkg/AGENTS.md: pkg rules",
+      "pkg/sub/AGENTS.md: sub rules",
+    ]);
+  });
+
+  it("discovery is stored per session and location, in discovery order", async () => {
+    const { host, id } = await readInFirstTurn("pkg/src/main.ts");
+    requestOf(await host.step(id));
+    const store = new SqliteSessionStore(sessionsFile(data.path));
+    try {
+      // The root file is ambient already; recording it again is harmless.
+      expect(await store.discoveredInstructions(id, root)).to.deep.equal([
+        path.join(root, "AGENTS.md"),
+        path.join(root, "pkg", "AGENTS.md"),
+      ]);
+      expect(await store.discoveredInstructions(id, path.join(root, "other"))).to.deep.equal([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("with discovery off, the read tool still reads but discovers nothing", async () => {
+    const { host, id, toolStep } = await readInFirstTurn("pkg/src/main.ts", root, { instructions: { discovery: false } });
+    expect(baselineOf(toolStep)).to.not.contain("Instructions from");
+    const next = requestOf(await host.step(id));
+    expect(transcript(next.messages).at(-1)).to.equal("tool: export const main = 1;\n");
+    expect(await systemUpdates(host, id)).to.deep.equal([]);
+  });
+});
