@@ -7,7 +7,7 @@
 
 export { SettingError } from "./builtins/date.ts";
 export { type CoreSource, createHost, type Host, type HostOptions } from "./host.ts";
-export { readTool } from "./instructions/read-tool.ts";
+export { readTool, readToolDefinition } from "./instructions/read-tool.ts";
 export type { InstructionSettings, ProjectFiles } from "./instructions/service.ts";
 export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./plugins/define.ts";
 export type { Diagnostic, DiagnosticPhase } from "./plugins/diagnostic.ts";

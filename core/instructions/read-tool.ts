@@ -3,9 +3,20 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import type { ToolDefinition } from "../providers/tool-definition.ts";
 import type { Tool } from "../session/runtime.ts";
 
-const ReadInput = Compile(Type.Object({ path: Type.String({ minLength: 1 }) }));
+const ReadInputSchema = Type.Object({
+  path: Type.String({ minLength: 1, description: "file path, relative to the working folder" }),
+});
+const ReadInput = Compile(ReadInputSchema);
+
+/** The `read` tool's declaration, for providers that must declare tools (`anthropicProvider({ tools })`). */
+export const readToolDefinition: ToolDefinition = {
+  name: "read",
+  description: "Read a UTF-8 text file of the project. Paths are relative to the working folder.",
+  inputSchema: ReadInputSchema as unknown as ToolDefinition["inputSchema"],
+};
 
 /** `read({ path })`: the UTF-8 text of a project file, relative to the session's location. */
 export const readTool: Tool = async (input, context) => {
