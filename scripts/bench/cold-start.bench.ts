@@ -1,0 +1,197 @@
+// Bench `cold-start`, metric `ms`: a fresh host process with 50 generated plugins (in a
+// temp folder) to its first Baseline System Context — `PluginHost.start` (discover, watch,
+// bundle, evaluate, set up) + `registry.compose` + `SystemContext.initialize` — timed
+// inside the child from just before `PluginHost.start`, so node's and tsx's start-up and
+// the host's own module imports are not counted (they do not depend on plugins). Median
+// over runs, each in a fresh child process (cold JIT, cold esbuild service).
+//
+// Baseline, in the same run: the same host, the same steps, the same child set-up, with
+// an empty plugin folder. The ratio is what the plugins cost relative to a host without
+// them; value − baseline is the plugins' own time. Runs alternate between the two.
+//
+// This file is also the child: `cold-start.bench.ts child DIR` prints one JSON line.
+//
+// Environment (defaults in brackets, quick defaults after the semicolon; BENCH_QUICK=1 makes
+// a small run for tests): BENCH_PLUGINS [50; 5], BENCH_RUNS children of each kind [5; 1],
+// BENCH_WARMUP unmeasured children of each kind [1; 0], BENCH_TMPDIR where the temp folder
+// goes [the OS's]. BENCH_VERBOSE=1 prints samples on stderr.
+
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { asValue, createContainer } from "awilix";
+import { SystemContext } from "../../core/index.ts";
+import { PluginHost } from "../../core/plugins/host.ts";
+import { silentLogger, systemClock } from "../../core/plugins/services.ts";
+import { Registry } from "../../core/registry/registry.ts";
+import { emit, envInt, median } from "./measure.ts";
+
+const bench = "cold-start";
+const selfFile = import.meta.filename;
+const projectRoot = path.resolve(import.meta.dirname, "../..");
+const isQuick = process.env.BENCH_QUICK === "1";
+const isVerbose = process.env.BENCH_VERBOSE === "1";
+
+/** What a child reports. */
+interface ChildResult {
+  readonly ms: number;
+  readonly plugins: number;
+  readonly keys: number;
+  readonly failures: number;
+}
+
+/** One generated plugin: a config schema with a default, two typed sources, a disposer. */
+function pluginSource(index: number): string {
+  const name = `p${String(index).padStart(2, "0")}`;
+  return `import { definePlugin } from "context-host";
+import Type from "typebox";
+
+const Status = Type.Object({
+  index: Type.Integer({ minimum: 0 }),
+  label: Type.String(),
+  tags: Type.Array(Type.String()),
+  enabled: Type.Boolean(),
+});
+
+export default definePlugin({
+  name: "${name}",
+  config: Type.Object({ label: Type.String({ default: "plugin ${index}" }) }),
+  setup(api, config) {
+    const { clock } = api.services;
+    const startedAt = clock.now();
+    api.source({
+      key: "${name}/status",
+      schema: Status,
+      load: () => ({ index: ${index}, label: config.label, tags: ["generated", "bench"], enabled: ${index % 2 === 0} }),
+      baseline: (s) => \`\${s.label} (#\${s.index}) is \${s.enabled ? "on" : "off"}; tags: \${s.tags.join(", ")}.\`,
+      update: (previous, s) => \`\${s.label} changed from \${previous.enabled ? "on" : "off"} to \${s.enabled ? "on" : "off"}.\`,
+      removed: (s) => \`\${s.label} is gone.\`,
+    });
+    api.source({
+      key: "${name}/uptime",
+      schema: Type.Integer({ minimum: 0 }),
+      load: () => Math.max(0, Math.floor((clock.now() - startedAt) / 3_600_000)),
+      baseline: (hours) => \`${name} has run for \${hours} h.\`,
+      update: (_previous, hours) => \`${name} has now run for \${hours} h.\`,
+    });
+    api.onDispose(() => {});
+  },
+});
+`;
+}
+
+/** The child: start a host over `folder`, render the first Baseline, report the time. */
+async function child(folder: string): Promise<void> {
+  const container = createContainer();
+  container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(folder) });
+  const registry = new Registry();
+  const start = performance.now();
+  const host = await PluginHost.start({ folders: [folder], registry, container });
+  const generation = await SystemContext.initialize(await registry.compose({ location: folder }));
+  const ms = performance.now() - start;
+  if (generation.baseline.length === 0 && registry.state.registrations.length > 0) throw new Error("empty baseline");
+  const result: ChildResult = {
+    ms,
+    plugins: host.plugins().length,
+    keys: registry.state.registrations.length,
+    failures: host.failures().length,
+  };
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  await host.close();
+}
+
+/** Runs one child over `folder`; checks it loaded `plugins` plugins without a failure. */
+function runChild(folder: string, plugins: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ["--import", "tsx", selfFile, "child", folder], {
+      cwd: projectRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    proc.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    proc.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    proc.on("error", reject);
+    proc.on("close", (code, signal) => {
+      if (code !== 0) return reject(new Error(`child exited with ${signal ?? code}: ${stderr}`));
+      const result = JSON.parse(stdout.trim()) as ChildResult;
+      if (result.plugins !== plugins || result.keys !== plugins * 2 || result.failures !== 0) {
+        return reject(new Error(`child loaded ${JSON.stringify(result)}, expected ${plugins} plugins, ${plugins * 2} keys`));
+      }
+      resolve(result.ms);
+    });
+  });
+}
+
+/**
+ * Removes `folder` when the returned function is called, and also when the bench is
+ * interrupted or terminated first (a runner or test that times out sends SIGTERM).
+ */
+function removeOnExit(folder: string): () => void {
+  const remove = () => rmSync(folder, { recursive: true, force: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    remove();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    remove();
+  };
+}
+
+async function main(): Promise<void> {
+  const plugins = envInt("BENCH_PLUGINS", isQuick ? 5 : 50);
+  const runs = envInt("BENCH_RUNS", isQuick ? 1 : 5);
+  const warmup = envInt("BENCH_WARMUP", isQuick ? 0 : 1);
+  if (plugins < 1 || runs < 1) throw new RangeError("BENCH_PLUGINS and BENCH_RUNS must be at least 1");
+
+  const root = realpathSync(mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-cold-")));
+  const release = removeOnExit(root);
+  try {
+    const full = path.join(root, "plugins");
+    const empty = path.join(root, "empty");
+    mkdirSync(full);
+    mkdirSync(empty);
+    for (let i = 0; i < plugins; i++) writeFileSync(path.join(full, `p${String(i).padStart(2, "0")}.ts`), pluginSource(i));
+
+    const withPlugins: number[] = [];
+    const withNone: number[] = [];
+    for (let run = 0; run < warmup + runs; run++) {
+      // Alternate which kind goes first, so drift falls on both alike.
+      const pair = [() => runChild(full, plugins), () => runChild(empty, 0)];
+      const [first, second] = run % 2 === 0 ? pair : pair.reverse();
+      const a = await (first as () => Promise<number>)();
+      const b = await (second as () => Promise<number>)();
+      if (run < warmup) continue;
+      withPlugins.push(run % 2 === 0 ? a : b);
+      withNone.push(run % 2 === 0 ? b : a);
+    }
+    if (isVerbose) {
+      const show = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(" ");
+      process.stderr.write(
+        `[${bench}] ${plugins} plugins ms: ${show(withPlugins)}\n[${bench}] 0 plugins ms: ${show(withNone)}\n`,
+      );
+    }
+    emit({ bench, metric: "ms", value: median(withPlugins), unit: "ms", baseline: median(withNone) });
+  } finally {
+    release();
+  }
+}
+
+try {
+  if (process.argv[2] === "child") await child(path.resolve(process.argv[3] ?? "."));
+  else await main();
+} catch (error) {
+  process.stderr.write(`[${bench}] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+}
+// chokidar or esbuild may leave a handle behind; everything is closed and written by now.
+process.exit();

@@ -1,0 +1,340 @@
+// Bench `reload-heap`: heap growth, after full garbage collection, over many reloads of
+// a plugin that holds a 1 MiB string literal (different in every version, so every reload
+// is a real new generation). Reloads are driven by rewriting the file and calling
+// `host.reload(file)` (no watcher: this measures memory, not latency).
+//
+// Baseline, measured in the same run: the same pipeline — esbuild bundle with the same
+// options, the same activation and registry swap, the previous scope closed — but
+// evaluated the usual ESM way, by a cache-busting `import()` of a new file URL per
+// version. Node never evicts an ES module, so that strategy cannot survive 1,000 reloads
+// of a 1 MiB plugin: it runs in its own child process with fewer reloads (100).
+//
+// Two lines:
+// - `heap-growth-mb`: value = our growth over BENCH_RELOADS reloads (1,000), in MiB.
+//   The baseline is EXTRAPOLATED: the import() strategy's measured growth per reload
+//   × BENCH_RELOADS, i.e. what it would hold after as many reloads had it survived them.
+// - `heap-growth-per-reload-kb`: both figures as measured, per reload, in KiB: ours over
+//   BENCH_RELOADS reloads, the import() strategy's over BENCH_BASELINE_RELOADS.
+//
+// Needs `global.gc`: the bench runner passes `--expose-gc`; without it this file re-runs
+// itself in a child that has it. `reload-heap.bench.ts import-baseline` is the baseline child.
+//
+// Environment (defaults in brackets, quick defaults after the semicolon; BENCH_QUICK=1 makes
+// a small run for tests): BENCH_RELOADS [1000; 30], BENCH_BASELINE_RELOADS [100; 10],
+// BENCH_WARMUP unmeasured reloads before the first heap reading [10; 3], BENCH_STRING_KB
+// size of the plugin's string [1024; 1024], BENCH_TMPDIR where temp folders go [the OS's].
+// BENCH_VERBOSE=1 prints heap readings on stderr.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { asValue, createContainer } from "awilix";
+import * as esbuild from "esbuild";
+import { SystemContext } from "../../core/index.ts";
+import { guardedRegistration } from "../../core/plugins/contain.ts";
+import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
+import { PluginHost } from "../../core/plugins/host.ts";
+import { silentLogger, systemClock } from "../../core/plugins/services.ts";
+import { type Registration, Registry } from "../../core/registry/registry.ts";
+import { emit, envInt, median } from "./measure.ts";
+
+const bench = "reload-heap";
+const selfFile = import.meta.filename;
+const projectRoot = path.resolve(import.meta.dirname, "../..");
+const isQuick = process.env.BENCH_QUICK === "1";
+const isVerbose = process.env.BENCH_VERBOSE === "1";
+
+const reloads = envInt("BENCH_RELOADS", isQuick ? 30 : 1000);
+const baselineReloads = envInt("BENCH_BASELINE_RELOADS", isQuick ? 10 : 100);
+const warmup = envInt("BENCH_WARMUP", isQuick ? 3 : 10);
+const stringKb = envInt("BENCH_STRING_KB", 1024);
+if (reloads < 1 || baselineReloads < 1 || stringKb < 1) {
+  throw new RangeError("BENCH_RELOADS, BENCH_BASELINE_RELOADS and BENCH_STRING_KB must be at least 1");
+}
+
+const MiB = 1024 * 1024;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Letters, deterministic, no run long enough for anything to compress or share. */
+const filler = (() => {
+  const letters: string[] = [];
+  let state = 0x2545f491;
+  for (let i = 0; i < stringKb * 1024; i++) {
+    state = (state * 1103515245 + 12345) >>> 0;
+    letters.push(String.fromCharCode(97 + ((state >>> 16) % 26)));
+  }
+  return letters.join("");
+})();
+
+/** The plugin: its string literal (and so the file's hash) differs in every version. */
+function pluginSource(version: number): string {
+  return `import { definePlugin } from "context-host";
+import Type from "typebox";
+
+const text = "${version}:${filler.slice(String(version).length + 1)}";
+
+export default definePlugin({
+  name: "heavy",
+  setup(api) {
+    api.source({
+      key: "heavy/text",
+      schema: Type.Object({ version: Type.Integer(), length: Type.Integer() }),
+      load: () => ({ version: ${version}, length: text.length }),
+      baseline: (v) => \`Text version \${v.version}, \${v.length} characters.\`,
+      update: (_previous, v) => \`Text version is now \${v.version}.\`,
+    });
+  },
+});
+`;
+}
+
+const baselineText = (version: number) => `Text version ${version}, ${filler.length} characters.`;
+
+function hostContainer(folder: string) {
+  const container = createContainer();
+  container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(folder) });
+  return container;
+}
+
+function tempFolder(): string {
+  return realpathSync(mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-heap-")));
+}
+
+/**
+ * `heapUsed` after full collections: 8 passes (weak callbacks and finalizers run in
+ * between), the median of the last 4 readings — single readings still wander by ~0.3 MiB.
+ */
+async function settledHeap(): Promise<number> {
+  if (gc === undefined) throw new Error("global.gc is missing: run node with --expose-gc");
+  const readings: number[] = [];
+  for (let pass = 0; pass < 8; pass++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    readings.push(process.memoryUsage().heapUsed);
+  }
+  return median(readings.slice(-4));
+}
+
+/** A reload strategy: `load(version)` makes that version the active generation; `activeBaseline` renders it. */
+interface Strategy {
+  load(version: number): Promise<void>;
+  activeBaseline(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Heap growth in bytes over `count` reloads, after `warmup` unmeasured ones. */
+async function growth(strategy: Strategy, count: number): Promise<number> {
+  let version = 0;
+  await strategy.load(version);
+  for (let i = 0; i < warmup; i++) await strategy.load(++version);
+  // Renders once before the first reading too, so lazily built state is on both sides.
+  if (!(await strategy.activeBaseline()).includes(baselineText(version))) throw new Error(`version ${version} is not active`);
+  const before = await settledHeap();
+  for (let i = 0; i < count; i++) await strategy.load(++version);
+  if (!(await strategy.activeBaseline()).includes(baselineText(version))) throw new Error(`version ${version} is not active`);
+  const after = await settledHeap();
+  if (isVerbose) {
+    process.stderr.write(
+      `[${bench}] ${process.argv[2] ?? "host"}: heapUsed ${(before / MiB).toFixed(1)} → ${(after / MiB).toFixed(1)} MiB over ${count} reloads\n`,
+    );
+  }
+  return after - before;
+}
+
+/** Ours: the real plugin host (bundle → vm.compileFunction → activate → swap). */
+async function hostStrategy(folder: string): Promise<Strategy> {
+  const file = path.join(folder, "heavy.ts");
+  const registry = new Registry();
+  let host: PluginHost | undefined;
+  return {
+    async load(version) {
+      writeFileSync(file, pluginSource(version));
+      if (host === undefined)
+        host = await PluginHost.start({ folders: [folder], registry, container: hostContainer(folder), watch: false });
+      else await host.reload(file);
+      const active = host.plugins()[0]?.generation;
+      if (active !== version + 1) {
+        const why = host.diagnostics.at(-1)?.message ?? "no diagnostic";
+        throw new Error(`after loading version ${version} generation ${active} is active, expected ${version + 1}: ${why}`);
+      }
+    },
+    async activeBaseline() {
+      return (await SystemContext.initialize(await registry.compose({ location: folder }))).baseline;
+    },
+    async close() {
+      await host?.close();
+    },
+  };
+}
+
+/** The baseline: the same pipeline, but each version bundled as ESM and evaluated by `import()` of a new file URL. */
+function importStrategy(folder: string): Strategy {
+  const file = path.join(folder, "heavy.ts");
+  const container = hostContainer(folder);
+  const registry = new Registry();
+  // The bundle's two packages resolve to the host's own copies, as the host's `require` does.
+  const shared = new Map([
+    ["context-host", pathToFileURL(path.join(projectRoot, "core/index.ts")).href],
+    ["typebox", import.meta.resolve("typebox")],
+  ]);
+  const sharedPackages: esbuild.Plugin = {
+    name: "shared-packages",
+    setup(build) {
+      build.onResolve({ filter: /^(context-host|typebox)$/ }, (args) => ({
+        path: shared.get(args.path) as string,
+        external: true,
+      }));
+    },
+  };
+  const guard = { deadlineMs: 2000, maxTextLength: 64 * 1024, report() {} };
+  let active: { scope: ActivatedGeneration["scope"]; registrations: readonly Registration[] } | undefined;
+  return {
+    async load(version) {
+      writeFileSync(file, pluginSource(version));
+      const result = await esbuild.build({
+        entryPoints: [file],
+        absWorkingDir: folder,
+        outfile: path.join(folder, "heavy.bundle.mjs"),
+        bundle: true,
+        write: false,
+        format: "esm",
+        platform: "node",
+        target: "node20",
+        packages: "external",
+        sourcemap: "inline",
+        sourcesContent: true,
+        logLevel: "silent",
+        plugins: [sharedPackages],
+      });
+      // A new file name per version: the cache-busting that makes `import()` evaluate it again.
+      const versioned = path.join(folder, `heavy-${version}.mjs`);
+      writeFileSync(versioned, result.outputFiles[0]?.text ?? "");
+      const exports = (await import(pathToFileURL(versioned).href)) as Record<string, unknown>;
+      rmSync(versioned);
+      const next = await activateGeneration({
+        exports,
+        generation: version + 1,
+        container,
+        settings: {},
+        setupDeadlineMs: 10_000,
+      });
+      const registrations = next.sources.map((source) => guardedRegistration(source, guard));
+      const previous = active;
+      registry.batch((batch) => {
+        for (const r of previous?.registrations ?? []) batch.unregister(r);
+        for (const r of registrations) batch.register(next.scope, r);
+      });
+      active = { scope: next.scope, registrations };
+      await previous?.scope.close();
+    },
+    async activeBaseline() {
+      return (await SystemContext.initialize(await registry.compose({ location: folder }))).baseline;
+    },
+    async close() {
+      await active?.scope.close();
+    },
+  };
+}
+
+/**
+ * Removes `folder` when the returned function is called, and also when the bench is
+ * interrupted or terminated first (a runner or test that times out sends SIGTERM).
+ */
+function removeOnExit(folder: string): () => void {
+  const remove = () => rmSync(folder, { recursive: true, force: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    remove();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    remove();
+  };
+}
+
+/** Runs a strategy in a fresh temp folder and removes it afterwards. */
+async function measureIn(make: (folder: string) => Strategy | Promise<Strategy>, count: number): Promise<number> {
+  const folder = tempFolder();
+  const release = removeOnExit(folder);
+  try {
+    const strategy = await make(folder);
+    try {
+      return await growth(strategy, count);
+    } finally {
+      await strategy.close();
+    }
+  } finally {
+    release();
+  }
+}
+
+/** Runs `node --expose-gc --import tsx <this file> ...args` and resolves with its stdout. */
+function runChild(args: readonly string[], execArgv: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--expose-gc", ...execArgv, selfFile, ...args], {
+      cwd: projectRoot,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    // A child that outlives us would keep running and keep its temp folder: pass signals on.
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    process.on("SIGINT", forward);
+    process.on("SIGTERM", forward);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      process.off("SIGINT", forward);
+      process.off("SIGTERM", forward);
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${[path.basename(selfFile), ...args].join(" ")} exited with ${signal ?? code}`));
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  // The baseline first, in its own process: its leak must not weigh on our measurement.
+  const baselineOutput = await runChild(["import-baseline"], ["--import", "tsx"]);
+  const baselineBytes = (JSON.parse(baselineOutput.trim()) as { growthBytes: number }).growthBytes;
+  const ourBytes = await measureIn(hostStrategy, reloads);
+
+  const importPerReload = baselineBytes / baselineReloads;
+  emit({
+    bench,
+    metric: "heap-growth-mb",
+    value: ourBytes / MiB,
+    unit: "MiB",
+    // Extrapolated: the import() strategy's measured growth per reload × our reload count.
+    baseline: (importPerReload * reloads) / MiB,
+  });
+  emit({
+    bench,
+    metric: "heap-growth-per-reload-kb",
+    value: ourBytes / reloads / 1024,
+    unit: "KiB",
+    baseline: importPerReload / 1024,
+  });
+}
+
+try {
+  if (process.argv[2] === "import-baseline") {
+    const growthBytes = await measureIn(importStrategy, baselineReloads);
+    process.stdout.write(`${JSON.stringify({ growthBytes })}\n`);
+  } else if (gc === undefined) {
+    // Same node flags (e.g. tsx's loader), plus --expose-gc; its lines are ours.
+    process.stdout.write(await runChild(process.argv.slice(2), process.execArgv));
+  } else {
+    await main();
+  }
+} catch (error) {
+  process.stderr.write(`[${bench}] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+}
+// chokidar or esbuild may leave a handle behind; everything is closed and written by now.
+process.exit();
