@@ -67,11 +67,17 @@ export class BundleLocations {
     this.#contents = payload.sourcesContent ?? [];
   }
 
-  /** The original location of the first stack frame inside the bundle, if any. */
-  locate(error: unknown): Location | undefined {
+  /**
+   * The original location of the first stack frame inside the bundle, if any. An error
+   * made by the host about the plugin's code (a `RenderError` around what a renderer
+   * threw) is located by its `cause`.
+   */
+  locate(error: unknown, depth = 0): Location | undefined {
     const stack = error instanceof Error ? (error.stack ?? "") : "";
     const escaped = this.bundleName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
+    if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
+      return this.locate(error.cause, depth + 1);
     if (frame === null || this.#map === undefined) return undefined;
     const entry = this.#map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1) as {
       originalSource?: string;

@@ -5,6 +5,9 @@
 
 import { createRequire } from "node:module";
 import vm from "node:vm";
+import * as typebox from "typebox";
+import * as typeboxCompile from "typebox/compile";
+import * as typeboxValue from "typebox/value";
 import type { PluginBundle } from "./bundle.ts";
 import { BundleLocations } from "./diagnostic.ts";
 
@@ -16,14 +19,35 @@ export interface SharedModules {
 }
 
 /**
- * Resolves a plugin's `require`: `context-host` is the host's own entry module;
- * other packages resolve from the host first (one shared copy), then from the
- * plugin's folder for packages only the plugin has.
+ * What a CommonJS bundle's `require` must return for an ES module: its namespace,
+ * marked `__esModule` so that `import Type from "typebox"` gets the default export.
+ */
+function asRequired(namespace: object): object {
+  if (!("default" in namespace) || "__esModule" in namespace) return namespace;
+  return Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
+}
+
+/**
+ * TypeBox as the host's own code imported it. `require("typebox")` is not enough:
+ * under tsx it compiles a second copy of an ES-module package, and a plugin would
+ * build its schemas with TypeBox objects the host has never seen.
+ */
+const typeboxModules: Readonly<Record<string, object>> = {
+  typebox: asRequired(typebox),
+  "typebox/compile": asRequired(typeboxCompile),
+  "typebox/value": asRequired(typeboxValue),
+};
+
+/**
+ * Resolves a plugin's `require`: `context-host` is the host's own entry module and
+ * TypeBox the host's own copy; other packages resolve from the host first (one
+ * shared copy), then from the plugin's folder for packages only the plugin has.
  */
 function pluginRequire(bundle: PluginBundle, shared: SharedModules): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
   return (specifier) => {
     if (specifier === "context-host") return shared["context-host"];
+    if (Object.hasOwn(typeboxModules, specifier)) return typeboxModules[specifier];
     try {
       return hostRequire(specifier);
     } catch (error) {

@@ -6,6 +6,9 @@
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
 import { type FSWatcher, watch } from "chokidar";
+// The host's own entry, statically: a dynamic `import()` may load a second copy when the
+// host itself was loaded through `require` (as tsx does for CommonJS callers, mocha among them).
+import * as contextHost from "../index.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { BundleError, bundlePlugin, type PluginBundle } from "./bundle.ts";
@@ -105,7 +108,7 @@ export class PluginHost {
   /** Discovers and loads every plugin (sorted by name), then starts watching if asked. */
   static async start(options: PluginHostOptions): Promise<PluginHost> {
     const host = new PluginHost(options);
-    host.#shared = { "context-host": await import("../index.ts") };
+    host.#shared = { "context-host": contextHost };
     if (options.watch ?? true) await host.#startWatching();
     host.#rescan();
     await host.settled();
@@ -209,6 +212,7 @@ export class PluginHost {
   #rescan() {
     if (this.#isClosed) return;
     const seen = new Set<string>();
+    const created = new Set<PluginEntry>();
     for (const folder of this.#folders) {
       for (const found of discoverPlugins(folder)) {
         if (seen.has(found.file)) continue;
@@ -230,14 +234,23 @@ export class PluginHost {
             queue: Promise.resolve(),
           };
           this.#entries.set(found.file, entry);
+          created.add(entry);
         }
       }
     }
-    // Load new plugins in sorted order of name; each plugin's own queue keeps its loads in order.
+    // New plugins load one after another in sorted order of name, so their setups, events and
+    // diagnostics come in that order; each plugin's own queue keeps its later loads in order.
     const entries = [...this.#entries.values()].sort((a, b) => compareText(a.id, b.id) || compareText(a.file, b.file));
+    let previous: Promise<void> = Promise.resolve();
     for (const entry of entries) {
       if (!seen.has(entry.file)) {
         this.#remove(entry);
+      } else if (created.has(entry)) {
+        entry.queue = previous.then(
+          () => {},
+          () => {},
+        );
+        previous = this.#drain(entry);
       } else if (entry.isDirty && entry.attempts === 0) {
         void this.#drain(entry);
       }
@@ -333,21 +346,7 @@ export class PluginHost {
       this.#pendingClose.push(next.scope);
       return;
     }
-    const report = (fault: SourceFault) => {
-      const location = locations.locate(fault.error);
-      this.#diagnose(entry, {
-        plugin: next.name,
-        key: fault.key,
-        phase: fault.phase,
-        message: messageOf(fault.error),
-        ...location,
-      });
-    };
-    const guard = {
-      deadlineMs: this.#options.deadlineMs ?? 2000,
-      maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
-      report,
-    };
+    const guard = this.#guardFor(entry, next.name, locations);
     const registrations = next.sources.map((source) => guardedRegistration(source, guard));
     const previous = entry.active;
     try {
@@ -380,6 +379,29 @@ export class PluginHost {
     if (previous !== undefined) this.#pendingClose.push(previous.scope);
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation });
     if (previous !== undefined && previous.name !== next.name) this.#reviveDisplaced(entry.file);
+  }
+
+  /**
+   * The fault guard of one generation's sources. It is built here, not inside `#swap`, on
+   * purpose: closures created in one function share one V8 context, so a `report` closure
+   * made in `#swap` would hold `#swap`'s `previous` (captured by the batch callback) for as
+   * long as the registration lives, and every generation would keep the one before it alive.
+   */
+  #guardFor(entry: PluginEntry, plugin: string, locations: BundleLocations) {
+    return {
+      deadlineMs: this.#options.deadlineMs ?? 2000,
+      maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
+      report: (fault: SourceFault) => {
+        const location = locations.locate(fault.error);
+        this.#diagnose(entry, {
+          plugin,
+          key: fault.key,
+          phase: fault.phase,
+          message: messageOf(fault.error),
+          ...location,
+        });
+      },
+    };
   }
 
   async #afterSwap(entry: PluginEntry) {
@@ -445,7 +467,16 @@ export class PluginHost {
     for (const entry of this.#entries.values()) for (const input of entry.inputs) wanted.add(input);
     const added = [...wanted].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !wanted.has(file));
-    if (added.length > 0) watcher.add(added);
+    if (added.length > 0) {
+      // A file the watcher did not cover yet may change after the load read it and before
+      // its watch is up; such plugins are checked again shortly (the bundle hash makes it cheap).
+      const watched = watcher.getWatched();
+      const unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
+      watcher.add(added);
+      for (const entry of this.#entries.values()) {
+        if (entry.inputs.some((input) => unseen.has(input))) this.#scheduleLoad(entry);
+      }
+    }
     if (dropped.length > 0) watcher.unwatch(dropped.filter((file) => !this.#folders.some((f) => path.dirname(file) === f)));
     this.#watched = wanted;
   }
