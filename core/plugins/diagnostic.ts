@@ -46,25 +46,29 @@ export interface Location {
 
 /** Maps stack frames of evaluated bundle code back to the plugin's own files. */
 export class BundleLocations {
-  readonly #map: SourceMap | undefined;
-  readonly #sources: readonly string[];
-  readonly #contents: readonly (string | null)[];
+  /** Parsed on the first error only: most generations never need it. */
+  #parsed: { map: SourceMap; sources: readonly string[]; contents: readonly (string | null)[] } | null | undefined;
 
   constructor(
     readonly bundleName: string,
-    code: string,
+    readonly code: string,
     readonly baseDir: string,
-  ) {
-    const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(code);
+  ) {}
+
+  #sourceMap() {
+    if (this.#parsed !== undefined) return this.#parsed;
+    const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(this.code);
     if (match === null) {
-      this.#sources = [];
-      this.#contents = [];
-      return;
+      this.#parsed = null;
+      return null;
     }
     const payload = JSON.parse(Buffer.from(match[1] as string, "base64").toString("utf8"));
-    this.#map = new SourceMap(payload);
-    this.#sources = (payload.sources ?? []).map((s: string) => path.resolve(baseDir, s));
-    this.#contents = payload.sourcesContent ?? [];
+    this.#parsed = {
+      map: new SourceMap(payload),
+      sources: (payload.sources ?? []).map((s: string) => path.resolve(this.baseDir, s)),
+      contents: payload.sourcesContent ?? [],
+    };
+    return this.#parsed;
   }
 
   /**
@@ -78,16 +82,17 @@ export class BundleLocations {
     const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
     if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
       return this.locate(error.cause, depth + 1);
-    if (frame === null || this.#map === undefined) return undefined;
-    const entry = this.#map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1) as {
+    const parsed = frame === null ? null : this.#sourceMap();
+    if (frame === null || parsed === null) return undefined;
+    const entry = parsed.map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1) as {
       originalSource?: string;
       originalLine?: number;
       originalColumn?: number;
     };
     if (entry.originalSource === undefined || entry.originalLine === undefined) return undefined;
     const file = path.resolve(this.baseDir, entry.originalSource);
-    const index = this.#sources.indexOf(file);
-    const content = index >= 0 ? this.#contents[index] : undefined;
+    const index = parsed.sources.indexOf(file);
+    const content = index >= 0 ? parsed.contents[index] : undefined;
     const lineText = (content ?? readQuietly(file))?.split("\n")[entry.originalLine];
     return { file, line: entry.originalLine + 1, column: entry.originalColumn ?? 0, lineText };
   }
