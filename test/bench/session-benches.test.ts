@@ -1,0 +1,82 @@
+// The session benches (cache-prefix, boundary) in quick mode: each runs in a child
+// process as the bench runner starts it, exits on its own, prints only well-formed bench
+// lines (the six fields in order, ratio = value / baseline) and leaves no temp folder
+// behind. Both run at once to keep this suite short.
+
+import { execFile } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { expect } from "chai";
+import { isBenchLine, lineFields } from "../../scripts/bench/measure.ts";
+
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, "../..");
+
+function linesOf(stdout: string): Record<string, unknown>[] {
+  return stdout
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => {
+      expect(isBenchLine(line), line).to.equal(true);
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      expect(Object.keys(parsed)).to.deep.equal([...lineFields]);
+      const value = parsed.value as number;
+      const baseline = parsed.baseline as number;
+      expect(baseline, line).to.be.greaterThan(0);
+      expect(parsed.ratio as number, line).to.be.closeTo(value / baseline, 5e-5 + 1e-9 * Math.abs(value / baseline));
+      return parsed;
+    });
+}
+
+describe("session benches (quick mode)", function () {
+  this.timeout(30_000);
+
+  let tmp: string;
+  let cachePrefix: Promise<{ stdout: string }>;
+  let boundary: Promise<{ stdout: string }>;
+
+  before(() => {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "context-host-session-bench-test-"));
+    // Only quick mode and our temp folder: no size setting of the caller's environment leaks in.
+    const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("BENCH_")));
+    Object.assign(env, { BENCH_QUICK: "1", BENCH_TMPDIR: tmp });
+    const bench = (file: string) => {
+      const output = run(process.execPath, ["--expose-gc", "--import", "tsx", path.join("scripts/bench", file)], {
+        cwd: root,
+        env,
+      });
+      output.catch(() => {}); // checked by each test; not unhandled meanwhile
+      return output;
+    };
+    cachePrefix = bench("cache-prefix.bench.ts");
+    boundary = bench("boundary.bench.ts");
+  });
+
+  after(async () => {
+    await Promise.allSettled([cachePrefix, boundary]);
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it("cache-prefix prints extension-share-pct (every in-epoch request extends the previous) and uncached-bytes", async () => {
+    const lines = linesOf((await cachePrefix).stdout);
+    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
+      ["cache-prefix", "extension-share-pct", "%"],
+      ["cache-prefix", "uncached-bytes", "B"],
+    ]);
+    expect(lines[0]?.value).to.equal(100);
+    expect(lines[0]?.baseline as number).to.be.lessThan(100);
+    expect(lines[1]?.ratio as number).to.be.lessThan(1);
+  });
+
+  it("boundary prints median-ms of a step against reconcile alone", async () => {
+    const lines = linesOf((await boundary).stdout);
+    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([["boundary", "median-ms", "ms"]]);
+  });
+
+  it("both removed their temp folders", async () => {
+    await Promise.all([cachePrefix, boundary]);
+    expect(readdirSync(tmp)).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,186 @@
+// The crash scenario: a host on a real SQLite file whose core Context Sources change
+// pseudo-randomly (seeded) between steps, and one iteration of the worker's loop. The
+// worker process runs it until it is killed; the checker's own test runs it in-process
+// a fixed number of times to get a database to tamper with.
+//
+// Sources: new values of varying size (a few bytes to a few kilobytes, so commits vary),
+// removals, unavailability, one value that depends on the session's location. One
+// iteration: change sources, maybe prompt, step (the scripted provider; sometimes a
+// tool call, sometimes a failed attempt), sometimes compact, switch model or move.
+
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import Type from "typebox";
+import { type CoreSource, createHost, type Host, type ProviderRequest, scriptedProvider } from "../../../core/index.ts";
+import { SqliteSessionStore, sessionsFile } from "../../../core/session/store/sqlite.ts";
+import type { BoundaryCommit } from "../../../core/session/store/store.ts";
+import { absent, combine, make, unavailable } from "../../../core/system-context/index.ts";
+import { groupSize, isRemovable, marks, random, renderDel, renderSet, sha256, sourceCount, sourceKey } from "./protocol.ts";
+
+/** Receives one event line (see worker.ts for the lines). */
+export type Say = (line: string) => void;
+
+/** The store of the host, instrumented so the harness knows whether a kill landed inside a commit. */
+class MarkedStore extends SqliteSessionStore {
+  constructor(
+    file: string,
+    readonly say: Say,
+  ) {
+    super(file);
+  }
+
+  override async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
+    this.say(`${marks.commitStart} boundary ${revision}`);
+    await super.commitBoundary(id, revision, commit);
+    this.say(`${marks.commitEnd} boundary ${revision}`);
+  }
+
+  override async commitReply(
+    id: string,
+    revision: number,
+    reply: Parameters<SqliteSessionStore["commitReply"]>[2],
+    toolResults: Parameters<SqliteSessionStore["commitReply"]>[3],
+  ): Promise<void> {
+    this.say(`${marks.commitStart} reply ${revision}`);
+    await super.commitReply(id, revision, reply, toolResults);
+    this.say(`${marks.commitEnd} reply ${revision}`);
+  }
+
+  override async commitSummary(id: string, revision: number, text: string): Promise<void> {
+    this.say(`${marks.commitStart} summary ${revision}`);
+    await super.commitSummary(id, revision, text);
+    this.say(`${marks.commitEnd} summary ${revision}`);
+  }
+}
+
+const Value = Type.Object({ v: Type.Integer(), pad: Type.String(), location: Type.Optional(Type.String()) });
+type Value = { v: number; pad: string; location?: string };
+type State = { kind: "value"; value: Value } | { kind: "absent" } | { kind: "unavailable" };
+
+const flaky = "crash worker: flaky provider";
+const pendingTurn = "a provider turn is pending; step before compacting";
+
+/** An open scenario: its host, its session, and one iteration of the loop. */
+export interface Scenario {
+  readonly host: Host;
+  readonly sessionId: string;
+  iterate(): Promise<void>;
+}
+
+/** Opens a host on `<dataDir>/sessions.db` and creates the session, or reuses the one recorded there. */
+export async function openScenario(options: { dataDir: string; seed: number; tag: string; say: Say }): Promise<Scenario> {
+  const { dataDir, tag, say } = options;
+  const rng = random(options.seed);
+
+  function freshValue(): Value {
+    const letters = "abcdefghijklmnopqrstuvwxyz";
+    const length = rng() < 0.2 ? Math.floor(rng() * 4000) : Math.floor(rng() * 40);
+    let pad = "";
+    for (let i = 0; i < length; i++) pad += letters[Math.floor(rng() * letters.length)];
+    return { v: Math.floor(rng() * 1000), pad };
+  }
+
+  const states: State[] = Array.from({ length: sourceCount }, () => ({ kind: "value", value: freshValue() }));
+
+  function mutate(): void {
+    for (let i = 0; i < sourceCount; i++) {
+      if (rng() >= 0.15) continue;
+      const r = rng();
+      if (states[i]?.kind !== "value" || r < 0.7) states[i] = { kind: "value", value: freshValue() };
+      // A non-removable source turning absent escalates to a replacement (a new epoch): rarer.
+      else if (r < 0.88 && (isRemovable(i) || rng() < 0.3)) states[i] = { kind: "absent" };
+      else states[i] = { kind: "unavailable" };
+    }
+  }
+
+  function source(i: number, location: string) {
+    const key = sourceKey(i);
+    return make({
+      key,
+      schema: Value,
+      load: () => {
+        const state = states[i] as State;
+        if (state.kind === "absent") return absent;
+        if (state.kind === "unavailable") return unavailable;
+        return i === 0 ? { ...state.value, location } : state.value;
+      },
+      baseline: (value) => renderSet(key, value),
+      update: (_previous, value) => renderSet(key, value),
+      ...(isRemovable(i) ? { removed: () => renderDel(key) } : {}),
+    });
+  }
+
+  const core: CoreSource[] = [];
+  for (let first = 0; first < sourceCount; first += groupSize) {
+    const members = Array.from({ length: Math.min(groupSize, sourceCount - first) }, (_, j) => first + j);
+    core.push({
+      key: `crash/group${first / groupSize}`,
+      load: (env) => combine(members.map((i) => source(i, env.location))),
+    });
+  }
+
+  const scripted = scriptedProvider();
+  let calls = 0;
+  const provider = {
+    async send(request: ProviderRequest) {
+      if (rng() < 0.05) scripted.failNext(1, new Error(flaky));
+      const reply = await scripted.send(request);
+      scripted.requests.length = 0; // the worker never stops: keep memory flat
+      if (request.messages.at(-1)?.role !== "tool" && rng() < 0.25) {
+        calls += 1;
+        return { text: reply.text, toolCalls: [{ id: `call-${tag}-${calls}`, name: "echo", input: { n: calls } }] };
+      }
+      return reply;
+    },
+  };
+
+  const host = await createHost({
+    dataDir,
+    store: new MarkedStore(sessionsFile(dataDir), say),
+    providers: { scripted: provider },
+    systemPrompt: "You are the crash worker's model.",
+    core,
+    builtins: false,
+    plugins: [],
+    watch: false,
+    tools: { echo: (input) => JSON.stringify(input) },
+  });
+
+  const idFile = path.join(dataDir, "session-id");
+  let sessionId: string;
+  if (existsSync(idFile)) {
+    sessionId = readFileSync(idFile, "utf8");
+  } else {
+    sessionId = await host.createSession({ location: "/crash/a", provider: "scripted", model: "m0" });
+    writeFileSync(`${idFile}.tmp`, sessionId);
+    renameSync(`${idFile}.tmp`, idFile);
+  }
+
+  let i = 0;
+  async function iterate(): Promise<void> {
+    i += 1;
+    mutate();
+    if (rng() < 0.6) {
+      const text = `prompt ${tag} ${i}`;
+      await host.prompt(sessionId, text);
+      say(`${marks.prompt} ${text}`);
+    }
+    try {
+      const result = await host.step(sessionId);
+      if (result.kind === "replied") say(`${marks.sent} ${sha256(result.request.system.at(-1) ?? "")}`);
+    } catch (error) {
+      if (!(error instanceof Error && error.message === flaky)) throw error;
+    }
+    const r = rng();
+    try {
+      if (r < 0.04) await host.compact(sessionId);
+      else if (r < 0.05) await host.switchModel(sessionId, { model: `m${i}` });
+      else if (r < 0.06) await host.move(sessionId, rng() < 0.5 ? "/crash/a" : "/crash/b");
+    } catch (error) {
+      const message = error instanceof Error ? error.message : "";
+      if (message !== flaky && !message.endsWith(pendingTurn)) throw error;
+    }
+  }
+
+  return { host, sessionId, iterate };
+}
