@@ -111,6 +111,8 @@ export function sessionsFile(dataDir: string): string {
 
 export class SqliteSessionStore implements SessionStore {
   readonly #db: Database.Database;
+  /** The last parsed snapshot per session, by its stored text (never mutated by readers). */
+  readonly #parsedSnapshots = new Map<string, { text: string; snapshot: Snapshot }>();
 
   constructor(readonly file: string) {
     if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
@@ -231,12 +233,19 @@ export class SqliteSessionStore implements SessionStore {
       | EpochRow
       | undefined;
     if (row === undefined) return undefined;
+    // A boundary reads the epoch more than once; the same stored text parses to the same snapshot.
+    const cached = this.#parsedSnapshots.get(id);
     let snapshot: Snapshot;
-    try {
-      snapshot = parseSnapshot(JSON.parse(row.snapshot));
-    } catch (cause) {
-      const reason = cause instanceof Error ? cause.message : String(cause);
-      throw new CorruptSession(id, `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`, { cause });
+    if (cached !== undefined && cached.text === row.snapshot) {
+      snapshot = cached.snapshot;
+    } else {
+      try {
+        snapshot = parseSnapshot(JSON.parse(row.snapshot));
+      } catch (cause) {
+        const reason = cause instanceof Error ? cause.message : String(cause);
+        throw new CorruptSession(id, `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`, { cause });
+      }
+      this.#parsedSnapshots.set(id, { text: row.snapshot, snapshot });
     }
     return { number: row.number, baseline: row.baseline, snapshot, startedSeq: row.started_seq, reason: row.reason };
   }
