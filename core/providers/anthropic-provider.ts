@@ -1,21 +1,15 @@
 // Owns the `anthropic` adapter: a Provider that lowers each ProviderRequest to the
-// Messages API, sends it over fetch with the shared transport (timeout, retries,
-// byte-identical resends) and reads the streamed or JSON reply.
+// Messages API and sends it with the shared HTTP plumbing (timeout, retries,
+// byte-identical resends, streamed or JSON replies); what is Anthropic's is here.
 
 import { type AnthropicModelCapabilities, anthropicCapabilities, anthropicModels, lowerAnthropic } from "./anthropic-lowering.ts";
 import { anthropicReplyFromMessage, anthropicReplyFromStream } from "./anthropic-reply.ts";
 import type { CapabilityTable } from "./capabilities.ts";
 import { ApiKeyMissing } from "./errors.ts";
-import type { Provider, ProviderReply, ProviderRequest } from "./provider.ts";
+import { httpProvider } from "./http-provider.ts";
+import type { Provider } from "./provider.ts";
 import type { ToolDefinition } from "./tool-definition.ts";
-import {
-  type ConnectionOptions,
-  type Endpoint,
-  postWithRetries,
-  readReply,
-  transportEffects,
-  withoutTrailingSlash,
-} from "./transport.ts";
+import { type ConnectionOptions, withoutTrailingSlash } from "./transport.ts";
 
 /** Options of `anthropicProvider`. */
 export interface AnthropicProviderOptions extends ConnectionOptions {
@@ -43,31 +37,20 @@ export const anthropicApiVersion = "2023-06-01";
  * `ProviderUnavailable`, `ProviderTimedOut`, `ProviderReplyInvalid`.
  */
 export function anthropicProvider(options: AnthropicProviderOptions = {}): Provider {
-  const effects = transportEffects(options);
-  const url = `${withoutTrailingSlash(options.baseURL ?? "https://api.anthropic.com")}/v1/messages`;
   const apiKeyEnv = options.apiKeyEnv ?? "ANTHROPIC_API_KEY";
   const models = options.models ?? anthropicModels;
-  const isStreaming = options.stream ?? true;
-  const readers = { fromJson: anthropicReplyFromMessage, fromStream: anthropicReplyFromStream };
-
-  return {
-    async send(request: ProviderRequest): Promise<ProviderReply> {
-      const apiKey = options.apiKey ?? process.env[apiKeyEnv];
-      if (apiKey === undefined || apiKey === "") throw new ApiKeyMissing("anthropic", apiKeyEnv);
-      const endpoint: Endpoint = {
-        provider: "anthropic",
-        url,
-        headers: {
-          "content-type": "application/json",
-          accept: isStreaming ? "text/event-stream" : "application/json",
-          "anthropic-version": anthropicApiVersion,
-          "x-api-key": apiKey,
-          ...options.headers,
-        },
-      };
-      const body = lowerAnthropic(request, anthropicCapabilities(request.model, models), { tools: options.tools ?? [] });
-      const serialized = JSON.stringify(isStreaming ? { ...body, stream: true } : body);
-      return postWithRetries(endpoint, serialized, (response) => readReply(response, endpoint, readers), effects);
+  return httpProvider(
+    {
+      provider: "anthropic",
+      url: `${withoutTrailingSlash(options.baseURL ?? "https://api.anthropic.com")}/v1/messages`,
+      headers: () => {
+        const apiKey = options.apiKey ?? process.env[apiKeyEnv];
+        if (apiKey === undefined || apiKey === "") throw new ApiKeyMissing("anthropic", apiKeyEnv);
+        return { "anthropic-version": anthropicApiVersion, "x-api-key": apiKey };
+      },
+      lower: (request) => lowerAnthropic(request, anthropicCapabilities(request.model, models), { tools: options.tools ?? [] }),
+      readers: { fromJson: anthropicReplyFromMessage, fromStream: anthropicReplyFromStream },
     },
-  };
+    options,
+  );
 }

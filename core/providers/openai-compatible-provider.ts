@@ -1,20 +1,14 @@
 // Owns the `openai-compatible` adapter: a Provider for the Chat Completions API of
-// OpenAI and of the local servers that copy it, sending over fetch with the shared
-// transport (timeout, retries, byte-identical resends) and reading streamed or JSON replies.
+// OpenAI and of the local servers that copy it, sending with the shared HTTP plumbing
+// (timeout, retries, byte-identical resends, streamed or JSON replies).
 
 import type { CapabilityTable } from "./capabilities.ts";
+import { httpProvider } from "./http-provider.ts";
 import { lowerOpenAI, type OpenAIModelCapabilities, openAICapabilities } from "./openai-lowering.ts";
 import { openAIReplyFromCompletion, openAIReplyFromStream } from "./openai-reply.ts";
-import type { Provider, ProviderReply, ProviderRequest } from "./provider.ts";
+import type { Provider } from "./provider.ts";
 import type { ToolDefinition } from "./tool-definition.ts";
-import {
-  type ConnectionOptions,
-  type Endpoint,
-  postWithRetries,
-  readReply,
-  transportEffects,
-  withoutTrailingSlash,
-} from "./transport.ts";
+import { type ConnectionOptions, withoutTrailingSlash } from "./transport.ts";
 
 /** Options of `openAICompatibleProvider`. */
 export interface OpenAICompatibleProviderOptions extends ConnectionOptions {
@@ -43,29 +37,19 @@ export interface OpenAICompatibleProviderOptions extends ConnectionOptions {
  * `ProviderUnavailable`, `ProviderTimedOut`, `ProviderReplyInvalid`.
  */
 export function openAICompatibleProvider(options: OpenAICompatibleProviderOptions): Provider {
-  const effects = transportEffects(options);
-  const url = `${withoutTrailingSlash(options.baseURL)}/chat/completions`;
   const apiKeyEnv = options.apiKeyEnv ?? "OPENAI_API_KEY";
   const models = options.models ?? [];
-  const isStreaming = options.stream ?? true;
-  const readers = { fromJson: openAIReplyFromCompletion, fromStream: openAIReplyFromStream };
-
-  return {
-    async send(request: ProviderRequest): Promise<ProviderReply> {
-      const apiKey = options.apiKey ?? process.env[apiKeyEnv] ?? "";
-      const endpoint: Endpoint = {
-        provider: "openai-compatible",
-        url,
-        headers: {
-          "content-type": "application/json",
-          accept: isStreaming ? "text/event-stream" : "application/json",
-          ...(apiKey === "" ? {} : { authorization: `Bearer ${apiKey}` }),
-          ...options.headers,
-        },
-      };
-      const body = lowerOpenAI(request, openAICapabilities(request.model, models), { tools: options.tools ?? [] });
-      const serialized = JSON.stringify(isStreaming ? { ...body, stream: true } : body);
-      return postWithRetries(endpoint, serialized, (response) => readReply(response, endpoint, readers), effects);
+  return httpProvider(
+    {
+      provider: "openai-compatible",
+      url: `${withoutTrailingSlash(options.baseURL)}/chat/completions`,
+      headers: (): Record<string, string> => {
+        const apiKey = options.apiKey ?? process.env[apiKeyEnv] ?? "";
+        return apiKey === "" ? {} : { authorization: `Bearer ${apiKey}` };
+      },
+      lower: (request) => lowerOpenAI(request, openAICapabilities(request.model, models), { tools: options.tools ?? [] }),
+      readers: { fromJson: openAIReplyFromCompletion, fromStream: openAIReplyFromStream },
     },
-  };
+    options,
+  );
 }

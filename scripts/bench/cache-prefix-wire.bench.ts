@@ -142,31 +142,35 @@ function extensionSharePct<Body extends { messages: unknown }>(
   return (100 * extensions) / (parsed.length - 1);
 }
 
+/**
+ * Sends the scripted session on `model` through `provider`, then its naive baseline, and
+ * prints `metric`: the extension share of the one against the other.
+ */
+async function emitExtensionShare<Body extends { messages: unknown }>(
+  metric: string,
+  provider: Provider,
+  model: string,
+  extendsPrefix: (previous: Body, next: Body) => boolean,
+  bodies: string[],
+): Promise<void> {
+  const session = scriptedSession(model);
+  const sent = await sendAll(provider, session, bodies);
+  const naive = await sendAll(provider, session.map(foldUpdatesIntoSystem), bodies);
+  emit({
+    bench,
+    metric,
+    value: extensionSharePct(sent, extendsPrefix),
+    unit: "%",
+    baseline: extensionSharePct(naive, extendsPrefix),
+  });
+}
+
 const server = await startRecordingServer();
 try {
   const anthropic = anthropicProvider({ apiKey: "bench", baseURL: server.url, maxRetries: 0 });
-  const anthropicSession = scriptedSession("claude-opus-4-8");
-  const anthropicBodies = await sendAll(anthropic, anthropicSession, server.bodies);
-  const anthropicNaive = await sendAll(anthropic, anthropicSession.map(foldUpdatesIntoSystem), server.bodies);
-  emit({
-    bench,
-    metric: "anthropic-extension-share-pct",
-    value: extensionSharePct(anthropicBodies, extendsAnthropicPrefix),
-    unit: "%",
-    baseline: extensionSharePct(anthropicNaive, extendsAnthropicPrefix),
-  });
-
+  await emitExtensionShare("anthropic-extension-share-pct", anthropic, "claude-opus-4-8", extendsAnthropicPrefix, server.bodies);
   const openAI = openAICompatibleProvider({ apiKey: "", baseURL: `${server.url}/v1`, maxRetries: 0 });
-  const openAISession = scriptedSession("local-model");
-  const openAIBodies = await sendAll(openAI, openAISession, server.bodies);
-  const openAINaive = await sendAll(openAI, openAISession.map(foldUpdatesIntoSystem), server.bodies);
-  emit({
-    bench,
-    metric: "openai-extension-share-pct",
-    value: extensionSharePct(openAIBodies, extendsOpenAIPrefix),
-    unit: "%",
-    baseline: extensionSharePct(openAINaive, extendsOpenAIPrefix),
-  });
+  await emitExtensionShare("openai-extension-share-pct", openAI, "local-model", extendsOpenAIPrefix, server.bodies);
 } finally {
   await server.close();
 }

@@ -17,15 +17,13 @@
 // goes [the OS's]. BENCH_VERBOSE=1 prints samples on stderr.
 
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { asValue, createContainer } from "awilix";
 import { SystemContext } from "../../core/index.ts";
 import { PluginHost } from "../../core/plugins/host.ts";
-import { silentLogger, systemClock } from "../../core/plugins/services.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import { emit, envInt, median } from "./measure.ts";
+import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
 
 const bench = "cold-start";
 const selfFile = import.meta.filename;
@@ -83,8 +81,7 @@ export default definePlugin({
 
 /** The child: start a host over `folder`, render the first Baseline, report the time. */
 async function child(folder: string): Promise<void> {
-  const container = createContainer();
-  container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(folder) });
+  const container = hostContainer(folder);
   const registry = new Registry();
   const start = performance.now();
   const host = await PluginHost.start({ folders: [folder], registry, container });
@@ -128,36 +125,16 @@ function runChild(folder: string, plugins: number): Promise<number> {
   });
 }
 
-/**
- * Removes `folder` when the returned function is called, and also when the bench is
- * interrupted or terminated first (a runner or test that times out sends SIGTERM).
- */
-function removeOnExit(folder: string): () => void {
-  const remove = () => rmSync(folder, { recursive: true, force: true });
-  const onSignal = (signal: NodeJS.Signals) => {
-    remove();
-    process.exit(signal === "SIGINT" ? 130 : 143);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  return () => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    remove();
-  };
-}
-
 async function main(): Promise<void> {
   const plugins = envInt("BENCH_PLUGINS", isQuick ? 5 : 50);
   const runs = envInt("BENCH_RUNS", isQuick ? 1 : 5);
   const warmup = envInt("BENCH_WARMUP", isQuick ? 0 : 1);
   if (plugins < 1 || runs < 1) throw new RangeError("BENCH_PLUGINS and BENCH_RUNS must be at least 1");
 
-  const root = realpathSync(mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-cold-")));
-  const release = removeOnExit(root);
+  const root = benchFolder("cold");
   try {
-    const full = path.join(root, "plugins");
-    const empty = path.join(root, "empty");
+    const full = path.join(root.path, "plugins");
+    const empty = path.join(root.path, "empty");
     mkdirSync(full);
     mkdirSync(empty);
     for (let i = 0; i < plugins; i++) writeFileSync(path.join(full, `p${String(i).padStart(2, "0")}.ts`), pluginSource(i));
@@ -182,16 +159,8 @@ async function main(): Promise<void> {
     }
     emit({ bench, metric: "ms", value: median(withPlugins), unit: "ms", baseline: median(withNone) });
   } finally {
-    release();
+    root.remove();
   }
 }
 
-try {
-  if (process.argv[2] === "child") await child(path.resolve(process.argv[3] ?? "."));
-  else await main();
-} catch (error) {
-  process.stderr.write(`[${bench}] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-}
-// chokidar or esbuild may leave a handle behind; everything is closed and written by now.
-process.exit();
+await runBenchProcess(bench, () => (process.argv[2] === "child" ? child(path.resolve(process.argv[3] ?? ".")) : main()));

@@ -26,19 +26,17 @@
 // BENCH_VERBOSE=1 prints heap readings on stderr.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { asValue, createContainer } from "awilix";
 import * as esbuild from "esbuild";
 import { SystemContext } from "../../core/index.ts";
 import { guardedRegistration } from "../../core/plugins/contain.ts";
 import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
 import { PluginHost } from "../../core/plugins/host.ts";
-import { silentLogger, systemClock } from "../../core/plugins/services.ts";
 import { type Registration, Registry } from "../../core/registry/registry.ts";
 import { emit, envInt, median } from "./measure.ts";
+import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
 
 const bench = "reload-heap";
 const selfFile = import.meta.filename;
@@ -91,16 +89,6 @@ export default definePlugin({
 }
 
 const baselineText = (version: number) => `Text version ${version}, ${filler.length} characters.`;
-
-function hostContainer(folder: string) {
-  const container = createContainer();
-  container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(folder) });
-  return container;
-}
-
-function tempFolder(): string {
-  return realpathSync(mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-heap-")));
-}
 
 /**
  * `heapUsed` after full collections: 8 passes (weak callbacks and finalizers run in
@@ -238,38 +226,18 @@ function importStrategy(folder: string): Strategy {
   };
 }
 
-/**
- * Removes `folder` when the returned function is called, and also when the bench is
- * interrupted or terminated first (a runner or test that times out sends SIGTERM).
- */
-function removeOnExit(folder: string): () => void {
-  const remove = () => rmSync(folder, { recursive: true, force: true });
-  const onSignal = (signal: NodeJS.Signals) => {
-    remove();
-    process.exit(signal === "SIGINT" ? 130 : 143);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  return () => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    remove();
-  };
-}
-
 /** Runs a strategy in a fresh temp folder and removes it afterwards. */
 async function measureIn(make: (folder: string) => Strategy | Promise<Strategy>, count: number): Promise<number> {
-  const folder = tempFolder();
-  const release = removeOnExit(folder);
+  const folder = benchFolder("heap");
   try {
-    const strategy = await make(folder);
+    const strategy = await make(folder.path);
     try {
       return await growth(strategy, count);
     } finally {
       await strategy.close();
     }
   } finally {
-    release();
+    folder.remove();
   }
 }
 
@@ -322,7 +290,7 @@ async function main(): Promise<void> {
   });
 }
 
-try {
+await runBenchProcess(bench, async () => {
   if (process.argv[2] === "import-baseline") {
     const growthBytes = await measureIn(importStrategy, baselineReloads);
     process.stdout.write(`${JSON.stringify({ growthBytes })}\n`);
@@ -332,9 +300,4 @@ try {
   } else {
     await main();
   }
-} catch (error) {
-  process.stderr.write(`[${bench}] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-}
-// chokidar or esbuild may leave a handle behind; everything is closed and written by now.
-process.exit();
+});

@@ -16,17 +16,15 @@
 // every sample on stderr.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { asValue, createContainer } from "awilix";
 import { SystemContext } from "../../core/index.ts";
 import { type PluginEvent, PluginHost } from "../../core/plugins/host.ts";
-import { silentLogger, systemClock } from "../../core/plugins/services.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import { emit, envInt, median } from "./measure.ts";
+import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
 
 const bench = "reload-latency";
 const selfFile = import.meta.filename;
@@ -67,10 +65,8 @@ export default definePlugin({
 const baselineText = (version: number) => `Plugin version ${version} (plugin under edit).`;
 
 async function startHost(folder: string, watch: boolean) {
-  const container = createContainer();
-  container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(folder) });
   const registry = new Registry();
-  const host = await PluginHost.start({ folders: [folder], registry, container, watch });
+  const host = await PluginHost.start({ folders: [folder], registry, container: hostContainer(folder), watch });
   return { host, registry };
 }
 
@@ -118,25 +114,6 @@ function coldStart(folder: string, version: number): Promise<number> {
   });
 }
 
-/**
- * Removes `folder` when the returned function is called, and also when the bench is
- * interrupted or terminated first (a runner or test that times out sends SIGTERM).
- */
-function removeOnExit(folder: string): () => void {
-  const remove = () => rmSync(folder, { recursive: true, force: true });
-  const onSignal = (signal: NodeJS.Signals) => {
-    remove();
-    process.exit(signal === "SIGINT" ? 130 : 143);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  return () => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    remove();
-  };
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
@@ -146,8 +123,8 @@ async function main(): Promise<void> {
   const coldWarmup = envInt("BENCH_COLD_WARMUP", isQuick ? 0 : 1);
   if (edits < 1 || coldRuns < 1) throw new RangeError("BENCH_EDITS and BENCH_COLD_RUNS must be at least 1");
 
-  const folder = realpathSync(mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-latency-")));
-  const release = removeOnExit(folder);
+  const temp = benchFolder("latency");
+  const folder = temp.path;
   try {
     const file = path.join(folder, "latency.ts");
     let version = 0;
@@ -217,16 +194,8 @@ async function main(): Promise<void> {
       await host.close();
     }
   } finally {
-    release();
+    temp.remove();
   }
 }
 
-try {
-  if (process.argv[2] === "cold-host") await coldHost(path.resolve(process.argv[3] ?? "."));
-  else await main();
-} catch (error) {
-  process.stderr.write(`[${bench}] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
-}
-// chokidar or esbuild may leave a handle behind; everything is closed and written by now.
-process.exit();
+await runBenchProcess(bench, () => (process.argv[2] === "cold-host" ? coldHost(path.resolve(process.argv[3] ?? ".")) : main()));

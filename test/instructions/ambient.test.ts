@@ -6,33 +6,27 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { type Host, scriptedProvider } from "../../core/index.ts";
 import { projectInstructionsKey } from "../../core/instructions/key.ts";
 import { disableDiscoveryVariable } from "../../core/instructions/service.ts";
 import {
   baselineOf,
+  hostsPerTest,
   instructionSections,
   markProjectRoot,
-  openHost,
-  requestOf,
   systemUpdates,
   type TestHostOptions,
-  tempFolder,
+  turn,
   writeTree,
 } from "./harness.ts";
 
 describe("instruction service: ambient instruction files", () => {
-  let data: ReturnType<typeof tempFolder>;
-  let tree: ReturnType<typeof tempFolder>;
+  const { tree, startSession } = hostsPerTest("instr");
   let root: string;
   let globalFile: string;
-  const hosts: Host[] = [];
   const originalSwitch = process.env[disableDiscoveryVariable];
 
   beforeEach(() => {
     delete process.env[disableDiscoveryVariable];
-    data = tempFolder("instr-data");
-    tree = tempFolder("instr-tree");
     root = path.join(tree.path, "project");
     globalFile = path.join(tree.path, "config", "AGENTS.md");
     markProjectRoot(root);
@@ -47,29 +41,14 @@ describe("instruction service: ambient instruction files", () => {
     });
   });
 
-  afterEach(async () => {
-    for (const host of hosts.splice(0)) await host.close();
+  afterEach(() => {
     if (originalSwitch === undefined) delete process.env[disableDiscoveryVariable];
     else process.env[disableDiscoveryVariable] = originalSwitch;
-    data.remove();
-    tree.remove();
   });
 
-  async function start(location: string, options: Omit<TestHostOptions, "providers"> = {}) {
-    const provider = scriptedProvider();
-    const host = await openHost(data.path, {
-      providers: { scripted: provider },
-      ...options,
-      instructions: { globalFile, ...options.instructions },
-    });
-    hosts.push(host);
-    const id = await host.createSession({ location, provider: "scripted", model: "m" });
-    return { host, id, provider };
-  }
-
-  async function turn(host: Host, id: string, text: string) {
-    await host.prompt(id, text);
-    return requestOf(await host.step(id));
+  /** A session in `location` on a host reading this test's global instruction file. */
+  function start(location: string, options: Omit<TestHostOptions, "providers"> = {}) {
+    return startSession(location, [], { ...options, instructions: { globalFile, ...options.instructions } });
   }
 
   it("the Baseline carries the global file, then AGENTS.md from the project root down to the location, after the date and environment", async () => {

@@ -7,37 +7,27 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { type Host, type ScriptedTurn, scriptedProvider } from "../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
 import {
   baselineOf,
+  hostsPerTest,
   instructionSections,
   markProjectRoot,
-  openHost,
+  readCall,
   requestOf,
   systemUpdates,
   type TestHostOptions,
-  tempFolder,
   transcript,
   writeTree,
 } from "./harness.ts";
 
-/** A scripted reply that asks to read `file`. */
-function readCall(file: string, callId = "call-1"): ScriptedTurn {
-  return { text: `reading ${file}`, toolCalls: [{ id: callId, name: "read", input: { path: file } }] };
-}
-
 const nestedText = "Instructions from pkg/AGENTS.md:\n\npkg rules";
 
 describe("instruction service: nested discovery through the read tool", () => {
-  let data: ReturnType<typeof tempFolder>;
-  let tree: ReturnType<typeof tempFolder>;
+  const { data, tree, open, startSession, close } = hostsPerTest("disc");
   let root: string;
-  const hosts: Host[] = [];
 
   beforeEach(() => {
-    data = tempFolder("disc-data");
-    tree = tempFolder("disc-tree");
     root = path.join(tree.path, "project");
     markProjectRoot(root);
     writeTree(root, {
@@ -49,28 +39,9 @@ describe("instruction service: nested discovery through the read tool", () => {
     });
   });
 
-  afterEach(async () => {
-    for (const host of hosts.splice(0)) await host.close();
-    data.remove();
-    tree.remove();
-  });
-
-  async function open(script: readonly ScriptedTurn[] = [], options: Omit<TestHostOptions, "providers"> = {}) {
-    const provider = scriptedProvider(script);
-    const host = await openHost(data.path, { providers: { scripted: provider }, ...options });
-    hosts.push(host);
-    return { host, provider };
-  }
-
-  async function closeHost(host: Host) {
-    hosts.splice(hosts.indexOf(host), 1);
-    await host.close();
-  }
-
   /** A session in `location` whose first turn reads `file` through the tool; returns after the tool ran. */
   async function readInFirstTurn(file: string, location = root, options: Omit<TestHostOptions, "providers"> = {}) {
-    const { host, provider } = await open([readCall(file)], options);
-    const id = await host.createSession({ location, provider: "scripted", model: "m" });
+    const { host, provider, id } = await startSession(location, [readCall(file)], options);
     await host.prompt(id, "look at the code");
     const toolStep = requestOf(await host.step(id));
     return { host, provider, id, toolStep };
@@ -138,7 +109,7 @@ describe("instruction service: nested discovery through the read tool", () => {
   it("the discovered set is persisted: after a restart on the same data folder the file is still effective", async () => {
     const first = await readInFirstTurn("pkg/src/main.ts");
     requestOf(await first.host.step(first.id));
-    await closeHost(first.host);
+    await close(first.host);
 
     const { host } = await open();
     await host.prompt(first.id, "after restart");

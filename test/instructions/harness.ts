@@ -1,7 +1,7 @@
 // Test harness for the built-in sources and the instruction service: real temporary
 // folder trees (a `.git` folder marks a project root) and hosts on real temporary
 // SQLite data folders, with the built-ins on, no plugins, no watching, and never the
-// user's own global instruction file.
+// user's own global instruction file; `hostsPerTest` makes and removes them per test.
 
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -12,7 +12,10 @@ import {
   type HostOptions,
   type ProviderRequest,
   type RequestMessage,
+  type ScriptedProvider,
+  type ScriptedTurn,
   type StoredMessage,
+  scriptedProvider,
 } from "../../core/index.ts";
 
 /** A fresh temporary folder (real path) that every user may enter; `remove` deletes it. */
@@ -52,6 +55,95 @@ export function openHost(dataDir: string, options: TestHostOptions): Promise<Hos
     instructions: { globalFile: false, ...options.instructions },
     dataDir,
   });
+}
+
+/** What `hostsPerTest` gives a `describe`. */
+export interface HostsPerTest {
+  /** The running test's data folder. */
+  readonly data: { readonly path: string };
+  /** The running test's folder for trees of files. */
+  readonly tree: { readonly path: string };
+  /** Opens a host on the data folder (see `openHost`) whose one provider, `scripted`, follows `script`; it is closed after the test. */
+  open(
+    script?: readonly ScriptedTurn[],
+    options?: Omit<TestHostOptions, "providers">,
+  ): Promise<{ host: Host; provider: ScriptedProvider }>;
+  /** Opens a host as `open` does and creates a session on it in `location`, with model `m`. */
+  startSession(
+    location: string,
+    script?: readonly ScriptedTurn[],
+    options?: Omit<TestHostOptions, "providers">,
+  ): Promise<{ host: Host; id: string; provider: ScriptedProvider }>;
+  /** Closes `host` before the test ends, as a restart does. */
+  close(host: Host): Promise<void>;
+}
+
+/**
+ * Registers hooks on the current `describe`: each test gets a fresh data folder and a
+ * fresh tree folder, and every host opened on them is closed after the test, before
+ * both folders are removed.
+ */
+export function hostsPerTest(prefix: string): HostsPerTest {
+  let folders: { data: ReturnType<typeof tempFolder>; tree: ReturnType<typeof tempFolder> } | undefined;
+  const hosts: Host[] = [];
+
+  beforeEach(() => {
+    folders = { data: tempFolder(`${prefix}-data`), tree: tempFolder(`${prefix}-tree`) };
+  });
+
+  afterEach(async () => {
+    for (const host of hosts.splice(0)) await host.close();
+    folders?.data.remove();
+    folders?.tree.remove();
+    folders = undefined;
+  });
+
+  const running = () => {
+    if (folders === undefined) throw new Error("the test folders exist only while a test runs");
+    return folders;
+  };
+  const data = {
+    get path() {
+      return running().data.path;
+    },
+  };
+  const tree = {
+    get path() {
+      return running().tree.path;
+    },
+  };
+  async function open(script: readonly ScriptedTurn[] = [], options: Omit<TestHostOptions, "providers"> = {}) {
+    const provider = scriptedProvider(script);
+    const host = await openHost(data.path, { providers: { scripted: provider }, ...options });
+    hosts.push(host);
+    return { host, provider };
+  }
+  return {
+    data,
+    tree,
+    open,
+    async startSession(location, script, options) {
+      const { host, provider } = await open(script, options);
+      const id = await host.createSession({ location, provider: "scripted", model: "m" });
+      return { host, id, provider };
+    },
+    async close(host) {
+      const index = hosts.indexOf(host);
+      if (index >= 0) hosts.splice(index, 1);
+      await host.close();
+    },
+  };
+}
+
+/** A scripted reply that asks to read `file` with the `read` tool. */
+export function readCall(file: string, callId = "call-1"): ScriptedTurn {
+  return { text: `reading ${file}`, toolCalls: [{ id: callId, name: "read", input: { path: file } }] };
+}
+
+/** Prompts `text` and steps once; the request of that `replied` step. */
+export async function turn(host: Host, id: string, text: string): Promise<ProviderRequest> {
+  await host.prompt(id, text);
+  return requestOf(await host.step(id));
 }
 
 /** The request of a `replied` step; fails the test otherwise. */

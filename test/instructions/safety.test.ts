@@ -9,21 +9,22 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import { type Diagnostic, type Host, type ScriptedTurn, scriptedProvider } from "../../core/index.ts";
+import type { Diagnostic, Host, ScriptedTurn } from "../../core/index.ts";
 import { readTextFile } from "../../core/instructions/files.ts";
 import {
   asUnprivileged,
   baselineOf,
+  hostsPerTest,
   instructionSections,
   isRoot,
   markProjectRoot,
   nobody,
-  openHost,
+  readCall,
   requestOf,
   systemUpdates,
   type TestHostOptions,
-  tempFolder,
   transcript,
+  turn,
   writeTree,
 } from "./harness.ts";
 
@@ -47,20 +48,12 @@ async function stepInUnprivilegedProcess(dataDir: string, id: string, globalFile
   return JSON.parse(stdout) as { kind: string; systemUpdates: string[]; diagnostics: Diagnostic[] };
 }
 
-function readCall(file: string): ScriptedTurn {
-  return { text: `reading ${file}`, toolCalls: [{ id: "call-1", name: "read", input: { path: file } }] };
-}
-
 describe("instruction service: safe file loading", () => {
-  let data: ReturnType<typeof tempFolder>;
-  let tree: ReturnType<typeof tempFolder>;
+  const { data, tree, startSession, close } = hostsPerTest("safe");
   let root: string;
   let outside: string;
-  const hosts: Host[] = [];
 
   beforeEach(() => {
-    data = tempFolder("safe-data");
-    tree = tempFolder("safe-tree");
     root = path.join(tree.path, "project");
     outside = path.join(tree.path, "outside");
     markProjectRoot(root);
@@ -70,26 +63,10 @@ describe("instruction service: safe file loading", () => {
     });
   });
 
-  afterEach(async () => {
-    for (const host of hosts.splice(0)) await host.close();
-    data.remove();
-    tree.remove();
-  });
-
-  async function start(
-    options: Omit<TestHostOptions, "providers"> & { script?: readonly ScriptedTurn[]; location?: string } = {},
-  ) {
+  /** A session in `location` (the project root unless given) whose provider follows `script`. */
+  function start(options: Omit<TestHostOptions, "providers"> & { script?: readonly ScriptedTurn[]; location?: string } = {}) {
     const { script = [], location = root, ...rest } = options;
-    const provider = scriptedProvider(script);
-    const host = await openHost(data.path, { providers: { scripted: provider }, ...rest });
-    hosts.push(host);
-    const id = await host.createSession({ location, provider: "scripted", model: "m" });
-    return { host, id, provider };
-  }
-
-  async function turn(host: Host, id: string, text: string) {
-    await host.prompt(id, text);
-    return requestOf(await host.step(id));
+    return startSession(location, script, rest);
   }
 
   function instructionDiagnostics(host: Host): Diagnostic[] {
@@ -209,8 +186,7 @@ describe("instruction service: safe file loading", () => {
     const globalFile = path.join(config, "AGENTS.md");
     const { host, id } = await start({ location: root, instructions: { globalFile } });
     await turn(host, id, "one");
-    hosts.splice(hosts.indexOf(host), 1);
-    await host.close();
+    await close(host);
 
     chmodSync(config, 0o000);
     let seen: { kind: string; systemUpdates: string[]; diagnostics: Diagnostic[] };

@@ -21,6 +21,27 @@ import {
 /** Active file watchers of this process (chokidar uses `fs.watch`). */
 const fileWatchers = () => process.getActiveResourcesInfo().filter((resource) => resource === "FSEventWrap").length;
 
+/** A plugin `notes` whose one source `notes/word` renders the `word` exported by the module at `from`. */
+function wordPlugin(from: string): string {
+  return `import { definePlugin } from "context-host";
+import Type from "typebox";
+import { word } from ${JSON.stringify(from)};
+
+export default definePlugin({
+  name: "notes",
+  setup(api) {
+    api.source({
+      key: "notes/word",
+      schema: Type.String(),
+      load: () => word,
+      baseline: (value) => "Word: " + value,
+      update: (_previous, value) => "Word is now " + value,
+    });
+  },
+});
+`;
+}
+
 describe("Plugin host: hot reload", () => {
   const harness = usePluginHarness();
 
@@ -56,26 +77,7 @@ describe("Plugin host: hot reload", () => {
   it("editing a local file the plugin imports reloads the plugin", async () => {
     const folder = harness.tempFolder();
     const words = write(path.join(folder, "notes", "words.ts"), `export const word = "apple";\n`);
-    write(
-      path.join(folder, "notes", "index.ts"),
-      `import { definePlugin } from "context-host";
-import Type from "typebox";
-import { word } from "./words.ts";
-
-export default definePlugin({
-  name: "notes",
-  setup(api) {
-    api.source({
-      key: "notes/word",
-      schema: Type.String(),
-      load: () => word,
-      baseline: (value) => "Word: " + value,
-      update: (_previous, value) => "Word is now " + value,
-    });
-  },
-});
-`,
-    );
+    write(path.join(folder, "notes", "index.ts"), wordPlugin("./words.ts"));
     const running = await harness.start({ folders: [folder] });
     expect((await baselineOf(running)).baseline).to.equal("Word: apple");
     write(words, `export const word = "banana";\n`);
@@ -87,26 +89,7 @@ export default definePlugin({
     const folder = harness.tempFolder();
     const elsewhere = harness.tempFolder("context-host-shared-");
     const shared = write(path.join(elsewhere, "shared.ts"), `export const word = "apple";\n`);
-    write(
-      path.join(folder, "notes.ts"),
-      `import { definePlugin } from "context-host";
-import Type from "typebox";
-import { word } from ${JSON.stringify(shared)};
-
-export default definePlugin({
-  name: "notes",
-  setup(api) {
-    api.source({
-      key: "notes/word",
-      schema: Type.String(),
-      load: () => word,
-      baseline: (value) => "Word: " + value,
-      update: (_previous, value) => "Word is now " + value,
-    });
-  },
-});
-`,
-    );
+    write(path.join(folder, "notes.ts"), wordPlugin(shared));
     const running = await harness.start({ folders: [folder] });
     write(shared, `export const word = "cherry";\n`);
     await eventually(() => generationOf(running, "notes") === 2, "generation 2 of notes");

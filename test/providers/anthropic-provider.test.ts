@@ -19,11 +19,11 @@ import { inEpochRequests, scriptedSteps } from "./conversation.ts";
 import {
   anthropicEventStream,
   jsonHeaders,
-  type RecordingServer,
+  rawMessages,
   type ScriptedAnswer,
+  serverPerTest,
   splitEvery,
   sseHeaders,
-  startRecordingServer,
 } from "./server.ts";
 
 const breakpointBytes = ',"cache_control":{"type":"ephemeral"}';
@@ -76,33 +76,13 @@ const jsonReply = {
 const okText: ScriptedAnswer = { headers: sseHeaders, body: textStream("ok") };
 
 describe("anthropic adapter", () => {
-  let server: RecordingServer;
-  const delays: number[] = [];
+  const { server, serve, delays, recordedWaits } = serverPerTest();
 
   function provider(options: Partial<AnthropicProviderOptions> = {}) {
-    return anthropicProvider({
-      apiKey: "test-key",
-      baseURL: server.url,
-      retry: { baseDelayMs: 1 },
-      sleep: async (milliseconds) => {
-        delays.push(milliseconds);
-      },
-      ...options,
-    });
-  }
-
-  async function serve(answer: (index: number) => ScriptedAnswer): Promise<void> {
-    server = await startRecordingServer((_, index) => answer(index));
+    return anthropicProvider({ apiKey: "test-key", baseURL: server.url, ...recordedWaits, ...options });
   }
 
   const request: ProviderRequest = inEpochRequests(scriptedSteps)[0]!;
-
-  beforeEach(() => {
-    delays.length = 0;
-  });
-  afterEach(async () => {
-    await server?.close();
-  });
 
   for (const [model, updateBytes] of [
     ["claude-opus-4-8", '{"role":"system","content":[{"type":"text","text":"cwd: /work/app"}]}'],
@@ -298,10 +278,3 @@ describe("anthropic adapter", () => {
     expect(server.requests).to.have.length(1);
   });
 });
-
-/** The exact bytes of the `messages` array in a recorded body. */
-function rawMessages(body: string): string {
-  const serialized = JSON.stringify((JSON.parse(body) as { messages: unknown }).messages);
-  expect(body).to.include(`"messages":${serialized}`);
-  return serialized;
-}

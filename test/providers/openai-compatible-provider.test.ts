@@ -16,11 +16,11 @@ import { inEpochRequests, scriptedSteps } from "./conversation.ts";
 import {
   jsonHeaders,
   openAIEventStream,
-  type RecordingServer,
+  rawMessages,
   type ScriptedAnswer,
+  serverPerTest,
   splitEvery,
   sseHeaders,
-  startRecordingServer,
 } from "./server.ts";
 
 function chunk(delta: OpenAI.Chat.ChatCompletionChunk.Choice.Delta, finish: "stop" | "tool_calls" | null = null) {
@@ -73,33 +73,13 @@ const completion = {
 const okText: ScriptedAnswer = { headers: sseHeaders, body: textStream("ok") };
 
 describe("openai-compatible adapter", () => {
-  let server: RecordingServer;
-  const delays: number[] = [];
+  const { server, serve, delays, recordedWaits } = serverPerTest();
 
   function provider(options: Partial<OpenAICompatibleProviderOptions> = {}) {
-    return openAICompatibleProvider({
-      baseURL: `${server.url}/v1`,
-      apiKey: "",
-      retry: { baseDelayMs: 1 },
-      sleep: async (milliseconds) => {
-        delays.push(milliseconds);
-      },
-      ...options,
-    });
-  }
-
-  async function serve(answer: (index: number) => ScriptedAnswer): Promise<void> {
-    server = await startRecordingServer((_, index) => answer(index));
+    return openAICompatibleProvider({ baseURL: `${server.url}/v1`, apiKey: "", ...recordedWaits, ...options });
   }
 
   const request: ProviderRequest = inEpochRequests(scriptedSteps)[0]!;
-
-  beforeEach(() => {
-    delays.length = 0;
-  });
-  afterEach(async () => {
-    await server?.close();
-  });
 
   for (const [name, models, updateBytes] of [
     ["wrapped updates", [], '{"role":"user","content":"<system-update>cwd: /work/app</system-update>"}'],
@@ -209,10 +189,3 @@ describe("openai-compatible adapter", () => {
     expect(error).to.be.instanceOf(ProviderTimedOut).with.property("attempts", 1);
   });
 });
-
-/** The exact bytes of the `messages` array in a recorded body. */
-function rawMessages(body: string): string {
-  const serialized = JSON.stringify((JSON.parse(body) as { messages: unknown }).messages);
-  expect(body).to.include(`"messages":${serialized}`);
-  return serialized;
-}

@@ -1,8 +1,11 @@
 // Test fixture: a local HTTP server on 127.0.0.1 (port 0) that records each request's
-// raw body bytes and answers from a script, so adapter tests never reach the internet.
+// raw body bytes and answers from a script, so adapter tests never reach the internet;
+// `serverPerTest` gives each test of an adapter its own.
 
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import type { ConnectionOptions } from "../../core/providers/index.ts";
 
 /** One request as it arrived. */
 export interface RecordedRequest {
@@ -71,6 +74,68 @@ export async function startRecordingServer(
         server.close(() => resolve());
       }),
   };
+}
+
+/** What `serverPerTest` gives a `describe`. */
+export interface ServerPerTest {
+  /** The server the running test started with `serve`. */
+  readonly server: RecordingServer;
+  /** Starts the running test's server, answering request number `index` (0-based) with `answer(index)`. */
+  serve(answer: (index: number) => ScriptedAnswer): Promise<void>;
+  /** The waits between attempts the adapter asked for, in milliseconds, in this test. */
+  readonly delays: readonly number[];
+  /** Connection options that back off from 1 ms and record each wait in `delays` instead of sleeping. */
+  readonly recordedWaits: Pick<ConnectionOptions, "retry" | "sleep">;
+}
+
+/**
+ * Registers hooks on the current `describe`: each test starts its own recording server
+ * with `serve`, closed after the test, and its own empty list of `delays`.
+ */
+export function serverPerTest(): ServerPerTest {
+  let current: RecordingServer | undefined;
+  const delays: number[] = [];
+
+  beforeEach(() => {
+    delays.length = 0;
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+
+  const running = (): RecordingServer => {
+    if (current === undefined) throw new Error("no recording server: the test has not called serve");
+    return current;
+  };
+  return {
+    server: {
+      get url() {
+        return running().url;
+      },
+      get requests() {
+        return running().requests;
+      },
+      close: () => running().close(),
+    },
+    async serve(answer) {
+      current = await startRecordingServer((_, index) => answer(index));
+    },
+    delays,
+    recordedWaits: {
+      retry: { baseDelayMs: 1 },
+      sleep: async (milliseconds) => {
+        delays.push(milliseconds);
+      },
+    },
+  };
+}
+
+/** The exact bytes of the `messages` array in a recorded body; fails the test unless they are canonical JSON. */
+export function rawMessages(body: string): string {
+  const serialized = JSON.stringify((JSON.parse(body) as { messages: unknown }).messages);
+  expect(body).to.include(`"messages":${serialized}`);
+  return serialized;
 }
 
 async function writeChunks(outgoing: ServerResponse, chunks: readonly string[], isStalling: boolean): Promise<void> {

@@ -5,26 +5,21 @@
 import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { type Host, SystemContext, scriptedProvider } from "../../core/index.ts";
-import { openHost, requestOf, sent, sleep, systemUpdates, tempFolder, testSource, transcript } from "./fixtures.ts";
+import { type CoreSource, type Host, type ScriptedProvider, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { hostsPerTest, requestOf, sent, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 describe("session runtime: the Safe Provider-Turn Boundary", () => {
-  let folder: ReturnType<typeof tempFolder>;
-  const hosts: Host[] = [];
+  const { folder, startSession, extraFolder } = hostsPerTest();
 
-  beforeEach(() => {
-    folder = tempFolder("session");
-  });
-
-  afterEach(async () => {
-    for (const host of hosts.splice(0)) await host.close();
-    folder.remove();
-  });
-
-  async function start(options: Parameters<typeof openHost>[1]): Promise<Host> {
-    const host = await openHost(folder.path, options);
-    hosts.push(host);
-    return host;
+  /**
+   * A session on a host watching a fresh plugin folder, with `branch` its one core source;
+   * the folder holds the weather plugin, reading `weather`, from the start when one is given.
+   */
+  async function startWatching(branch: CoreSource, provider: ScriptedProvider, weather?: string) {
+    const plugins = extraFolder("plugins");
+    if (weather !== undefined) writePlugin(plugins, "weather", weather);
+    const { host, id } = await startSession(provider, { core: [branch], plugins: [plugins], watch: true, debounceMs: 10 });
+    return { host, id, plugins };
   }
 
   it("newly promoted user input precedes one combined Mid-Conversation System Message holding every changed source", async () => {
@@ -32,8 +27,7 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     const date = testSource("core/date", "2025-01-01");
     const mode = testSource("core/mode", "build");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core, date.core, mode.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core, date.core, mode.core] });
     await host.prompt(id, "first");
     await host.step(id);
 
@@ -61,8 +55,7 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     const branch = testSource("core/branch", "main");
     const date = testSource("core/date", "2025-01-01");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core, date.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core, date.core] });
     await host.prompt(id, "hello");
 
     const first = requestOf(await host.step(id));
@@ -80,8 +73,7 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     const branch = testSource("core/branch", "main");
     const date = testSource("core/date", SystemContext.unavailable);
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core, date.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core, date.core] });
     await host.prompt(id, "hello");
 
     expect(await host.step(id)).to.deep.equal({ kind: "blocked", keys: ["core/date"] });
@@ -97,133 +89,87 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
   });
 
   it("an idle session is never woken: source values and plugin files change without a step, a provider call or a message", async () => {
-    const plugins = tempFolder("plugins");
-    try {
-      writePlugin(plugins.path, "weather", "sunny");
-      const branch = testSource("core/branch", "main");
-      const provider = scriptedProvider();
-      const host = await start({
-        providers: { scripted: provider },
-        core: [branch.core],
-        plugins: [plugins.path],
-        watch: true,
-        debounceMs: 10,
-      });
-      const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
-      expect(await host.step(id)).to.deep.equal({ kind: "idle" });
-      expect(sent(provider)).to.equal(0);
-      expect(branch.state.loads).to.equal(0);
+    const branch = testSource("core/branch", "main");
+    const provider = scriptedProvider();
+    const { host, id, plugins } = await startWatching(branch.core, provider, "sunny");
+    expect(await host.step(id)).to.deep.equal({ kind: "idle" });
+    expect(sent(provider)).to.equal(0);
+    expect(branch.state.loads).to.equal(0);
 
-      await host.prompt(id, "hello");
-      requestOf(await host.step(id));
-      const before = await host.messages(id);
-      const loads = branch.state.loads;
+    await host.prompt(id, "hello");
+    requestOf(await host.step(id));
+    const before = await host.messages(id);
+    const loads = branch.state.loads;
 
-      branch.state.value = "feature";
-      const reloaded = nextActivation(host, "weather");
-      writePlugin(plugins.path, "weather", "rainy");
-      await reloaded;
-      await sleep(250);
+    branch.state.value = "feature";
+    const reloaded = nextPluginEvent(host, "activated", "weather");
+    writePlugin(plugins, "weather", "rainy");
+    await reloaded;
+    await sleep(250);
 
-      expect(await host.messages(id)).to.deep.equal(before);
-      expect(sent(provider)).to.equal(1);
-      expect(branch.state.loads, "no boundary sampled the sources").to.equal(loads);
-      expect(await host.step(id)).to.deep.equal({ kind: "idle" });
-      expect(sent(provider)).to.equal(1);
+    expect(await host.messages(id)).to.deep.equal(before);
+    expect(sent(provider)).to.equal(1);
+    expect(branch.state.loads, "no boundary sampled the sources").to.equal(loads);
+    expect(await host.step(id)).to.deep.equal({ kind: "idle" });
+    expect(sent(provider)).to.equal(1);
 
-      // The next naturally scheduled boundary samples both changes lazily, as one message.
-      await host.prompt(id, "next");
-      const request = requestOf(await host.step(id));
-      expect(transcript(request.messages).slice(-2)).to.deep.equal([
-        "user: next",
-        "system-update: core/branch is now feature\n\nweather is now rainy",
-      ]);
-    } finally {
-      plugins.remove();
-    }
+    // The next naturally scheduled boundary samples both changes lazily, as one message.
+    await host.prompt(id, "next");
+    const request = requestOf(await host.step(id));
+    expect(transcript(request.messages).slice(-2)).to.deep.equal([
+      "user: next",
+      "system-update: core/branch is now feature\n\nweather is now rainy",
+    ]);
   });
 
   it("a Context Source absent from the snapshot, a plugin added later or a core value first present, emits its baseline rendering once at the next boundary", async () => {
-    const plugins = tempFolder("plugins");
-    try {
-      const branch = testSource("core/branch", SystemContext.absent);
-      const provider = scriptedProvider();
-      const host = await start({
-        providers: { scripted: provider },
-        core: [branch.core],
-        plugins: [plugins.path],
-        watch: true,
-        debounceMs: 10,
-      });
-      const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
-      await host.prompt(id, "one");
-      const first = requestOf(await host.step(id));
-      expect(first.system[1]).to.equal("");
+    const branch = testSource("core/branch", SystemContext.absent);
+    const provider = scriptedProvider();
+    const { host, id, plugins } = await startWatching(branch.core, provider);
+    await host.prompt(id, "one");
+    const first = requestOf(await host.step(id));
+    expect(first.system[1]).to.equal("");
 
-      const activated = nextActivation(host, "weather");
-      writePlugin(plugins.path, "weather", "sunny");
-      await activated;
-      branch.state.value = "main";
-      await host.prompt(id, "two");
-      const second = requestOf(await host.step(id));
-      expect(transcript(second.messages).slice(-1)).to.deep.equal(["system-update: core/branch is main\n\nweather is sunny"]);
-      expect(second.system).to.deep.equal(first.system);
+    const activated = nextPluginEvent(host, "activated", "weather");
+    writePlugin(plugins, "weather", "sunny");
+    await activated;
+    branch.state.value = "main";
+    await host.prompt(id, "two");
+    const second = requestOf(await host.step(id));
+    expect(transcript(second.messages).slice(-1)).to.deep.equal(["system-update: core/branch is main\n\nweather is sunny"]);
+    expect(second.system).to.deep.equal(first.system);
 
-      await host.prompt(id, "three");
-      await host.step(id);
-      expect(systemUpdates(await host.messages(id))).to.have.length(1);
-    } finally {
-      plugins.remove();
-    }
+    await host.prompt(id, "three");
+    await host.step(id);
+    expect(systemUpdates(await host.messages(id))).to.have.length(1);
   });
 
   it("a source that loads as absent, or a plugin that is removed, emits its stored removal text once", async () => {
-    const plugins = tempFolder("plugins");
-    try {
-      writePlugin(plugins.path, "weather", "sunny");
-      const branch = testSource("core/branch", "main");
-      const provider = scriptedProvider();
-      const host = await start({
-        providers: { scripted: provider },
-        core: [branch.core],
-        plugins: [plugins.path],
-        watch: true,
-        debounceMs: 10,
-      });
-      const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
-      await host.prompt(id, "one");
-      expect(requestOf(await host.step(id)).system[1]).to.equal("core/branch is main\n\nweather is sunny");
+    const branch = testSource("core/branch", "main");
+    const provider = scriptedProvider();
+    const { host, id, plugins } = await startWatching(branch.core, provider, "sunny");
+    await host.prompt(id, "one");
+    expect(requestOf(await host.step(id)).system[1]).to.equal("core/branch is main\n\nweather is sunny");
 
-      const removed = new Promise<void>((resolve) => {
-        const off = host.onPluginEvent((event) => {
-          if (event.kind === "removed" && event.plugin === "weather") {
-            off();
-            resolve();
-          }
-        });
-      });
-      rmSync(path.join(plugins.path, "weather.ts"));
-      await removed;
-      branch.state.value = SystemContext.absent;
-      await host.prompt(id, "two");
-      const request = requestOf(await host.step(id));
-      expect(transcript(request.messages).slice(-1)).to.deep.equal([
-        "system-update: core/branch (main) no longer applies\n\nweather (sunny) no longer applies",
-      ]);
+    const removed = nextPluginEvent(host, "removed", "weather");
+    rmSync(path.join(plugins, "weather.ts"));
+    await removed;
+    branch.state.value = SystemContext.absent;
+    await host.prompt(id, "two");
+    const request = requestOf(await host.step(id));
+    expect(transcript(request.messages).slice(-1)).to.deep.equal([
+      "system-update: core/branch (main) no longer applies\n\nweather (sunny) no longer applies",
+    ]);
 
-      await host.prompt(id, "three");
-      await host.step(id);
-      expect(systemUpdates(await host.messages(id))).to.have.length(1);
-    } finally {
-      plugins.remove();
-    }
+    await host.prompt(id, "three");
+    await host.step(id);
+    expect(systemUpdates(await host.messages(id))).to.have.length(1);
   });
 
   it("Unavailable Context keeps the admitted state and emits nothing until a newly effective value is observed", async () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core] });
     await host.prompt(id, "one");
     const first = requestOf(await host.step(id));
 
@@ -261,8 +207,7 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
       },
     ]);
     const calls: unknown[] = [];
-    const host = await start({
-      providers: { scripted: provider },
+    const { host, id } = await startSession(provider, {
       core: [branch.core],
       tools: {
         read: (input, context) => {
@@ -274,7 +219,6 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
         },
       },
     });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
     await host.prompt(id, "read a.txt");
     const first = await host.step(id);
     expect(first.kind).to.equal("replied");
@@ -314,12 +258,10 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
           : { text: `turn ${i}` },
       ),
     );
-    const host = await start({
-      providers: { scripted: provider },
+    const { host, id } = await startSession(provider, {
       core: [branch.core, date.core],
       tools: { echo: (input) => `echo ${String(input)}` },
     });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
     for (let i = 0; i < 24; i++) {
       if (i % 3 === 1) branch.state.value = `branch-${i}`;
       if (i % 4 === 2) date.state.value = `2025-01-${String(i).padStart(2, "0")}`;
@@ -375,11 +317,11 @@ export default definePlugin({
   writeFileSync(path.join(folder, `${name}.ts`), code);
 }
 
-/** Resolves when the plugin `name` activates its next generation. */
-function nextActivation(host: Host, name: string): Promise<void> {
+/** Resolves at the next `kind` event of the plugin `name`: its next generation activated, or its removal. */
+function nextPluginEvent(host: Host, kind: "activated" | "removed", name: string): Promise<void> {
   return new Promise((resolve) => {
     const off = host.onPluginEvent((event) => {
-      if (event.kind === "activated" && event.plugin === name) {
+      if (event.kind === kind && event.plugin === name) {
         off();
         resolve();
       }

@@ -9,43 +9,21 @@ import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { expect } from "chai";
 import Type from "typebox";
-import { type CoreSource, type Host, type ProviderRequest, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { type CoreSource, type ProviderRequest, SystemContext, scriptedProvider } from "../../core/index.ts";
 import { sessionsFile } from "../../core/session/store/sqlite.ts";
 import { CorruptSession } from "../../core/session/store/store.ts";
-import { openHost, requestOf, sleep, systemUpdates, tempFolder, testSource, transcript } from "./fixtures.ts";
+import { hostsPerTest, requestOf, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const projectRoot = path.resolve(here, "../..");
 
 describe("session runtime: durability", () => {
-  let folder: ReturnType<typeof tempFolder>;
-  const hosts: Host[] = [];
-
-  beforeEach(() => {
-    folder = tempFolder("session");
-  });
-
-  afterEach(async () => {
-    for (const host of hosts.splice(0)) await host.close();
-    folder.remove();
-  });
-
-  async function start(options: Parameters<typeof openHost>[1]): Promise<Host> {
-    const host = await openHost(folder.path, options);
-    hosts.push(host);
-    return host;
-  }
-
-  async function stop(host: Host): Promise<void> {
-    hosts.splice(hosts.indexOf(host), 1);
-    await host.close();
-  }
+  const { folder, start, startSession, stop } = hostsPerTest();
 
   it("an admitted Mid-Conversation System Message stays durable when the provider fails, and the retry replays the identical request", async () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core] });
     await host.prompt(id, "one");
     await host.step(id);
 
@@ -82,8 +60,7 @@ describe("session runtime: durability", () => {
   it("a retry after a restart replays the identical request", async () => {
     const branch = testSource("core/branch", "main");
     const before = scriptedProvider();
-    const first = await start({ providers: { scripted: before }, core: [branch.core] });
-    const id = await first.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host: first, id } = await startSession(before, { core: [branch.core] });
     await first.prompt(id, "one");
     await first.step(id);
     branch.state.value = "feature";
@@ -101,8 +78,7 @@ describe("session runtime: durability", () => {
 
   it("after a restart the Baseline is reused byte for byte within its epoch, and a changed source arrives as a Mid-Conversation System Message", async () => {
     const branch = testSource("core/branch", "main");
-    const first = await start({ providers: { scripted: scriptedProvider() }, core: [branch.core] });
-    const id = await first.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host: first, id } = await startSession(scriptedProvider(), { core: [branch.core] });
     await first.prompt(id, "one");
     const before = requestOf(await first.step(id));
     await stop(first);
@@ -121,8 +97,7 @@ describe("session runtime: durability", () => {
 
   it("a new process on the same database reuses the Baseline byte for byte", async () => {
     const branch = testSource("core/branch", "main");
-    const first = await start({ providers: { scripted: scriptedProvider() }, core: [branch.core] });
-    const id = await first.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host: first, id } = await startSession(scriptedProvider(), { core: [branch.core] });
     await first.prompt(id, "one");
     const before = requestOf(await first.step(id));
     await stop(first);
@@ -212,8 +187,7 @@ describe("session runtime: durability", () => {
         return { text: "slow reply" };
       },
     ]);
-    const host = await start({ providers: { scripted: provider }, core: [branch.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core] });
     await host.prompt(id, "one");
     const stepping = host.step(id);
     while (provider.requests.length === 0) await sleep(1);

@@ -3,28 +3,12 @@
 
 import path from "node:path";
 import { expect } from "chai";
-import { type Host, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { SystemContext, scriptedProvider } from "../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { locationSource, openHost, requestOf, systemUpdates, tempFolder, testSource, transcript } from "./fixtures.ts";
+import { hostsPerTest, locationSource, requestOf, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 describe("session runtime: Context Epochs", () => {
-  let folder: ReturnType<typeof tempFolder>;
-  const hosts: Host[] = [];
-
-  beforeEach(() => {
-    folder = tempFolder("session");
-  });
-
-  afterEach(async () => {
-    for (const host of hosts.splice(0)) await host.close();
-    folder.remove();
-  });
-
-  async function start(options: Parameters<typeof openHost>[1]): Promise<Host> {
-    const host = await openHost(folder.path, options);
-    hosts.push(host);
-    return host;
-  }
+  const { folder, start, startSession } = hostsPerTest();
 
   /** The active epoch as stored, read through a second store on the same file. */
   async function activeEpoch(id: string) {
@@ -39,8 +23,7 @@ describe("session runtime: Context Epochs", () => {
   it("after compaction earlier Mid-Conversation System Messages stay durable but leave projected history, and the next boundary starts a new epoch with a fresh Baseline", async () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core] });
     await host.prompt(id, "one");
     const first = requestOf(await host.step(id));
     branch.state.value = "feature";
@@ -82,8 +65,7 @@ describe("session runtime: Context Epochs", () => {
   it("a due epoch transition blocked by unavailable admitted context keeps the current epoch until it can replace it", async () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core] });
     await host.prompt(id, "one");
     const first = requestOf(await host.step(id));
 
@@ -107,8 +89,7 @@ describe("session runtime: Context Epochs", () => {
     const branch = testSource("core/branch", "main");
     const mode = testSource("core/mode", "fast");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [branch.core, mode.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [branch.core, mode.core] });
     await host.prompt(id, "one");
     await host.step(id);
     mode.state.value = "slow";
@@ -138,8 +119,7 @@ describe("session runtime: Context Epochs", () => {
     const editor = testSource("core/editor", "vim", { isRemovable: false });
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
-    const host = await start({ providers: { scripted: provider }, core: [editor.core, branch.core] });
-    const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    const { host, id } = await startSession(provider, { core: [editor.core, branch.core] });
     await host.prompt(id, "one");
     const first = requestOf(await host.step(id));
     expect(first.system[1]).to.equal("core/editor is vim\n\ncore/branch is main");

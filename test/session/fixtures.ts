@@ -1,5 +1,6 @@
 // Test fixtures for the session runtime: temporary data folders, core Context Sources
-// over mutable test state, and hosts on real SQLite files (no plugins, no watching).
+// over mutable test state, and hosts on real SQLite files (no plugins, no watching),
+// opened and closed per test by `hostsPerTest`.
 
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -10,6 +11,7 @@ import {
   createHost,
   type Host,
   type HostOptions,
+  type Provider,
   type ProviderRequest,
   type RequestMessage,
   type ScriptedProvider,
@@ -81,6 +83,78 @@ export function openHost(
   options: Omit<HostOptions, "dataDir" | "providers"> & { providers: HostOptions["providers"] },
 ): Promise<Host> {
   return createHost({ builtins: false, plugins: [], watch: false, systemPrompt: "You are a test agent.", ...options, dataDir });
+}
+
+/** What `hostsPerTest` gives a `describe`. */
+export interface HostsPerTest {
+  /** The running test's data folder; sessions usually start in it too. */
+  readonly folder: { readonly path: string };
+  /** Opens a host on the data folder (see `openHost`); it is closed after the test. */
+  start(options: Parameters<typeof openHost>[1]): Promise<Host>;
+  /**
+   * Starts a host whose one provider, `scripted`, is `provider`, and creates a session on
+   * it in the data folder with model `m`.
+   */
+  startSession(
+    provider: Provider,
+    options: Omit<Parameters<typeof openHost>[1], "providers">,
+  ): Promise<{ host: Host; id: string }>;
+  /** Closes `host` before the test ends, as a restart does. */
+  stop(host: Host): Promise<void>;
+  /** Another fresh folder (real path), removed after the test. */
+  extraFolder(prefix: string): string;
+}
+
+/**
+ * Registers hooks on the current `describe`: each test gets a fresh data folder, and
+ * every host started on it is closed after the test, before the folders are removed.
+ */
+export function hostsPerTest(): HostsPerTest {
+  let data: ReturnType<typeof tempFolder> | undefined;
+  const extras: ReturnType<typeof tempFolder>[] = [];
+  const hosts: Host[] = [];
+
+  beforeEach(() => {
+    data = tempFolder("session");
+  });
+
+  afterEach(async () => {
+    for (const host of hosts.splice(0)) await host.close();
+    for (const extra of extras.splice(0)) extra.remove();
+    data?.remove();
+    data = undefined;
+  });
+
+  const folder = {
+    get path(): string {
+      if (data === undefined) throw new Error("the data folder exists only while a test runs");
+      return data.path;
+    },
+  };
+  async function start(options: Parameters<typeof openHost>[1]): Promise<Host> {
+    const host = await openHost(folder.path, options);
+    hosts.push(host);
+    return host;
+  }
+  return {
+    folder,
+    start,
+    async startSession(provider, options) {
+      const host = await start({ ...options, providers: { scripted: provider } });
+      const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
+      return { host, id };
+    },
+    async stop(host) {
+      const index = hosts.indexOf(host);
+      if (index >= 0) hosts.splice(index, 1);
+      await host.close();
+    },
+    extraFolder(prefix) {
+      const extra = tempFolder(prefix);
+      extras.push(extra);
+      return extra.path;
+    },
+  };
 }
 
 /** The request of a `replied` step; fails the test otherwise. */
