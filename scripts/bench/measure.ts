@@ -32,15 +32,10 @@ export function significant(value: number, digits = 3): number {
   return value === 0 ? 0 : Number(value.toPrecision(digits));
 }
 
-/** Rounds to `places` decimals (ratios). */
-export function decimals(value: number, places = 4): number {
-  const factor = 10 ** places;
-  return Math.round(value * factor) / factor;
-}
-
 /**
  * Builds a bench line: value and baseline rounded to 3 significant digits, and the
- * ratio of the printed value to the printed baseline, to 4 decimals.
+ * ratio of the printed value to the printed baseline, to 4 significant digits (so a tiny
+ * ratio such as a heap growth against a leak still reads as a number, not 0).
  */
 export function benchLine(input: BenchInput): BenchLine {
   const value = significant(input.value);
@@ -48,7 +43,7 @@ export function benchLine(input: BenchInput): BenchLine {
   if (!Number.isFinite(value) || !Number.isFinite(baseline) || baseline <= 0) {
     throw new RangeError(`${input.bench}/${input.metric}: cannot compute a ratio of ${input.value} to ${input.baseline}`);
   }
-  return { bench: input.bench, metric: input.metric, value, unit: input.unit, baseline, ratio: decimals(value / baseline) };
+  return { bench: input.bench, metric: input.metric, value, unit: input.unit, baseline, ratio: significant(value / baseline, 4) };
 }
 
 /** Whether a printed line is exactly one bench line: the six fields in order, numbers finite. */

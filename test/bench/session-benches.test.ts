@@ -25,7 +25,7 @@ function linesOf(stdout: string): Record<string, unknown>[] {
       const value = parsed.value as number;
       const baseline = parsed.baseline as number;
       expect(baseline, line).to.be.greaterThan(0);
-      expect(parsed.ratio as number, line).to.be.closeTo(value / baseline, 5e-5 + 1e-9 * Math.abs(value / baseline));
+      expect(parsed.ratio as number, line).to.be.closeTo(value / baseline, 5e-4 * Math.abs(value / baseline));
       return parsed;
     });
 }
