@@ -1,22 +1,30 @@
-// Bench `cache-prefix-wire`: a scripted in-epoch session of BENCH_STEPS provider turns
-// [200] — user turns, assistant replies, tool call round-trips (single and parallel) and
-// a Mid-Conversation System Message every third boundary — sent through each adapter to
-// a local HTTP server on 127.0.0.1 that records the raw request bodies.
+// Bench `cache-prefix-wire`: the scripted session of issue 4 (scripted-session.ts, the
+// one `cache-prefix` measures) — BENCH_STEPS boundaries [200] through `createHost` with
+// seeded Context Source changes, user turns of varying length and `read_file` tool
+// round-trips — recorded as the runtime's ProviderRequests, then sent through each
+// adapter to a local HTTP server on 127.0.0.1 that records the raw request bodies. Both
+// adapters declare the tools the host offers (`read`, `read_file`).
 //
 // Metrics `anthropic-extension-share-pct` and `openai-extension-share-pct`: the share of
-// in-epoch requests (every request after the first) whose recorded body extends the
-// previous one as a prompt-cache prefix — everything before `messages` byte-identical,
-// and the previous serialized messages the start of the next (Anthropic: with the one
-// moving cache breakpoint removed). See core/providers/prefix-extension.ts. Goal 100.
+// in-epoch requests (every request after the first of its Context Epoch) whose recorded
+// body extends the previous one as a prompt-cache prefix — everything before `messages`
+// byte-identical, and the previous serialized messages the start of the next
+// (Anthropic: with the one moving cache breakpoint removed). See
+// core/providers/prefix-extension.ts. Goal 100.
 //
-// Baseline, measured in the same run through the same adapters and server: the naive
-// way to keep the model's context current without mid-conversation messages — fold
-// every update admitted so far into the system instructions (Baseline + updates, re-sent
-// as the system prompt) and leave them out of the history. Each update rewrites the start
-// of the prompt, so the request after it cannot extend the previous one.
+// Baseline, measured in the same run through the same adapters and server over the
+// same recorded requests: the naive way to keep the model's context current without
+// mid-conversation messages — fold every update admitted so far in the epoch into the
+// system instructions (Baseline + updates, re-sent as the system prompt) and leave them
+// out of the history. Each update rewrites the start of the prompt, so the request after
+// it cannot extend the previous one.
 //
 // The Anthropic session runs on `claude-opus-4-8` (native `role: "system"` messages where
 // placement allows); the OpenAI-compatible one on a local-server model (wrapped fallback).
+//
+// Environment (defaults in brackets; BENCH_QUICK=1 makes the defaults [40]): BENCH_STEPS,
+// BENCH_SEED [1], BENCH_COMPACT [0] (1: compact halfway, a second epoch), BENCH_TMPDIR
+// where the session's temp data folder goes [the OS's].
 
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -27,57 +35,42 @@ import {
   openAICompatibleProvider,
   type Provider,
   type ProviderRequest,
-  type RequestMessage,
-  type ToolCall,
 } from "../../core/providers/index.ts";
 import { emit, envInt } from "./measure.ts";
+import { runScriptedSession } from "./scripted-session.ts";
 
 const bench = "cache-prefix-wire";
-const steps = envInt("BENCH_STEPS", 200);
-if (steps < 2) throw new RangeError("BENCH_STEPS must be at least 2");
+const isQuick = process.env.BENCH_QUICK === "1";
+const steps = envInt("BENCH_STEPS", isQuick ? 40 : 200);
+const seed = envInt("BENCH_SEED", 1);
+if (steps < 4) throw new RangeError("BENCH_STEPS must be at least 4");
+const compactAt = envInt("BENCH_COMPACT", 0) === 1 ? Math.floor(steps / 2) : -1;
 
-const systemPrompt = "You are a coding agent. Work carefully and explain briefly.";
-const baseline = ["date: 2026-01-01", "cwd: /work/app", "branch: main", "instructions: AGENTS.md (42 lines)"].join("\n");
-
-/** The requests of the scripted session, one per boundary, all in one Context Epoch. */
-function scriptedSession(model: string): ProviderRequest[] {
-  const history: RequestMessage[] = [];
-  const requests: ProviderRequest[] = [];
-  let dueCalls: ToolCall[] = [];
-  for (let step = 0; step < steps; step++) {
-    if (dueCalls.length > 0) {
-      for (const call of dueCalls)
-        history.push({ role: "tool", callId: call.id, name: call.name, result: `contents of ${call.id}` });
-    } else {
-      history.push({ role: "user", text: `Step ${step}: please continue with the next part of the task.` });
-    }
-    if (step % 3 === 2)
-      history.push({
-        role: "system-update",
-        text: `date: 2026-01-${String(1 + (Math.floor(step / 3) % 28)).padStart(2, "0")} <local>`,
-      });
-    requests.push({ provider: "bench", model, system: [systemPrompt, baseline], messages: [...history] });
-    const callCount = step % 5 === 0 ? 1 : step % 7 === 0 ? 2 : 0;
-    dueCalls = Array.from({ length: callCount }, (_, i) => ({
-      id: `call_${step}_${i}`,
-      name: "read_file",
-      input: { path: `src/${step}-${i}.ts` },
-    }));
-    history.push(
-      callCount > 0
-        ? { role: "assistant", text: "Let me read that.", toolCalls: dueCalls }
-        : { role: "assistant", text: `Done with step ${step}.` },
-    );
+const session = await runScriptedSession({ steps, seed, compactAt, tmpDir: process.env.BENCH_TMPDIR });
+const epochs = session.turns.map((turn) => turn.epoch);
+// The Anthropic API rejects tool use in the history of a request that declares no such tool.
+const declared = new Set(session.tools.map((tool) => tool.name));
+for (const { request } of session.turns)
+  for (const message of request.messages) {
+    const used =
+      message.role === "assistant"
+        ? (message.toolCalls ?? []).map((call) => call.name)
+        : message.role === "tool"
+          ? [message.name]
+          : [];
+    for (const name of used) if (!declared.has(name)) throw new Error(`the session uses the undeclared tool ${name}`);
   }
-  return requests;
-}
 
-/** The naive baseline: every update so far folded into the system instructions, none in the history. */
+/** The session's requests as the host sent them, on `model`. */
+const sessionOn = (model: string): ProviderRequest[] => session.turns.map(({ request }) => ({ ...request, model }));
+
+/** The naive baseline: every update so far in the epoch folded into the system instructions, none in the history. */
 function foldUpdatesIntoSystem(request: ProviderRequest): ProviderRequest {
   const updates = request.messages.flatMap((message) => (message.role === "system-update" ? [message.text] : []));
+  const baseline = request.system.at(-1) ?? "";
   return {
     ...request,
-    system: [systemPrompt, [baseline, ...updates].join("\n")],
+    system: [...request.system.slice(0, -1), [baseline, ...updates].join("\n\n")],
     messages: request.messages.filter((message) => message.role !== "system-update"),
   };
 }
@@ -125,7 +118,7 @@ async function sendAll(provider: Provider, requests: readonly ProviderRequest[],
   return bodies.slice(start);
 }
 
-/** Percentage of recorded bodies (after the first) that extend the one before. */
+/** Percentage of in-epoch recorded bodies (after the first of each epoch) that extend the one before. */
 function extensionSharePct<Body extends { messages: unknown }>(
   bodies: readonly string[],
   extendsPrefix: (previous: Body, next: Body) => boolean,
@@ -137,9 +130,14 @@ function extensionSharePct<Body extends { messages: unknown }>(
       throw new Error("recorded messages are not canonical JSON");
     return json;
   });
+  let inEpoch = 0;
   let extensions = 0;
-  for (let i = 1; i < parsed.length; i++) if (extendsPrefix(parsed[i - 1]!, parsed[i]!)) extensions++;
-  return (100 * extensions) / (parsed.length - 1);
+  for (let i = 1; i < parsed.length; i++) {
+    if (epochs[i] !== epochs[i - 1]) continue;
+    inEpoch++;
+    if (extendsPrefix(parsed[i - 1]!, parsed[i]!)) extensions++;
+  }
+  return (100 * extensions) / inEpoch;
 }
 
 /**
@@ -153,9 +151,9 @@ async function emitExtensionShare<Body extends { messages: unknown }>(
   extendsPrefix: (previous: Body, next: Body) => boolean,
   bodies: string[],
 ): Promise<void> {
-  const session = scriptedSession(model);
-  const sent = await sendAll(provider, session, bodies);
-  const naive = await sendAll(provider, session.map(foldUpdatesIntoSystem), bodies);
+  const requests = sessionOn(model);
+  const sent = await sendAll(provider, requests, bodies);
+  const naive = await sendAll(provider, requests.map(foldUpdatesIntoSystem), bodies);
   emit({
     bench,
     metric,
@@ -167,9 +165,9 @@ async function emitExtensionShare<Body extends { messages: unknown }>(
 
 const server = await startRecordingServer();
 try {
-  const anthropic = anthropicProvider({ apiKey: "bench", baseURL: server.url, maxRetries: 0 });
+  const anthropic = anthropicProvider({ apiKey: "bench", baseURL: server.url, maxRetries: 0, tools: session.tools });
   await emitExtensionShare("anthropic-extension-share-pct", anthropic, "claude-opus-4-8", extendsAnthropicPrefix, server.bodies);
-  const openAI = openAICompatibleProvider({ apiKey: "", baseURL: `${server.url}/v1`, maxRetries: 0 });
+  const openAI = openAICompatibleProvider({ apiKey: "", baseURL: `${server.url}/v1`, maxRetries: 0, tools: session.tools });
   await emitExtensionShare("openai-extension-share-pct", openAI, "local-model", extendsOpenAIPrefix, server.bodies);
 } finally {
   await server.close();

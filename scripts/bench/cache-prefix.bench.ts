@@ -1,10 +1,10 @@
-// Bench `cache-prefix`: a scripted session of BENCH_STEPS boundaries [200] through
-// `createHost` (real SQLite file, scripted provider) while six core Context Sources change
-// every few steps (seeded): git status, open files, a todo list, the date, and rarely
-// the project instructions. User prompts and replies vary in length; some replies call
-// a tool (its result is the next boundary's input). All in one Context Epoch, unless
-// BENCH_COMPACT=1 adds a compaction halfway (a second epoch; it also resets the naive
-// host's history, which lowers its cost).
+// Bench `cache-prefix`: the scripted session of scripted-session.ts — BENCH_STEPS
+// boundaries [200] through `createHost` (real SQLite file, scripted provider) while six
+// core Context Sources change every few steps (seeded): git status, open files, a todo
+// list, the date, and rarely the project instructions. User prompts and replies vary in
+// length; some replies call a tool (its result is the next boundary's input). All in one
+// Context Epoch, unless BENCH_COMPACT=1 adds a compaction halfway (a second epoch; it
+// also resets the naive host's history, which lowers its cost).
 //
 // Requests are compared as serialized text: JSON of `system`, then JSON of each message,
 // one per line. A request "extends" the previous one when `system` is identical and the
@@ -24,19 +24,9 @@
 // Environment (defaults in brackets; BENCH_QUICK=1 makes the defaults [40]): BENCH_STEPS,
 // BENCH_SEED [1], BENCH_COMPACT [0], BENCH_TMPDIR where the temp data folder goes [the OS's].
 
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import Type from "typebox";
-import {
-  type CoreSource,
-  createHost,
-  type ProviderReply,
-  type ProviderRequest,
-  SystemContext,
-  scriptedProvider,
-} from "../../core/index.ts";
+import type { ProviderRequest } from "../../core/index.ts";
 import { emit, envInt } from "./measure.ts";
+import { runScriptedSession } from "./scripted-session.ts";
 
 const bench = "cache-prefix";
 const isQuick = process.env.BENCH_QUICK === "1";
@@ -45,118 +35,6 @@ const seed = envInt("BENCH_SEED", 1);
 if (steps < 4) throw new RangeError("BENCH_STEPS must be at least 4");
 const compactAt = envInt("BENCH_COMPACT", 0) === 1 ? Math.floor(steps / 2) : -1;
 
-/** mulberry32: a small seeded generator, so every run sees the same timeline. */
-function random(state: number): () => number {
-  let a = state >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rng = random(seed);
-const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)] as T;
-const words = "the of a to in file test build fix type error module session context source update cache plugin".split(" ");
-const sentence = (min: number, max: number) =>
-  Array.from({ length: min + Math.floor(rng() * (max - min)) }, () => pick(words)).join(" ");
-
-// --- The environment the sources observe, changed between steps ---------------------------
-
-const files = Array.from({ length: 40 }, (_, i) => `src/${pick(["core", "lib", "app"])}/${pick(words)}-${i}.ts`);
-const env = {
-  date: 1,
-  branch: "main",
-  modified: [] as string[],
-  open: [files[0] as string],
-  todo: ["read the issue", "write the failing test"],
-  instructions: `# AGENTS.md\n\n${Array.from({ length: 40 }, () => `- ${sentence(6, 14)}.`).join("\n")}`,
-};
-
-function change(step: number): void {
-  if (step % 25 === 24) env.date += 1;
-  if (rng() < 0.25) env.modified = [...new Set([...env.modified, pick(files)])].slice(-8);
-  if (rng() < 0.05) env.branch = `feature/${pick(words)}-${step}`;
-  if (rng() < 0.15) env.open = [...new Set([...env.open, pick(files)])].slice(-5);
-  if (rng() < 0.1) env.todo = rng() < 0.5 ? env.todo.slice(1) : [...env.todo, sentence(3, 7)].slice(-6);
-  if (rng() < 0.01) env.instructions += `\n- ${sentence(6, 14)}.`;
-}
-
-const Strings = Type.Array(Type.String());
-const sources = [
-  SystemContext.make({
-    key: "core/environment",
-    schema: Type.Object({ cwd: Type.String(), platform: Type.String() }),
-    load: () => ({ cwd: "/work/app", platform: "linux" }),
-    baseline: (v) => `<env>\nWorking directory: ${v.cwd}\nPlatform: ${v.platform}\n</env>`,
-    update: (_p, v) => `The working directory is now ${v.cwd} on ${v.platform}.`,
-  }),
-  SystemContext.make({
-    key: "core/instructions",
-    schema: Type.String(),
-    load: () => env.instructions,
-    baseline: (v) => `Instructions from AGENTS.md:\n${v}`,
-    update: (_p, v) => `AGENTS.md changed; its complete current contents:\n${v}`,
-    removed: () => "AGENTS.md no longer applies.",
-  }),
-  SystemContext.make({
-    key: "core/date",
-    schema: Type.Integer(),
-    load: () => env.date,
-    baseline: (v) => `Today's date: 2026-03-${String(v).padStart(2, "0")}`,
-    update: (_p, v) => `The date is now 2026-03-${String(v).padStart(2, "0")}.`,
-  }),
-  SystemContext.make({
-    key: "core/git",
-    schema: Type.Object({ branch: Type.String(), modified: Strings }),
-    load: () => ({ branch: env.branch, modified: env.modified }),
-    baseline: (v) => `Git branch: ${v.branch}\nModified files: ${v.modified.join(", ") || "none"}`,
-    update: (_p, v) => `Git status now: branch ${v.branch}; modified: ${v.modified.join(", ") || "none"}.`,
-  }),
-  SystemContext.make({
-    key: "core/open-files",
-    schema: Strings,
-    load: () => env.open,
-    baseline: (v) => `Open in the editor: ${v.join(", ")}`,
-    update: (_p, v) => `Now open in the editor: ${v.join(", ")}.`,
-  }),
-  SystemContext.make({
-    key: "core/todo",
-    schema: Strings,
-    load: () => env.todo,
-    baseline: (v) => `Todo:\n${v.map((item) => `- [ ] ${item}`).join("\n")}`,
-    update: (_p, v) => `The todo list is now:\n${v.map((item) => `- [ ] ${item}`).join("\n")}`,
-  }),
-];
-const core: CoreSource[] = sources.map((context, i) => ({ key: `core/source${i}`, load: () => context }));
-const composed = SystemContext.combine(sources);
-
-const systemPrompt = `You are a careful coding agent working in the user's repository.\n${Array.from(
-  { length: 12 },
-  () => `${sentence(10, 20)}.`,
-).join("\n")}`;
-
-// --- The session ----------------------------------------------------------------------------
-
-let calls = 0;
-const reply = (request: ProviderRequest): ProviderReply => {
-  const text = sentence(20, 160);
-  if (request.messages.at(-1)?.role !== "tool" && rng() < 0.2) {
-    calls += 1;
-    return { text, toolCalls: [{ id: `call-${calls}`, name: "read_file", input: { path: pick(files) } }] };
-  }
-  return { text };
-};
-const provider = scriptedProvider(Array.from({ length: steps * 2 + 10 }, () => reply));
-
-const dataDir = mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-cache-prefix-"));
-const cleanUp = () => rmSync(dataDir, { recursive: true, force: true });
-process.once("SIGTERM", () => {
-  cleanUp();
-  process.exit(143);
-});
-
 /** One request as the host sent it and as the naive host would have, with its epoch. */
 interface Pair {
   readonly epoch: number;
@@ -164,44 +42,16 @@ interface Pair {
   readonly naive: ProviderRequest;
 }
 
-const pairs: Pair[] = [];
-try {
-  const host = await createHost({
-    dataDir,
-    providers: { scripted: provider },
-    systemPrompt,
-    core,
-    builtins: false,
-    plugins: [],
-    watch: false,
-    tools: { read_file: (input) => `contents of ${(input as { path: string }).path}:\n${sentence(30, 120)}` },
-  });
-  const id = await host.createSession({ location: "/work/app", provider: "scripted", model: "bench" });
-  let epoch = 0;
-  let toolTurn = false;
-  for (let step = 0; step < steps; step++) {
-    if (step === compactAt) {
-      await host.compact(id);
-      epoch += 1;
-    }
-    if (step > 0) change(step);
-    if (!toolTurn) await host.prompt(id, sentence(8, 60));
-    // The naive host renders everything from the values current at this boundary.
-    const naiveSystem = (await SystemContext.initialize(composed)).baseline;
-    const result = await host.step(id);
-    if (result.kind !== "replied") throw new Error(`step ${step}: expected a reply, got ${result.kind}`);
-    toolTurn = (result.reply.toolCalls ?? []).length > 0;
-    const naive: ProviderRequest = {
-      ...result.request,
-      system: [systemPrompt, naiveSystem],
-      messages: result.request.messages.filter((message) => message.role !== "system-update"),
-    };
-    pairs.push({ epoch, host: result.request, naive });
-  }
-  await host.close();
-} finally {
-  cleanUp();
-}
+const session = await runScriptedSession({ steps, seed, compactAt, tmpDir: process.env.BENCH_TMPDIR });
+const pairs: Pair[] = session.turns.map(({ epoch, request, currentBaseline }) => ({
+  epoch,
+  host: request,
+  naive: {
+    ...request,
+    system: [session.systemPrompt, currentBaseline],
+    messages: request.messages.filter((message) => message.role !== "system-update"),
+  },
+}));
 
 // --- Metrics --------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
-// The session benches (cache-prefix, boundary) in quick mode: each runs in a child
-// process as the bench runner starts it, exits on its own, prints only well-formed bench
-// lines (the six fields in order, ratio = value / baseline) and leaves no temp folder
-// behind. Both run at once to keep this suite short.
+// The session benches (cache-prefix, cache-prefix-wire, boundary) in quick mode: each
+// runs in a child process as the bench runner starts it, exits on its own, prints only
+// well-formed bench lines (the six fields in order, ratio = value / baseline) and leaves
+// no temp folder behind. All run at once to keep this suite short.
 
 import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -35,6 +35,7 @@ describe("session benches (quick mode)", function () {
 
   let tmp: string;
   let cachePrefix: Promise<{ stdout: string }>;
+  let cachePrefixWire: Promise<{ stdout: string }>;
   let boundary: Promise<{ stdout: string }>;
 
   before(() => {
@@ -51,11 +52,12 @@ describe("session benches (quick mode)", function () {
       return output;
     };
     cachePrefix = bench("cache-prefix.bench.ts");
+    cachePrefixWire = bench("cache-prefix-wire.bench.ts");
     boundary = bench("boundary.bench.ts");
   });
 
   after(async () => {
-    await Promise.allSettled([cachePrefix, boundary]);
+    await Promise.allSettled([cachePrefix, cachePrefixWire, boundary]);
     rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -70,13 +72,25 @@ describe("session benches (quick mode)", function () {
     expect(lines[1]?.ratio as number).to.be.lessThan(1);
   });
 
+  it("cache-prefix-wire prints the extension share of each adapter's recorded bodies (every in-epoch body extends the previous)", async () => {
+    const lines = linesOf((await cachePrefixWire).stdout);
+    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
+      ["cache-prefix-wire", "anthropic-extension-share-pct", "%"],
+      ["cache-prefix-wire", "openai-extension-share-pct", "%"],
+    ]);
+    for (const line of lines) {
+      expect(line.value, JSON.stringify(line)).to.equal(100);
+      expect(line.baseline as number, JSON.stringify(line)).to.be.lessThan(100);
+    }
+  });
+
   it("boundary prints median-ms of a step against reconcile alone", async () => {
     const lines = linesOf((await boundary).stdout);
     expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([["boundary", "median-ms", "ms"]]);
   });
 
-  it("both removed their temp folders", async () => {
-    await Promise.all([cachePrefix, boundary]);
+  it("all removed their temp folders", async () => {
+    await Promise.all([cachePrefix, cachePrefixWire, boundary]);
     expect(readdirSync(tmp)).to.deep.equal([]);
   });
 });
