@@ -450,7 +450,18 @@ export class PluginHost {
     const watcher = watch([...this.#folders], { ignoreInitial: true, depth: 1, atomic: true });
     this.#watcher = watcher;
     watcher.on("all", (event, changed) => this.#onFileEvent(event, path.resolve(changed)));
-    watcher.on("error", () => {});
+    // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
+    watcher.on("error", (error) =>
+      this.#emit({
+        kind: "diagnostic",
+        diagnostic: {
+          plugin: "host",
+          file: this.#folders.join(", "),
+          phase: "discover",
+          message: `watcher: ${messageOf(error)}`,
+        },
+      }),
+    );
     await new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
   }
 
