@@ -7,6 +7,7 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import { InstructionService } from "../../core/instructions/service.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
 import {
   baselineOf,
@@ -69,6 +70,33 @@ describe("instruction service: nested discovery through the read tool", () => {
     await host.prompt(id, "thanks");
     requestOf(await host.step(id));
     expect(await systemUpdates(host, id)).to.deep.equal([nestedText]);
+  });
+
+  it("a read joins the nested AGENTS.md to the effective instructions the instruction service returns for that session in that location", async () => {
+    const store = new SqliteSessionStore(sessionsFile(data.path));
+    try {
+      const service = new InstructionService({ store, settings: { globalFile: false }, env: {} });
+      for (const session of ["reader", "bystander"]) {
+        await store.createSession({ id: session, location: root, provider: "scripted", model: "m" });
+      }
+      const effective = async (sessionId: string, location = root) =>
+        (await service.effectiveFiles({ location, sessionId })).map((file) => `${file.key} ${file.shownAs}`);
+      expect(await effective("reader")).to.deep.equal(["instructions/project AGENTS.md"]);
+
+      expect(await service.projectFiles("reader", root).readFile("pkg/src/main.ts")).to.equal("export const main = 1;\n");
+      expect(await effective("reader")).to.deep.equal([
+        "instructions/project AGENTS.md",
+        "instructions/project/pkg pkg/AGENTS.md",
+      ]);
+      // Only that session, only in that location.
+      expect(await effective("bystander")).to.deep.equal(["instructions/project AGENTS.md"]);
+      expect(await effective("reader", path.join(root, "other"))).to.deep.equal([
+        "instructions/project AGENTS.md",
+        "instructions/project/other other/AGENTS.md",
+      ]);
+    } finally {
+      await store.close();
+    }
   });
 
   it("every instruction file between the root and the read file is discovered, in folder order, in one message", async () => {

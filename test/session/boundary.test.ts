@@ -9,7 +9,7 @@ import { type CoreSource, type Host, type ScriptedProvider, SystemContext, scrip
 import { hostsPerTest, requestOf, sent, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 describe("session runtime: the Safe Provider-Turn Boundary", () => {
-  const { folder, startSession, extraFolder } = hostsPerTest();
+  const { folder, start, startSession, stop, extraFolder } = hostsPerTest();
 
   /**
    * A session on a host watching a fresh plugin folder, with `branch` its one core source;
@@ -67,6 +67,24 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     expect(second.system).to.deep.equal(first.system);
     expect(systemUpdates(await host.messages(id))).to.deep.equal([]);
     expect((await host.messages(id)).map((m) => m.epoch)).to.deep.equal([1, 1, 1, 1]);
+  });
+
+  it("the first provider turn renders the values current at that turn, not at session creation or prompt time, and its Context Snapshot holds exactly them", async () => {
+    const branch = testSource("core/branch", "main");
+    const provider = scriptedProvider();
+    const { host, id } = await startSession(provider, { core: [branch.core] });
+    await host.prompt(id, "hello");
+    branch.state.value = "feature";
+
+    const first = requestOf(await host.step(id));
+    expect(first.system[1]).to.equal("core/branch is feature");
+    expect(transcript(first.messages)).to.deep.equal(["user: hello"]);
+
+    // The snapshot was initialized from the same observation: the value the Baseline shows is no change.
+    await host.prompt(id, "again");
+    const second = requestOf(await host.step(id));
+    expect(transcript(second.messages).at(-1)).to.equal("user: again");
+    expect(systemUpdates(await host.messages(id))).to.deep.equal([]);
   });
 
   it("a blocked first Baseline promotes nothing and sends nothing; the prompt stays pending until it can be initialized", async () => {
@@ -142,6 +160,25 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     await host.prompt(id, "three");
     await host.step(id);
     expect(systemUpdates(await host.messages(id))).to.have.length(1);
+  });
+
+  it("a core Context Source newly registered by a restarted host emits its baseline rendering once at the next boundary, and the Baseline stays", async () => {
+    const branch = testSource("core/branch", "main");
+    const mode = testSource("core/mode", "build");
+    const { host: before, id } = await startSession(scriptedProvider(), { core: [branch.core] });
+    await before.prompt(id, "one");
+    const first = requestOf(await before.step(id));
+    await stop(before);
+
+    const after = await start({ providers: { scripted: scriptedProvider() }, core: [branch.core, mode.core] });
+    await after.prompt(id, "two");
+    const second = requestOf(await after.step(id));
+    expect(second.system).to.deep.equal(first.system);
+    expect(transcript(second.messages).slice(-2)).to.deep.equal(["user: two", "system-update: core/mode is build"]);
+
+    await after.prompt(id, "three");
+    await after.step(id);
+    expect(systemUpdates(await after.messages(id)).map((m) => m.text)).to.deep.equal(["core/mode is build"]);
   });
 
   it("a source that loads as absent, or a plugin that is removed, emits its stored removal text once", async () => {

@@ -57,6 +57,50 @@ describe("session runtime: durability", () => {
     ]);
   });
 
+  it("a Mid-Conversation System Message and its Context Snapshot advance commit together: a boundary that fails to write either leaves neither", async () => {
+    const branch = testSource("core/branch", "main");
+    const provider = scriptedProvider();
+    const { host, id } = await startSession(provider, { core: [branch.core] });
+    await host.prompt(id, "one");
+    await host.step(id);
+
+    const db = new Database(sessionsFile(folder.path));
+    const storedSnapshot = () =>
+      (db.prepare("SELECT snapshot FROM epochs WHERE session_id = ?").get(id) as { snapshot: string }).snapshot;
+    try {
+      const admitted = storedSnapshot();
+      branch.state.value = "feature";
+      await host.prompt(id, "two");
+      // The write of the message fails, then (in a second attempt) the write of the snapshot advance.
+      for (const failing of [
+        "CREATE TRIGGER failing BEFORE INSERT ON messages WHEN NEW.role = 'system-update' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        "CREATE TRIGGER failing BEFORE UPDATE OF snapshot ON epochs BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+      ]) {
+        db.exec(failing);
+        let failure: unknown;
+        try {
+          await host.step(id).catch((error: unknown) => {
+            failure = error;
+          });
+        } finally {
+          db.exec("DROP TRIGGER failing");
+        }
+        expect(failure, failing).to.be.instanceOf(Error).with.property("message", "disk full");
+        expect(transcript(await host.messages(id)), failing).to.deep.equal(["user: one", "assistant: reply 1: one"]);
+        expect(storedSnapshot(), failing).to.equal(admitted);
+      }
+      expect(provider.requests, "nothing was sent for a boundary that did not commit").to.have.length(1);
+
+      const request = requestOf(await host.step(id));
+      expect(transcript(request.messages).slice(-2)).to.deep.equal(["user: two", "system-update: core/branch is now feature"]);
+      expect(JSON.parse(storedSnapshot())).to.deep.equal({
+        "core/branch": { value: "feature", removed: "core/branch (feature) no longer applies" },
+      });
+    } finally {
+      db.close();
+    }
+  });
+
   it("a retry after a restart replays the identical request", async () => {
     const branch = testSource("core/branch", "main");
     const before = scriptedProvider();

@@ -62,6 +62,35 @@ describe("session runtime: Context Epochs", () => {
     expect(fourth.system).to.deep.equal(third.system);
   });
 
+  it("compaction stores a freshly initialized Context Snapshot with its fresh Baseline: the next boundary compares against what the new Baseline shows", async () => {
+    const branch = testSource("core/branch", "main");
+    const provider = scriptedProvider();
+    const { host, id } = await startSession(provider, { core: [branch.core] });
+    await host.prompt(id, "one");
+    await host.step(id);
+    branch.state.value = "feature";
+    await host.prompt(id, "two");
+    await host.step(id);
+
+    await host.compact(id);
+    // Changed after the last admitted update: only a fresh observation knows it.
+    branch.state.value = "release";
+    await host.prompt(id, "three");
+    expect(requestOf(await host.step(id)).system[1]).to.equal("core/branch is release");
+    expect(await activeEpoch(id)).to.deep.include({
+      number: 2,
+      reason: "compaction",
+      snapshot: { "core/branch": { value: "release", removed: "core/branch (release) no longer applies" } },
+    });
+
+    // Nothing changed since the new Baseline: no update, not even a restatement of "release".
+    await host.prompt(id, "four");
+    expect(transcript(requestOf(await host.step(id)).messages).at(-1)).to.equal("user: four");
+    expect(systemUpdates(await host.messages(id)).map((m) => [m.text, m.epoch])).to.deep.equal([
+      ["core/branch is now feature", 1],
+    ]);
+  });
+
   it("a due epoch transition blocked by unavailable admitted context keeps the current epoch until it can replace it", async () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();

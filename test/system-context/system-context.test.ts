@@ -1,6 +1,7 @@
 // One `it` per semantic rule of SPEC section 2 and per Relationship of CONTEXT.md
 // owned by the pure SystemContext layer.
 
+import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
 import Type from "typebox";
 import { SystemContext } from "../../core/index.ts";
@@ -30,6 +31,21 @@ describe("SystemContext: composition", () => {
     const left = await initialize(combine([empty, a.context, empty]));
     const alone = await initialize(a.context);
     expect(left).to.deep.equal(alone);
+  });
+
+  it("a System Context is an opaque carrier: whatever it composes, it shows no fields and cannot be altered", async () => {
+    const one = numberSource("a/x", 1).context;
+    const both = combine([one, numberSource("b/y", 2).context]);
+    for (const context of [empty, one, both]) {
+      expect(Object.keys(context)).to.deep.equal([]);
+      expect(JSON.stringify(context)).to.equal("{}");
+      expect(Object.isFrozen(context)).to.equal(true);
+    }
+    // @ts-expect-error -- the carrier's type exposes no sources either
+    expect(both.sources).to.equal(undefined);
+    // Composing it again never changes what it carries.
+    combine([both, numberSource("c/z", 3).context]);
+    expect((await initialize(both)).baseline).to.equal("a/x is 1\n\nb/y is 2");
   });
 
   it("an empty context initializes to an empty baseline and snapshot", async () => {
@@ -104,6 +120,28 @@ describe("SystemContext: observation", () => {
     expect(started).to.deep.equal(["a/slow", "b/fast"]);
     slow.resolve(1);
     expect((await pending).baseline).to.equal("slow 1\n\nfast 2");
+  });
+
+  it("loaders are the only effects: the System Context modules import nothing but TypeBox and each other, never the file system or the instruction service", () => {
+    const folder = new URL("../../core/system-context/", import.meta.url);
+    const files = readdirSync(folder).filter((name) => name.endsWith(".ts"));
+    expect(files).to.include.members(["index.ts", "reconcile.ts", "source.ts", "snapshot.ts"]);
+    let scanned = 0;
+    for (const name of files) {
+      const code = readFileSync(new URL(name, folder), "utf8");
+      const specifiers = [
+        ...code.matchAll(/\bfrom\s+["']([^"']+)["']/g),
+        ...code.matchAll(/\bimport\s*\(\s*["']([^"']+)["']/g),
+        ...code.matchAll(/^\s*import\s+["']([^"']+)["']/gm),
+        ...code.matchAll(/\brequire\s*\(\s*["']([^"']+)["']/g),
+      ].map((match) => match[1] as string);
+      scanned += specifiers.length;
+      for (const specifier of specifiers) {
+        expect(specifier, `${name} imports ${specifier}`).to.match(/^(?:\.\/[a-z-]+\.ts|typebox(?:\/(?:compile|value))?)$/);
+      }
+      expect(code, `${name} reaches for the process`).to.not.match(/\bprocess\.|\bglobalThis\b|\bDate\.now\(|\bfetch\(/);
+    }
+    expect(scanned, "import specifiers found").to.be.greaterThan(10);
   });
 
   it("a core loader that throws makes the operation reject with that error", async () => {
@@ -367,6 +405,57 @@ describe("SystemContext: reconcile", () => {
     expect(seen[0]).to.be.instanceOf(Date);
     expect((seen[0] as Date).toISOString()).to.equal("2026-12-02T10:00:00.000Z");
     expect(seen[1]).to.equal(now);
+  });
+
+  it("differently typed sources compose uniformly; the codec compares and stores each value, and renderers run only when their text is needed", async () => {
+    const rendered: string[] = [];
+    const note = (renderer: string, text: string) => {
+      rendered.push(renderer);
+      return text;
+    };
+    let since = new Date("2026-03-01T09:00:00.000Z");
+    let tags = ["alpha"];
+    // A Date (through a codec) and a string array: one carrier type for both.
+    const sinceContext: SystemContext.SystemContext = make({
+      key: "a/since",
+      schema: Type.Codec(Type.String())
+        .Decode((s) => new Date(s))
+        .Encode((d: Date) => d.toISOString()),
+      load: () => since,
+      baseline: (d) => note("since baseline", `since ${d.toISOString()}`),
+      update: (_p, d) => note("since update", `since is now ${d.toISOString()}`),
+      removed: (d) => note("since removed", `since ${d.toISOString()} no longer applies`),
+    });
+    const tagsContext: SystemContext.SystemContext = make({
+      key: "b/tags",
+      schema: Type.Array(Type.String()),
+      load: () => tags,
+      baseline: (t) => note("tags baseline", `tags ${t.join(",")}`),
+      update: (_p, t) => note("tags update", `tags are now ${t.join(",")}`),
+      removed: (t) => note("tags removed", `tags ${t.join(",")} no longer apply`),
+    });
+    const context = combine([sinceContext, tagsContext]);
+
+    const { baseline, snapshot } = await initialize(context);
+    expect(baseline).to.equal("since 2026-03-01T09:00:00.000Z\n\ntags alpha");
+    expect(snapshot).to.deep.equal({
+      "a/since": { value: "2026-03-01T09:00:00.000Z", removed: "since 2026-03-01T09:00:00.000Z no longer applies" },
+      "b/tags": { value: ["alpha"], removed: "tags alpha no longer apply" },
+    });
+    // Each admitted value needs its Baseline text and its pre-rendered removal text, nothing more.
+    expect(rendered.splice(0)).to.deep.equal(["since baseline", "since removed", "tags baseline", "tags removed"]);
+
+    // Equal under the codec though not the same objects: unchanged, and nothing is rendered.
+    since = new Date(since.getTime());
+    tags = ["alpha"];
+    expect(await reconcile(context, snapshot)).to.deep.equal({ kind: "unchanged" });
+    expect(rendered).to.deep.equal([]);
+
+    // One source changes: only its update (and its new removal text) is rendered.
+    tags = ["alpha", "beta"];
+    const next = await reconcile(context, snapshot);
+    expect(next).to.deep.include({ kind: "updated", text: "tags are now alpha,beta" });
+    expect(rendered.splice(0)).to.deep.equal(["tags update", "tags removed"]);
   });
 
   it("a stored value is decoded only for a source whose encoded value changed", async () => {
