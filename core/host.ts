@@ -17,7 +17,7 @@ import { SessionRuntime, type StepResult, type Tool } from "./session/runtime.ts
 import { SqliteSessionStore, sessionsFile } from "./session/store/sqlite.ts";
 import type { SessionStore, StoredMessage } from "./session/store/store.ts";
 import { checkSettings } from "./settings.ts";
-import type { SystemContext } from "./system-context/index.ts";
+import { namespaceOf, type SystemContext } from "./system-context/index.ts";
 
 /** A core Context Source registration: trusted, composed before every plugin source, in this order. */
 export interface CoreSource {
@@ -114,6 +114,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
           environmentSource(),
           instructions.registration(),
         ];
+  const coreNamespaces = [...builtins, ...(options.core ?? [])].map((core) => namespaceOf(core.key));
   for (const core of [...builtins, ...(options.core ?? [])]) {
     registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
   }
@@ -123,6 +124,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
     registry,
     container,
     settings: options.pluginSettings ?? {},
+    // Core sources' namespaces (instruction files are `instructions/…`) belong to the host.
+    reservedNamespaces: [...new Set([...(options.builtins === false ? [] : ["instructions"]), ...coreNamespaces])],
     watch: options.watch ?? true,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),

@@ -47,10 +47,12 @@ export interface ActivationInput {
   readonly settings: Readonly<Record<string, unknown>>;
   /** How long `setup` may run. */
   readonly setupDeadlineMs: number;
+  /** Namespaces of the host's core sources; no plugin may take them. */
+  readonly reservedNamespaces?: ReadonlySet<string>;
 }
 
 /** The definition a plugin module default-exports, or an `ActivationError` saying what is wrong. */
-export function pluginOf(exports: Record<string, unknown>): Plugin {
+export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet<string> = new Set(["core"])): Plugin {
   const candidate = exports.default;
   if (!isPlugin(candidate)) {
     throw new ActivationError(
@@ -66,7 +68,13 @@ export function pluginOf(exports: Record<string, unknown>): Plugin {
       undefined,
     );
   }
-  if (candidate.name === "core") throw new ActivationError("namespace", 'the namespace "core" is reserved for the host', "core");
+  if (reserved.has(candidate.name)) {
+    throw new ActivationError(
+      "namespace",
+      `the namespace "${candidate.name}" is reserved for the host's core sources`,
+      candidate.name,
+    );
+  }
   if (typeof candidate.setup !== "function") throw new ActivationError("setup", "setup is not a function", candidate.name);
   return candidate;
 }
@@ -109,7 +117,7 @@ async function withDeadline<T>(work: Promise<T>, ms: number, what: string): Prom
  * half-built generation releases what it took) and an `ActivationError` thrown.
  */
 export async function activateGeneration(input: ActivationInput): Promise<ActivatedGeneration> {
-  const plugin = pluginOf(input.exports);
+  const plugin = pluginOf(input.exports, input.reservedNamespaces);
   const config = checkConfig(plugin, input.settings[plugin.name]);
   const scope = new Scope(`plugin ${plugin.name} generation ${input.generation}`);
   const services = input.container.createScope();

@@ -36,6 +36,11 @@ export interface PluginHostOptions {
   readonly maxTextLength?: number;
   /** How long `setup` may run (default 10 s). */
   readonly setupDeadlineMs?: number;
+  /**
+   * Namespaces of the host's core sources (`core` always): a plugin may not take them, so a
+   * plugin key can never collide with a core source at composition.
+   */
+  readonly reservedNamespaces?: readonly string[];
 }
 
 /** What the host reports: diagnostics and generation changes, in order. */
@@ -310,6 +315,7 @@ export class PluginHost {
         container: this.#options.container,
         settings: this.#options.settings ?? {},
         setupDeadlineMs: this.#options.setupDeadlineMs ?? 10_000,
+        reservedNamespaces: new Set(["core", ...(this.#options.reservedNamespaces ?? [])]),
       });
     } catch (error) {
       const failure = error instanceof ActivationError ? error : new ActivationError("evaluate", messageOf(error), undefined);

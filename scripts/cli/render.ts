@@ -8,7 +8,7 @@ import { PluginHost } from "../../core/plugins/host.ts";
 import { silentLogger, systemClock } from "../../core/plugins/services.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import { Scope } from "../../core/registry/scope.ts";
-import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
+import { InitializationBlocked, initialize, namespaceOf } from "../../core/system-context/index.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
@@ -29,7 +29,9 @@ export async function render(options: RenderOptions): Promise<number> {
   for (const core of options.core) registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
   const container = createContainer();
   container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(options.location) });
-  const host = await PluginHost.start({ folders: options.plugins, registry, container, watch: false });
+  // Core namespaces belong to the host (instruction files are `instructions/…`).
+  const reservedNamespaces = ["instructions", ...options.core.map((core) => namespaceOf(core.key))];
+  const host = await PluginHost.start({ folders: options.plugins, registry, container, watch: false, reservedNamespaces });
   try {
     let generation: Awaited<ReturnType<typeof initialize>>;
     try {

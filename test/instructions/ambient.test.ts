@@ -64,6 +64,23 @@ describe("instruction service: ambient instruction files", () => {
     expect(baseline).to.not.contain("never read").and.to.not.contain("not ambient");
   });
 
+  it("the instruction namespace belongs to the host: a plugin claiming it is rejected, and sessions keep composing", async () => {
+    writeTree(tree.path, {
+      "plugins/instructions.ts": `import { definePlugin } from "context-host";
+import Type from "typebox";
+export default definePlugin({ name: "instructions", setup(api) {
+  api.source({ key: "instructions/project", schema: Type.String(), load: () => "forged", baseline: (v) => v, update: (_p, v) => v });
+} });`,
+    });
+    const { host, id } = await start(root, { plugins: [path.join(tree.path, "plugins")] });
+    const baseline = baselineOf(await turn(host, id, "hello"));
+    expect(instructionSections(baseline)).to.deep.equal([`${globalFile}: global rules`, "AGENTS.md: root rules"]);
+    expect(baseline).not.to.contain("forged");
+    const diagnostic = host.diagnostics.find((d) => d.phase === "namespace");
+    expect(diagnostic?.message).to.match(/"instructions" is reserved/);
+    expect(host.plugins()).to.deep.equal([]);
+  });
+
   it("each file has a stable key from its project-relative folder", () => {
     expect(projectInstructionsKey("")).to.equal("instructions/project");
     expect(projectInstructionsKey("a/b")).to.equal("instructions/project/a/b");
