@@ -46,13 +46,18 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
   return projected;
 }
 
-/** The request of a boundary: host system prompt, then the Baseline, then projected history. */
+/**
+ * The request of a boundary: host system prompt, then the Baseline, then projected history.
+ * The prompt the epoch began with is kept for the whole epoch (it is part of the cache
+ * prefix); `systemPrompt` is used only for epochs that did not record one.
+ */
 export function buildRequest(
   session: { provider: string; model: string },
-  systemPrompt: string | undefined,
+  hostSystemPrompt: string | undefined,
   epoch: EpochRecord,
   messages: readonly StoredMessage[],
 ): ProviderRequest {
+  const systemPrompt = epoch.systemPrompt === undefined ? hostSystemPrompt : (epoch.systemPrompt ?? undefined);
   return {
     provider: session.provider,
     model: session.model,

@@ -162,20 +162,25 @@ export class SessionRuntime {
         const pending = await store.pendingPrompts(id);
         if (isIdle(await store.messages(id), pending)) return { kind: "idle" };
         const context = await this.#options.compose({ location: session.location, sessionId: id });
+        const systemPrompt = this.#options.systemPrompt ?? null;
         let commit: BoundaryCommit;
         if (epoch === undefined) {
           try {
             const generation = await initialize(context);
-            commit = { newEpoch: { ...generation, reason: "initial" }, promote: pending, settlesEpochDue: true };
+            commit = { newEpoch: { ...generation, reason: "initial", systemPrompt }, promote: pending, settlesEpochDue: true };
           } catch (error) {
             if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
             throw error;
           }
         } else {
-          const result = session.epochDue !== undefined ? await replace(context, epoch.snapshot) : { kind: "not-due" as const };
+          // A host system prompt other than the one the epoch began with needs a new epoch too.
+          const due =
+            session.epochDue ??
+            (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined);
+          const result = due !== undefined ? await replace(context, epoch.snapshot) : { kind: "not-due" as const };
           if (result.kind === "replaced") {
             commit = {
-              newEpoch: { ...result.generation, reason: session.epochDue ?? "replacement" },
+              newEpoch: { ...result.generation, reason: due ?? "replacement", systemPrompt },
               promote: pending,
               settlesEpochDue: true,
             };
@@ -192,7 +197,7 @@ export class SessionRuntime {
                 break;
               case "replaced":
                 commit = {
-                  newEpoch: { ...next.generation, reason: session.epochDue ?? "replacement" },
+                  newEpoch: { ...next.generation, reason: due ?? "replacement", systemPrompt },
                   promote: pending,
                   settlesEpochDue: true,
                 };

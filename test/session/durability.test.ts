@@ -120,6 +120,30 @@ describe("session runtime: durability", () => {
     expect(JSON.stringify(after.requests)).to.equal(JSON.stringify(before.requests.slice(-1)));
   });
 
+  it("the host system prompt is kept with its epoch: a restart with another prompt retries the identical request, then starts a new epoch with the new prompt", async () => {
+    const branch = testSource("core/branch", "main");
+    const provider = scriptedProvider();
+    const first = await start({ providers: { scripted: provider }, core: [branch.core], systemPrompt: "Prompt A" });
+    const id = await first.createSession({ location: folder.path, provider: "scripted", model: "m" });
+    await first.prompt(id, "one");
+    await first.step(id);
+    await first.prompt(id, "two");
+    provider.failNext(1, new Error("overloaded"));
+    await first.step(id).catch(() => {});
+    const failed = JSON.stringify(provider.requests.at(-1));
+    await stop(first);
+
+    const second = await start({ providers: { scripted: provider }, core: [branch.core], systemPrompt: "Prompt B" });
+    const retried = requestOf(await second.step(id));
+    expect(JSON.stringify(retried), "the retry resends what the epoch sent").to.equal(failed);
+    expect(retried.system[0]).to.equal("Prompt A");
+
+    await second.prompt(id, "three");
+    const next = requestOf(await second.step(id));
+    expect(next.system).to.deep.equal(["Prompt B", "core/branch is main"]);
+    expect(systemUpdates(await second.messages(id))).to.deep.equal([]);
+  });
+
   it("after a restart the Baseline is reused byte for byte within its epoch, and a changed source arrives as a Mid-Conversation System Message", async () => {
     const branch = testSource("core/branch", "main");
     const { host: first, id } = await startSession(scriptedProvider(), { core: [branch.core] });

@@ -66,6 +66,8 @@ const migrations: readonly string[] = [
      discovered INTEGER NOT NULL,
      PRIMARY KEY (session_id, location, file)
    ) STRICT;`,
+  // The host system prompt an epoch began with, as JSON (a string or null); NULL: not recorded.
+  "ALTER TABLE epochs ADD COLUMN system_prompt TEXT;",
 ];
 
 const MessageData = Compile(
@@ -102,6 +104,7 @@ interface EpochRow {
   snapshot: string;
   started_seq: number;
   reason: EpochReason;
+  system_prompt: string | null;
 }
 
 /** The SQLite file of a data folder. */
@@ -247,7 +250,27 @@ export class SqliteSessionStore implements SessionStore {
       }
       this.#parsedSnapshots.set(id, { text: row.snapshot, snapshot });
     }
-    return { number: row.number, baseline: row.baseline, snapshot, startedSeq: row.started_seq, reason: row.reason };
+    return {
+      number: row.number,
+      baseline: row.baseline,
+      snapshot,
+      startedSeq: row.started_seq,
+      reason: row.reason,
+      systemPrompt: this.#systemPromptOf(id, row),
+    };
+  }
+
+  #systemPromptOf(id: string, row: EpochRow): string | null | undefined {
+    if (row.system_prompt === null) return undefined;
+    let prompt: unknown;
+    try {
+      prompt = JSON.parse(row.system_prompt);
+    } catch (cause) {
+      throw new CorruptSession(id, `the system prompt of epoch ${row.number} is unreadable`, { cause });
+    }
+    if (prompt !== null && typeof prompt !== "string")
+      throw new CorruptSession(id, `the system prompt of epoch ${row.number} is not text`);
+    return prompt;
   }
 
   #nextSeq(id: string): number {
@@ -289,8 +312,18 @@ export class SqliteSessionStore implements SessionStore {
       if (commit.newEpoch !== undefined) {
         epoch += 1;
         this.#db
-          .prepare("INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason) VALUES (?, ?, ?, ?, ?, ?)")
-          .run(id, epoch, commit.newEpoch.baseline, JSON.stringify(commit.newEpoch.snapshot), seq, commit.newEpoch.reason);
+          .prepare(
+            "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          )
+          .run(
+            id,
+            epoch,
+            commit.newEpoch.baseline,
+            JSON.stringify(commit.newEpoch.snapshot),
+            seq,
+            commit.newEpoch.reason,
+            JSON.stringify(commit.newEpoch.systemPrompt),
+          );
       }
       for (const prompt of commit.promote) {
         const promoted = this.#db

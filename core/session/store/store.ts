@@ -44,6 +44,11 @@ export interface EpochRecord {
   /** The sequence number of the first message of this epoch. */
   readonly startedSeq: number;
   readonly reason: EpochReason;
+  /**
+   * The host system prompt the epoch began with: part of the cache prefix, so it is kept
+   * with the Baseline. `null`: none; `undefined`: not recorded (an epoch from an older file).
+   */
+  readonly systemPrompt: string | null | undefined;
 }
 
 /** Input admitted durably but not yet promoted into history. */
@@ -55,7 +60,12 @@ export interface PendingPrompt {
 /** What one Safe Provider-Turn Boundary commits, all or nothing. */
 export interface BoundaryCommit {
   /** A fresh Context Epoch begins before anything else of this boundary. */
-  readonly newEpoch?: { readonly baseline: string; readonly snapshot: Snapshot; readonly reason: EpochReason };
+  readonly newEpoch?: {
+    readonly baseline: string;
+    readonly snapshot: Snapshot;
+    readonly reason: EpochReason;
+    readonly systemPrompt: string | null;
+  };
   /** Pending prompts to promote into history, in order. */
   readonly promote: readonly PendingPrompt[];
   /** A Mid-Conversation System Message and the snapshot it advances to. */
