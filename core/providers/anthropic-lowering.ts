@@ -221,10 +221,15 @@ function text(value: string): AnthropicTextBlock {
   return { type: "text", text: value };
 }
 
+/** How an empty assistant reply is lowered: Anthropic accepts no empty text block. */
+export const emptyReplyMarker = "(no reply text)";
+
 function assistantContent(reply: string, toolCalls: readonly ToolCall[]): AnthropicAssistantMessage["content"] {
   const content: AnthropicAssistantMessage["content"] = [];
-  // The API rejects empty text blocks; a reply that is only tool calls has none.
-  if (reply !== "" || toolCalls.length === 0) content.push(text(reply));
+  // The API rejects empty text blocks: a reply that is only tool calls has none, and an
+  // empty reply (a model may stop at once) is shown as a fixed marker, the same every time.
+  if (reply !== "") content.push(text(reply));
+  else if (toolCalls.length === 0) content.push(text(emptyReplyMarker));
   for (const call of toolCalls) content.push({ type: "tool_use", id: call.id, name: call.name, input: call.input });
   return content;
 }

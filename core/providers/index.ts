@@ -14,6 +14,7 @@ export {
   anthropicCapabilities,
   anthropicDefaults,
   anthropicModels,
+  emptyReplyMarker,
   lowerAnthropic,
 } from "./anthropic-lowering.ts";
 export { type AnthropicProviderOptions, anthropicApiVersion, anthropicProvider } from "./anthropic-provider.ts";

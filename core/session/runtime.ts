@@ -88,6 +88,9 @@ export class SessionRuntime {
 
   /** Admits input durably. It is promoted into history at the next boundary; nothing is sent now. */
   async prompt(id: string, text: string): Promise<void> {
+    if (typeof text !== "string" || text.trim() === "") {
+      throw new TypeError(`prompt for session ${id}: the text is empty; a prompt must say something`);
+    }
     await this.#options.store.addPrompt(id, text);
   }
 

@@ -5,6 +5,7 @@ import {
   type AnthropicModelCapabilities,
   anthropicCapabilities,
   anthropicModels,
+  emptyReplyMarker,
   lowerAnthropic,
   type ProviderRequest,
   type RequestMessage,
@@ -29,6 +30,24 @@ describe("Anthropic lowering", () => {
         { type: "text", text: "BASELINE", cache_control: ephemeral },
       ],
       messages: [{ role: "user", content: [{ type: "text", text: "hi", cache_control: ephemeral }] }],
+    });
+  });
+
+  it("never sends an empty text block: an empty reply becomes a fixed marker, a tool-call-only reply has no text block", () => {
+    const body = lowerAnthropic(
+      request([
+        { role: "user", text: "hi" },
+        { role: "assistant", text: "" },
+        { role: "user", text: "and?" },
+        { role: "assistant", text: "", toolCalls: [{ id: "t1", name: "read", input: {} }] },
+        { role: "tool", callId: "t1", name: "read", result: "ok" },
+      ]),
+      wrapped,
+    );
+    expect(body.messages[1]).to.deep.equal({ role: "assistant", content: [{ type: "text", text: emptyReplyMarker }] });
+    expect(body.messages[3]).to.deep.equal({
+      role: "assistant",
+      content: [{ type: "tool_use", id: "t1", name: "read", input: {} }],
     });
   });
 

@@ -51,6 +51,21 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     expect(systemUpdates(messages).map((m) => m.text)).to.deep.equal([combined]);
   });
 
+  it("an empty prompt is refused with an error naming the session, and nothing is admitted", async () => {
+    const provider = scriptedProvider();
+    const { host, id } = await startSession(provider, { core: [testSource("core/branch", "main").core] });
+    let error: unknown;
+    await host.prompt(id, "  ").catch((e: unknown) => {
+      error = e;
+    });
+    expect(error).to.be.instanceOf(TypeError);
+    expect((error as Error).message)
+      .to.contain(id)
+      .and.contain("empty");
+    expect(await host.step(id)).to.deep.equal({ kind: "idle" });
+    expect(sent(provider)).to.equal(0);
+  });
+
   it("the first boundary renders the Baseline System Context and emits no redundant Mid-Conversation System Message", async () => {
     const branch = testSource("core/branch", "main");
     const date = testSource("core/date", "2025-01-01");
