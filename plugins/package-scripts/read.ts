@@ -1,6 +1,8 @@
-// Finds the nearest package.json at or above a folder and reads its scripts with one
-// read of the file, so a value always reflects one version of it.
+// Finds the nearest package.json at or above a folder, up to the project root (the
+// nearest folder with `.git`), and reads its scripts with one read of the file, so a
+// value always reflects one version of it.
 
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 
@@ -86,7 +88,11 @@ export function scriptsOf(manifest: unknown, directory: string, limits: Limits):
 /** Errors that mean "no package.json here": look in the parent folder. */
 const notHere = new Set(["ENOENT", "ENOTDIR", "EISDIR"]);
 
-/** Observes the nearest package.json at or above `location` once. Never throws. */
+/**
+ * Observes the nearest package.json at or above `location` once, never looking above the
+ * project root (a folder with `.git`): a package.json outside the project is not its own.
+ * Never throws.
+ */
 export async function observePackage(location: string, limits: Limits): Promise<Observed> {
   let directory = path.resolve(location);
   for (;;) {
@@ -111,7 +117,7 @@ export async function observePackage(location: string, limits: Limits): Promise<
       return { kind: "package", value: scriptsOf(manifest, directory, limits) };
     }
     const parent = path.dirname(directory);
-    if (parent === directory) return { kind: "none" };
+    if (parent === directory || existsSync(path.join(directory, ".git"))) return { kind: "none" };
     directory = parent;
   }
 }

@@ -1,8 +1,7 @@
 // The first-party `package-scripts` plugin, loaded by the real PluginHost from plugins/,
 // reading real package.json files in temp folders.
 
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { scriptsOf, truncate } from "../../../plugins/package-scripts/read.ts";
@@ -14,17 +13,6 @@ function writePackage(folder: string, manifest: unknown): string {
   const file = path.join(folder, "package.json");
   writeFileSync(file, typeof manifest === "string" ? manifest : `${JSON.stringify(manifest, null, 2)}\n`);
   return file;
-}
-
-/** Whether some folder above the temp folder has a package.json (then "absent" cannot be observed there). */
-function packageAboveTemp(): boolean {
-  let folder = path.resolve(os.tmpdir());
-  for (;;) {
-    if (existsSync(path.join(folder, "package.json"))) return true;
-    const parent = path.dirname(folder);
-    if (parent === folder) return false;
-    folder = parent;
-  }
 }
 
 describe("plugin package-scripts", () => {
@@ -40,6 +28,8 @@ describe("plugin package-scripts", () => {
   });
   beforeEach(() => {
     temp = tempFolder("scripts");
+    // The temp folder is the project root: nothing above it is looked at.
+    mkdirSync(path.join(temp.path, ".git"));
     project = path.join(temp.path, "app");
     mkdirSync(project);
   });
@@ -114,8 +104,7 @@ describe("plugin package-scripts", () => {
     expect(await reconcile(await plugin.compose(project), result.snapshot)).to.deep.equal({ kind: "unchanged" });
   });
 
-  it("a removed package.json emits its removal text once", async function () {
-    if (packageAboveTemp()) this.skip(); // a package.json above the temp folder would be the nearest one then
+  it("a removed package.json emits its removal text once", async () => {
     const file = writePackage(project, { name: "my-app", scripts: { build: "tsc" } });
     const generation = await initialize(await plugin.compose(project));
     rmSync(file);
@@ -129,8 +118,20 @@ describe("plugin package-scripts", () => {
     expect(await reconcile(await plugin.compose(project), result.snapshot)).to.deep.equal({ kind: "unchanged" });
   });
 
-  it("is absent when there is no package.json at or above the working folder", async function () {
-    if (packageAboveTemp()) this.skip();
+  it("never looks above the project root: a package.json outside the project is not the project's", async () => {
+    const outer = tempFolder("scripts-outer");
+    try {
+      writePackage(outer.path, { name: "outer", scripts: { build: "make" } });
+      const inner = path.join(outer.path, "repo", "src");
+      mkdirSync(inner, { recursive: true });
+      mkdirSync(path.join(outer.path, "repo", ".git"));
+      expect(await initialize(await plugin.compose(inner))).to.deep.equal({ baseline: "", snapshot: {} });
+    } finally {
+      outer.remove();
+    }
+  });
+
+  it("is absent when there is no package.json between the working folder and the project root", async () => {
     expect(await initialize(await plugin.compose(project))).to.deep.equal({ baseline: "", snapshot: {} });
   });
 
