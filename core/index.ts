@@ -37,7 +37,20 @@ export {
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { SourceEnv } from "./registry/registry.ts";
 export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
-export type { MessageRole, SessionStore, StoredMessage } from "./session/store/store.ts";
+export { SqliteSessionStore } from "./session/store/sqlite.ts";
+export {
+  type BoundaryCommit,
+  CorruptSession,
+  type EpochReason,
+  type EpochRecord,
+  type MessageRole,
+  type PendingPrompt,
+  RevisionConflict,
+  type SessionRecord,
+  type SessionStore,
+  type StoredMessage,
+  UnknownSession,
+} from "./session/store/store.ts";
 export * as SystemContext from "./system-context/index.ts";
 export {
   absent,

@@ -72,7 +72,10 @@ const migrations: readonly string[] = [
 
 const MessageData = Compile(
   Type.Object({
-    toolCalls: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Unknown() }))),
+    // A tool call's input may be absent (JSON has no `undefined`): it reads back absent.
+    toolCalls: Type.Optional(
+      Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Optional(Type.Unknown()) })),
+    ),
     callId: Type.Optional(Type.String()),
     name: Type.Optional(Type.String()),
   }),
@@ -172,7 +175,7 @@ export class SqliteSessionStore implements SessionStore {
 
   async updateSession(
     id: string,
-    change: { location?: string; provider?: string; model?: string; epochDue?: EpochReason },
+    change: { location?: string; provider?: string; model?: string; epochDue?: Exclude<EpochReason, "initial"> },
   ): Promise<void> {
     const update = this.#db.transaction(() => {
       const row = this.#sessionRow(id);
@@ -371,7 +374,7 @@ export class SqliteSessionStore implements SessionStore {
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {
     const rows = this.#db
-      .prepare("SELECT file FROM discovered_instructions WHERE session_id = ? AND location = ? ORDER BY discovered, file")
+      .prepare("SELECT file FROM discovered_instructions WHERE session_id = ? AND location = ? ORDER BY discovered")
       .all(id, location) as Array<{ file: string }>;
     return rows.map((row) => row.file);
   }
@@ -385,7 +388,9 @@ export class SqliteSessionStore implements SessionStore {
       const insert = this.#db.prepare(
         "INSERT OR IGNORE INTO discovered_instructions (session_id, location, file, discovered) VALUES (?, ?, ?, ?)",
       );
-      for (const file of files) insert.run(id, location, file, next.n);
+      // One number per file, in the order given: discovery order holds within a call too.
+      let order = next.n;
+      for (const file of files) if (insert.run(id, location, file, order).changes === 1) order += 1;
     });
     run.immediate();
   }

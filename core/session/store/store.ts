@@ -112,7 +112,7 @@ export interface SessionStore {
   /** Changes where or with what a session runs; `epochDue` asks for a new epoch at the next boundary. */
   updateSession(
     id: string,
-    change: { location?: string; provider?: string; model?: string; epochDue?: EpochReason },
+    change: { location?: string; provider?: string; model?: string; epochDue?: Exclude<EpochReason, "initial"> },
   ): Promise<void>;
   addPrompt(id: string, text: string): Promise<void>;
   pendingPrompts(id: string): Promise<PendingPrompt[]>;

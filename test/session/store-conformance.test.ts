@@ -1,0 +1,37 @@
+// The SQLite session store against the session store conformance suite: on a real file
+// (reopened for durability) and in memory (":memory:", which keeps nothing to reopen).
+
+import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { describeSessionStoreConformance } from "../conformance/session-store.ts";
+import { tempFolder } from "./fixtures.ts";
+
+describeSessionStoreConformance("SqliteSessionStore on a file", async () => {
+  const folder = tempFolder("store-conformance");
+  const file = sessionsFile(folder.path);
+  const opened: SqliteSessionStore[] = [];
+  const open = () => {
+    const store = new SqliteSessionStore(file);
+    opened.push(store);
+    return store;
+  };
+  return {
+    store: open(),
+    reopen: async () => open(),
+    close: async () => {
+      try {
+        for (const store of opened) await store.close();
+      } finally {
+        folder.remove();
+      }
+    },
+  };
+});
+
+describeSessionStoreConformance(
+  'SqliteSessionStore in memory (":memory:")',
+  async () => {
+    const store = new SqliteSessionStore(":memory:");
+    return { store, close: () => store.close() };
+  },
+  { isDurable: false },
+);
