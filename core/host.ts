@@ -80,8 +80,18 @@ export interface Host {
 /** Creates a host: loads plugins, opens the store, and serves sessions. */
 export async function createHost(options: HostOptions): Promise<Host> {
   checkSettings(options);
-  const cwd = process.cwd();
   const scope = new Scope("host");
+  try {
+    return await assembleHost(options, scope);
+  } catch (error) {
+    // Nothing half-built stays open: the store, watchers and plugin scopes are released.
+    await scope.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
+  const cwd = process.cwd();
   const container = createContainer();
   container.register({
     clock: asValue(options.clock ?? systemClock),
