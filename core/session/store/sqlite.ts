@@ -129,6 +129,18 @@ export class SqliteSessionStore implements SessionStore {
     this.#migrate();
   }
 
+  /** Prepared statements by SQL text: a boundary runs the same few statements every time. */
+  readonly #statements = new Map<string, Database.Statement>();
+
+  #prepare(sql: string): Database.Statement {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** The schema version this file is at. */
   get schemaVersion(): number {
     return this.#db.pragma("user_version", { simple: true }) as number;
@@ -149,13 +161,11 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
-    this.#db
-      .prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)")
-      .run(session);
+    this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(session);
   }
 
   #sessionRow(id: string): SessionRow {
-    const row = this.#db.prepare("SELECT * FROM sessions WHERE id = ?").get(id) as SessionRow | undefined;
+    const row = this.#prepare("SELECT * FROM sessions WHERE id = ?").get(id) as SessionRow | undefined;
     if (row === undefined) throw new UnknownSession(id);
     return row;
   }
@@ -179,35 +189,35 @@ export class SqliteSessionStore implements SessionStore {
   ): Promise<void> {
     const update = this.#db.transaction(() => {
       const row = this.#sessionRow(id);
-      this.#db
-        .prepare("UPDATE sessions SET location = ?, provider = ?, model = ?, epoch_due = ?, revision = revision + 1 WHERE id = ?")
-        .run(
-          change.location ?? row.location,
-          change.provider ?? row.provider,
-          change.model ?? row.model,
-          change.epochDue ?? row.epoch_due,
-          id,
-        );
+      this.#prepare(
+        "UPDATE sessions SET location = ?, provider = ?, model = ?, epoch_due = ?, revision = revision + 1 WHERE id = ?",
+      ).run(
+        change.location ?? row.location,
+        change.provider ?? row.provider,
+        change.model ?? row.model,
+        change.epochDue ?? row.epoch_due,
+        id,
+      );
     });
     update.immediate();
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
     this.#sessionRow(id);
-    this.#db.prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
+    this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
   }
 
   async pendingPrompts(id: string): Promise<PendingPrompt[]> {
-    return this.#db
-      .prepare("SELECT id, text FROM pending_prompts WHERE session_id = ? AND promoted_seq IS NULL ORDER BY id")
-      .all(id) as PendingPrompt[];
+    return this.#prepare("SELECT id, text FROM pending_prompts WHERE session_id = ? AND promoted_seq IS NULL ORDER BY id").all(
+      id,
+    ) as PendingPrompt[];
   }
 
   async messages(id: string): Promise<StoredMessage[]> {
     this.#sessionRow(id);
-    const rows = this.#db
-      .prepare("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = ? ORDER BY seq")
-      .all(id) as MessageRow[];
+    const rows = this.#prepare("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = ? ORDER BY seq").all(
+      id,
+    ) as MessageRow[];
     return rows.map((row) => this.#message(id, row));
   }
 
@@ -235,7 +245,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
-    const row = this.#db.prepare("SELECT * FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(id) as
+    const row = this.#prepare("SELECT * FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(id) as
       | EpochRow
       | undefined;
     if (row === undefined) return undefined;
@@ -277,14 +287,14 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   #nextSeq(id: string): number {
-    const row = this.#db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM messages WHERE session_id = ?").get(id) as {
+    const row = this.#prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM messages WHERE session_id = ?").get(id) as {
       seq: number;
     };
     return row.seq + 1;
   }
 
   #currentEpochNumber(id: string): number {
-    const row = this.#db.prepare("SELECT COALESCE(MAX(number), 0) AS n FROM epochs WHERE session_id = ?").get(id) as {
+    const row = this.#prepare("SELECT COALESCE(MAX(number), 0) AS n FROM epochs WHERE session_id = ?").get(id) as {
       n: number;
     };
     return row.n;
@@ -292,9 +302,10 @@ export class SqliteSessionStore implements SessionStore {
 
   /** Advances the revision from `expected`; throws `RevisionConflict` if another runtime moved it. */
   #claim(id: string, expected: number, set: string) {
-    const result = this.#db
-      .prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`)
-      .run(id, expected);
+    const result = this.#prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`).run(
+      id,
+      expected,
+    );
     if (result.changes === 0) {
       this.#sessionRow(id);
       throw new RevisionConflict(id, expected);
@@ -302,9 +313,14 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   #insertMessage(id: string, seq: number, role: MessageRole, text: string, epoch: number, data?: object) {
-    this.#db
-      .prepare("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(id, seq, role, text, epoch, data === undefined ? null : JSON.stringify(data));
+    this.#prepare("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES (?, ?, ?, ?, ?, ?)").run(
+      id,
+      seq,
+      role,
+      text,
+      epoch,
+      data === undefined ? null : JSON.stringify(data),
+    );
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
@@ -314,32 +330,32 @@ export class SqliteSessionStore implements SessionStore {
       let epoch = this.#currentEpochNumber(id);
       if (commit.newEpoch !== undefined) {
         epoch += 1;
-        this.#db
-          .prepare(
-            "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?, ?)",
-          )
-          .run(
-            id,
-            epoch,
-            commit.newEpoch.baseline,
-            JSON.stringify(commit.newEpoch.snapshot),
-            seq,
-            commit.newEpoch.reason,
-            JSON.stringify(commit.newEpoch.systemPrompt),
-          );
+        this.#prepare(
+          "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ).run(
+          id,
+          epoch,
+          commit.newEpoch.baseline,
+          JSON.stringify(commit.newEpoch.snapshot),
+          seq,
+          commit.newEpoch.reason,
+          JSON.stringify(commit.newEpoch.systemPrompt),
+        );
       }
       for (const prompt of commit.promote) {
-        const promoted = this.#db
-          .prepare("UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL")
-          .run(seq, prompt.id, id);
+        const promoted = this.#prepare(
+          "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
+        ).run(seq, prompt.id, id);
         if (promoted.changes !== 1) throw new RevisionConflict(id, revision);
         this.#insertMessage(id, seq++, "user", prompt.text, epoch);
       }
       if (commit.systemUpdate !== undefined) {
         this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, epoch);
-        this.#db
-          .prepare("UPDATE epochs SET snapshot = ? WHERE session_id = ? AND number = ?")
-          .run(JSON.stringify(commit.systemUpdate.snapshot), id, epoch);
+        this.#prepare("UPDATE epochs SET snapshot = ? WHERE session_id = ? AND number = ?").run(
+          JSON.stringify(commit.systemUpdate.snapshot),
+          id,
+          epoch,
+        );
       }
     });
     run.immediate();
@@ -373,19 +389,19 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {
-    const rows = this.#db
-      .prepare("SELECT file FROM discovered_instructions WHERE session_id = ? AND location = ? ORDER BY discovered")
-      .all(id, location) as Array<{ file: string }>;
+    const rows = this.#prepare(
+      "SELECT file FROM discovered_instructions WHERE session_id = ? AND location = ? ORDER BY discovered",
+    ).all(id, location) as Array<{ file: string }>;
     return rows.map((row) => row.file);
   }
 
   async addDiscoveredInstructions(id: string, location: string, files: readonly string[]): Promise<void> {
     const run = this.#db.transaction(() => {
       this.#sessionRow(id);
-      const next = this.#db
-        .prepare("SELECT COALESCE(MAX(discovered), 0) + 1 AS n FROM discovered_instructions WHERE session_id = ?")
-        .get(id) as { n: number };
-      const insert = this.#db.prepare(
+      const next = this.#prepare(
+        "SELECT COALESCE(MAX(discovered), 0) + 1 AS n FROM discovered_instructions WHERE session_id = ?",
+      ).get(id) as { n: number };
+      const insert = this.#prepare(
         "INSERT OR IGNORE INTO discovered_instructions (session_id, location, file, discovered) VALUES (?, ?, ?, ?)",
       );
       // One number per file, in the order given: discovery order holds within a call too.
