@@ -22,7 +22,11 @@ export class InitializationBlocked extends Error {
 /** The renderers of a Context Source. */
 export type Renderer = "baseline" | "update" | "removed";
 
-/** A renderer returned empty text, something that is not text, or threw. */
+/**
+ * A renderer returned empty text, something that is not text, or threw (then `cause` is
+ * what it threw). A core source's throwing renderer rejects with its own error instead;
+ * a contained (plugin) source reports this error.
+ */
 export class RenderError extends Error {
   override readonly name = "RenderError";
   constructor(

@@ -74,7 +74,10 @@ function admit(source: PackedSource, value: Present, rendering: ReturnType<Prese
   const entry = rendering.ok ? value.entry() : undefined;
   const error = !rendering.ok ? rendering.error : entry !== undefined && !entry.ok ? entry.error : undefined;
   if (error !== undefined) {
-    if (source.onRenderFault === undefined) throw error;
+    // A trusted (core) source's renderer that threw rejects the operation with its own
+    // error, as a throwing core loader does; an unusable text is a `RenderError`.
+    // (A `RenderError` has a `cause` exactly when the renderer threw.)
+    if (source.onRenderFault === undefined) throw error.cause !== undefined ? error.cause : error;
     source.onRenderFault(error);
     return undefined;
   }

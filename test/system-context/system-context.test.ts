@@ -530,6 +530,24 @@ describe("SystemContext: errors and strictness", () => {
     });
   }
 
+  it("a core renderer that throws makes the operation reject with that error, like a throwing core loader", async () => {
+    const boom = new Error("renderer on fire");
+    const ctx = make({
+      key: "core/fragile",
+      schema: Type.Number(),
+      load: () => 1,
+      baseline: () => {
+        throw boom;
+      },
+      update: () => "u",
+    });
+    let error: unknown;
+    await initialize(ctx).catch((e) => {
+      error = e;
+    });
+    expect(error).to.equal(boom);
+  });
+
   it("a value the schema rejects is an error naming the key and the schema's first error", async () => {
     const ctx = make({
       key: "a/typed",
