@@ -32,6 +32,15 @@ function pointer(path: string, key: string | number): string {
  * owns data nobody else can mutate. Throws `NotPlainJson` naming the first bad part.
  */
 export function toPlainJson(value: unknown, path = "", seen: Set<object> = new Set()): Json {
+  return walkPlainJson(value, path, seen, true);
+}
+
+/** Checks that `value` is plain JSON, without copying it. Throws `NotPlainJson` like `toPlainJson`. */
+export function assertPlainJson(value: unknown): asserts value is Json {
+  walkPlainJson(value, "", new Set(), false);
+}
+
+function walkPlainJson(value: unknown, path: string, seen: Set<object>, isCopy: boolean): Json {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -45,8 +54,11 @@ export function toPlainJson(value: unknown, path = "", seen: Set<object> = new S
       seen.add(value);
       try {
         if (Array.isArray(value)) {
-          const copy: Json[] = new Array(value.length);
-          for (let i = 0; i < value.length; i++) copy[i] = toPlainJson(value[i], pointer(path, i), seen);
+          const copy: Json[] = isCopy ? new Array(value.length) : (value as Json[]);
+          for (let i = 0; i < value.length; i++) {
+            const item = walkPlainJson(value[i], pointer(path, i), seen, isCopy);
+            if (isCopy) copy[i] = item;
+          }
           return copy;
         }
         if (!isPlainObject(value)) {
@@ -55,9 +67,10 @@ export function toPlainJson(value: unknown, path = "", seen: Set<object> = new S
         const copy: { [key: string]: Json } = {};
         for (const key of Object.keys(value)) {
           if (forbiddenKeys.has(key)) throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
-          copy[key] = toPlainJson((value as Record<string, unknown>)[key], pointer(path, key), seen);
+          const item = walkPlainJson((value as Record<string, unknown>)[key], pointer(path, key), seen, isCopy);
+          if (isCopy) copy[key] = item;
         }
-        return copy;
+        return isCopy ? copy : (value as Json);
       } finally {
         seen.delete(value);
       }

@@ -7,7 +7,7 @@
 
 import { InitializationBlocked } from "./errors.ts";
 import type { Key } from "./key.ts";
-import type { Snapshot, SnapshotEntry } from "./snapshot.ts";
+import { checkedSnapshot, type Snapshot, type SnapshotEntry, trust } from "./snapshot.ts";
 import { type Observation, type PackedSource, type Present, type SystemContext, sourcesOf } from "./source.ts";
 
 /** A Baseline System Context with the Context Snapshot it admitted. */
@@ -62,7 +62,7 @@ function renderGeneration(observed: readonly Observed[]): { generation: Generati
     texts.push(admitted.text);
     snapshot[source.key] = admitted.entry;
   }
-  return { generation: { baseline: texts.join(separator), snapshot }, faulted };
+  return { generation: { baseline: texts.join(separator), snapshot: trust(snapshot) }, faulted };
 }
 
 /**
@@ -93,9 +93,13 @@ export async function initialize(context: SystemContext): Promise<Generation> {
   return renderGeneration(observed).generation;
 }
 
-/** Observes once and replaces the generation, unless an admitted source is unavailable. */
+/**
+ * Observes once and replaces the generation, unless an admitted source is unavailable.
+ * Rejects `SnapshotInvalid` (before loading anything) for a snapshot `parseSnapshot` would refuse.
+ */
 export async function replace(context: SystemContext, snapshot: Snapshot): Promise<ReplacementResult> {
-  return replaceObserved(await observe(context), snapshot);
+  const admitted = checkedSnapshot(snapshot);
+  return replaceObserved(await observe(context), admitted);
 }
 
 function replaceObserved(observed: readonly Observed[], snapshot: Snapshot): ReplacementResult {
@@ -159,8 +163,12 @@ function plan(observed: readonly Observed[], snapshot: Snapshot): { decisions: D
   return { decisions, removals };
 }
 
-/** Observes once and returns exactly one next action for the active snapshot. */
-export async function reconcile(context: SystemContext, snapshot: Snapshot): Promise<ReconcileResult> {
+/**
+ * Observes once and returns exactly one next action for the active snapshot. Rejects
+ * `SnapshotInvalid` (before loading anything) for a snapshot `parseSnapshot` would refuse.
+ */
+export async function reconcile(context: SystemContext, given: Snapshot): Promise<ReconcileResult> {
+  const snapshot = checkedSnapshot(given);
   const observed = await observe(context);
   const planned = plan(observed, snapshot);
   if (planned === undefined) return replaceObserved(observed, snapshot);
@@ -196,5 +204,5 @@ export async function reconcile(context: SystemContext, snapshot: Snapshot): Pro
   });
   texts.push(...planned.removals);
   if (texts.length === 0) return { kind: "unchanged" };
-  return { kind: "updated", text: texts.join(separator), snapshot: next };
+  return { kind: "updated", text: texts.join(separator), snapshot: trust(next) };
 }

@@ -4,7 +4,7 @@
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { SnapshotInvalid } from "./errors.ts";
-import { type Json, NotPlainJson, toPlainJson } from "./json.ts";
+import { assertPlainJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
 
 /** One admitted source: its codec-encoded value and, if removable, its pre-rendered removal text. */
@@ -37,6 +37,30 @@ const entryValidator = Compile(SnapshotEntry);
  * key at any depth, or anything that is not plain JSON.
  */
 export function parseSnapshot(json: unknown): Snapshot {
+  return trust(checkSnapshot(json, true));
+}
+
+/** Snapshots this module made or checked: reconciliation need not check them again. */
+const trusted = new WeakSet<object>();
+
+/** Marks a snapshot as made by the System Context (or already checked). */
+export function trust(snapshot: Snapshot): Snapshot {
+  trusted.add(snapshot);
+  return snapshot;
+}
+
+/**
+ * The snapshot a caller handed to `reconcile` or `replace`, checked exactly like
+ * `parseSnapshot` unless the System Context made it. Entries are not copied, so an
+ * unchanged entry is carried forward as the very object given.
+ */
+export function checkedSnapshot(snapshot: Snapshot): Snapshot {
+  if (trusted.has(snapshot)) return snapshot;
+  checkSnapshot(snapshot, false);
+  return trust(snapshot);
+}
+
+function checkSnapshot(json: unknown, isCopy: boolean): Snapshot {
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     throw new SnapshotInvalid(undefined, "", `expected an object of entries, got ${describe(json)}`);
   }
@@ -50,7 +74,11 @@ export function parseSnapshot(json: unknown): Snapshot {
     const entry = (json as Record<string, unknown>)[key];
     let copy: Json;
     try {
-      copy = toPlainJson(entry);
+      if (isCopy) copy = toPlainJson(entry);
+      else {
+        assertPlainJson(entry);
+        copy = entry;
+      }
     } catch (error) {
       if (error instanceof NotPlainJson) throw new SnapshotInvalid(key, error.path, error.reason);
       throw error;

@@ -623,6 +623,27 @@ describe("SystemContext: errors and strictness", () => {
   });
 });
 
+describe("SystemContext: snapshots handed to reconcile and replace", () => {
+  const invalid: Array<[string, unknown]> = [
+    ["a key that is not namespaced", { date: { value: 1 } }],
+    ["an empty removal text", { "a/x": { value: 1, removed: "" } }],
+    ["a __proto__ key deep inside", JSON.parse('{"a/x":{"value":{"deep":{"__proto__":{"polluted":true}}}}}')],
+  ];
+  for (const [what, snapshot] of invalid) {
+    it(`a snapshot with ${what} is refused with SnapshotInvalid before any source is loaded`, async () => {
+      const a = numberSource("a/x", 1);
+      for (const operation of [reconcile, replace]) {
+        let error: unknown;
+        await operation(a.context, snapshot as SystemContext.Snapshot).catch((e: unknown) => {
+          error = e;
+        });
+        expect(error).to.be.instanceOf(SystemContext.SnapshotInvalid);
+      }
+      expect(a.state.loads).to.equal(0);
+    });
+  }
+});
+
 describe("SystemContext: parseSnapshot", () => {
   it("accepts a JSON round-tripped snapshot and returns an equal copy", async () => {
     const { snapshot } = await initialize(combine([numberSource("a/x", 1).context, numberSource("b/y", 2).context]));
