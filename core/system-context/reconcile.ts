@@ -5,7 +5,7 @@
 //   reconcile  — the next action against the active snapshot;
 //   replace    — a fresh generation, unless admitted context is unavailable.
 
-import { InitializationBlocked } from "./errors.ts";
+import { InitializationBlocked, type RenderError } from "./errors.ts";
 import type { Key } from "./key.ts";
 import { checkedSnapshot, type Snapshot, type SnapshotEntry, trust } from "./snapshot.ts";
 import { type Observation, type PackedSource, type Present, type SystemContext, sourcesOf } from "./source.ts";
@@ -71,18 +71,21 @@ function renderGeneration(observed: readonly Observed[]): { generation: Generati
  * source counts as unavailable for this observation (`undefined`).
  */
 function admit(source: PackedSource, value: Present, rendering: ReturnType<Present["baseline"]>) {
-  const entry = rendering.ok ? value.entry() : undefined;
-  const error = !rendering.ok ? rendering.error : entry !== undefined && !entry.ok ? entry.error : undefined;
-  if (error !== undefined) {
-    // A trusted (core) source's renderer that threw rejects the operation with its own
-    // error, as a throwing core loader does; an unusable text is a `RenderError`.
-    // (A `RenderError` has a `cause` exactly when the renderer threw.)
-    if (source.onRenderFault === undefined) throw error.cause !== undefined ? error.cause : error;
-    source.onRenderFault(error);
-    return undefined;
-  }
-  if (!rendering.ok || entry === undefined || !entry.ok) throw new Error("unreachable");
+  if (!rendering.ok) return renderFault(source, rendering.error);
+  const entry = value.entry();
+  if (!entry.ok) return renderFault(source, entry.error);
   return { text: rendering.text, entry: entry.entry };
+}
+
+/**
+ * A trusted (core) source's renderer that threw rejects the operation with its own error,
+ * as a throwing core loader does, and an unusable text with the `RenderError` (which has a
+ * `cause` exactly when the renderer threw). A contained source's fault is reported instead.
+ */
+function renderFault(source: PackedSource, error: RenderError): undefined {
+  if (source.onRenderFault === undefined) throw error.cause !== undefined ? error.cause : error;
+  source.onRenderFault(error);
+  return undefined;
 }
 
 /** Observes once and renders a fresh Baseline; rejects `InitializationBlocked` if a blocking source is unavailable. */
