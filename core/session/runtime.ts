@@ -7,12 +7,22 @@ import { randomUUID } from "node:crypto";
 import type { ProjectFiles } from "../instructions/service.ts";
 import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "../providers/provider.ts";
 import type { SourceEnv } from "../registry/registry.ts";
-import { InitializationBlocked, initialize, reconcile, replace, type SystemContext } from "../system-context/index.ts";
+import {
+  type Generation,
+  InitializationBlocked,
+  initialize,
+  reconcile,
+  replace,
+  type SystemContext,
+} from "../system-context/index.ts";
 import { buildRequest } from "./project.ts";
 import {
   type BoundaryCommit,
+  type EpochReason,
+  type EpochRecord,
   type PendingPrompt,
   RevisionConflict,
+  type SessionRecord,
   type SessionStore,
   type StoredMessage,
 } from "./store/store.ts";
@@ -61,6 +71,16 @@ export class UnknownProvider extends Error {
 
 const defaultCompactionInstruction =
   "Summarize the conversation so far for your own later use: the goal, decisions made, the current state of the work, and open questions. Be complete but brief.";
+
+/** A boundary admitted and its request built. */
+interface Ready {
+  readonly kind: "ready";
+  readonly request: ProviderRequest;
+  readonly revision: number;
+  readonly location: string;
+  /** The last stored message when the request was built. */
+  readonly lastSeq: number | undefined;
+}
 
 /** Rounds of re-planning after another runtime committed first. */
 const maxReplans = 8;
@@ -150,80 +170,79 @@ export class SessionRuntime {
     return { kind: "replied", request, reply };
   }
 
-  async #boundary(
-    id: string,
-  ): Promise<
-    | { kind: "ready"; request: ProviderRequest; revision: number; location: string; lastSeq: number | undefined }
-    | { kind: "blocked"; keys: readonly string[] }
-    | { kind: "idle" }
-  > {
+  async #boundary(id: string): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" }> {
     const { store } = this.#options;
     for (let round = 0; round < maxReplans; round++) {
       const session = await store.session(id);
       const epoch = await store.activeEpoch(id);
-      if (!session.isAwaitingReply || epoch === undefined) {
-        const pending = await store.pendingPrompts(id);
-        if (isIdle(await store.messages(id), pending)) return { kind: "idle" };
-        const context = await this.#options.compose({ location: session.location, sessionId: id });
-        const systemPrompt = this.#options.systemPrompt ?? null;
-        let commit: BoundaryCommit;
-        if (epoch === undefined) {
-          try {
-            const generation = await initialize(context);
-            commit = { newEpoch: { ...generation, reason: "initial", systemPrompt }, promote: pending, settlesEpochDue: true };
-          } catch (error) {
-            if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
-            throw error;
-          }
-        } else {
-          // A host system prompt other than the one the epoch began with needs a new epoch too.
-          const due =
-            session.epochDue ??
-            (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined);
-          const result = due !== undefined ? await replace(context, epoch.snapshot) : { kind: "not-due" as const };
-          if (result.kind === "replaced") {
-            commit = {
-              newEpoch: { ...result.generation, reason: due ?? "replacement", systemPrompt },
-              promote: pending,
-              settlesEpochDue: true,
-            };
-          } else {
-            // No transition due, or it is blocked by unavailable admitted context: the epoch continues.
-            const next = await reconcile(context, epoch.snapshot);
-            switch (next.kind) {
-              case "unchanged":
-              case "replacement-blocked":
-                commit = { promote: pending, settlesEpochDue: false };
-                break;
-              case "updated":
-                commit = { promote: pending, systemUpdate: { text: next.text, snapshot: next.snapshot }, settlesEpochDue: false };
-                break;
-              case "replaced":
-                commit = {
-                  newEpoch: { ...next.generation, reason: due ?? "replacement", systemPrompt },
-                  promote: pending,
-                  settlesEpochDue: true,
-                };
-                break;
-            }
-          }
-        }
-        try {
-          await store.commitBoundary(id, session.revision, commit);
-        } catch (error) {
-          if (error instanceof RevisionConflict) continue; // another runtime admitted first: plan again
-          throw error;
-        }
+      // An admitted boundary whose reply is not persisted: resend it, no new boundary.
+      if (session.isAwaitingReply && epoch !== undefined) return this.#ready(id, session, epoch);
+      const pending = await store.pendingPrompts(id);
+      if (isIdle(await store.messages(id), pending)) return { kind: "idle" };
+      const context = await this.#options.compose({ location: session.location, sessionId: id });
+      const planned = await this.#plan(context, session, epoch, pending);
+      if (planned.kind === "blocked") return planned;
+      try {
+        await store.commitBoundary(id, session.revision, planned.commit);
+      } catch (error) {
+        if (error instanceof RevisionConflict) continue; // another runtime admitted first: plan again
+        throw error;
       }
-      // Build the request from durable state only, so a retry or a restart sends the same bytes.
-      const current = await store.session(id);
-      const active = await store.activeEpoch(id);
-      if (active === undefined) throw new Error(`session ${id}: no Context Epoch after a boundary`);
-      const messages = await store.messages(id);
-      const request = buildRequest(current, this.#options.systemPrompt, active, messages);
-      return { kind: "ready", request, revision: current.revision, location: current.location, lastSeq: messages.at(-1)?.seq };
+      const admitted = await store.activeEpoch(id);
+      if (admitted === undefined) throw new Error(`session ${id}: no Context Epoch after a boundary`);
+      return this.#ready(id, await store.session(id), admitted);
     }
     throw new Error(`session ${id}: gave up after ${maxReplans} conflicting boundaries`);
+  }
+
+  /** What one boundary commits: a first Baseline, a due new epoch, or the reconciled change. */
+  async #plan(
+    context: SystemContext,
+    session: SessionRecord,
+    epoch: EpochRecord | undefined,
+    pending: readonly PendingPrompt[],
+  ): Promise<{ kind: "commit"; commit: BoundaryCommit } | { kind: "blocked"; keys: readonly string[] }> {
+    const systemPrompt = this.#options.systemPrompt ?? null;
+    const startEpoch = (generation: Generation, reason: EpochReason) => ({
+      kind: "commit" as const,
+      commit: { newEpoch: { ...generation, reason, systemPrompt }, promote: pending, settlesEpochDue: true },
+    });
+    if (epoch === undefined) {
+      try {
+        return startEpoch(await initialize(context), "initial");
+      } catch (error) {
+        if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
+        throw error;
+      }
+    }
+    // A host system prompt other than the one the epoch began with needs a new epoch too.
+    const due =
+      session.epochDue ?? (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined);
+    if (due !== undefined) {
+      const replaced = await replace(context, epoch.snapshot);
+      if (replaced.kind === "replaced") return startEpoch(replaced.generation, due);
+    }
+    // No transition due, or it is blocked by unavailable admitted context: the epoch continues.
+    const next = await reconcile(context, epoch.snapshot);
+    switch (next.kind) {
+      case "unchanged":
+      case "replacement-blocked":
+        return { kind: "commit", commit: { promote: pending, settlesEpochDue: false } };
+      case "updated":
+        return {
+          kind: "commit",
+          commit: { promote: pending, systemUpdate: { text: next.text, snapshot: next.snapshot }, settlesEpochDue: false },
+        };
+      case "replaced":
+        return startEpoch(next.generation, due ?? "replacement");
+    }
+  }
+
+  /** The request of the admitted boundary, built from durable state only, so a retry or a restart sends the same bytes. */
+  async #ready(id: string, session: SessionRecord, epoch: EpochRecord): Promise<Ready> {
+    const messages = await this.#options.store.messages(id);
+    const request = buildRequest(session, this.#options.systemPrompt, epoch, messages);
+    return { kind: "ready", request, revision: session.revision, location: session.location, lastSeq: messages.at(-1)?.seq };
   }
 
   async #runTools(id: string, location: string, calls: readonly ToolCall[]) {
