@@ -134,8 +134,8 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     registry,
     container,
     settings: options.pluginSettings ?? {},
-    // Core sources' namespaces (instruction files are `instructions/…`) belong to the host.
-    reservedNamespaces: [...new Set([...(options.builtins === false ? [] : ["instructions"]), ...coreNamespaces])],
+    // Core sources' namespaces belong to the host.
+    reservedNamespaces: [...new Set(coreNamespaces)],
     watch: options.watch ?? true,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),

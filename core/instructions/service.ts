@@ -118,7 +118,9 @@ export class InstructionService {
 
   /** The core registration that composes one Context Source per effective instruction file. */
   registration(): CoreSource {
-    return { key: "core/instructions", load: (env) => this.context(env) };
+    // Keyed in the namespace of the sources it composes (`instructions/…`), so the host
+    // reserves that namespace from plugins like any core source's.
+    return { key: "instructions/files", load: (env) => this.context(env) };
   }
 
   /** The effective instruction files of a session in its location, in order. */

@@ -29,8 +29,8 @@ export async function render(options: RenderOptions): Promise<number> {
   for (const core of options.core) registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
   const container = createContainer();
   container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(options.location) });
-  // Core namespaces belong to the host (instruction files are `instructions/…`).
-  const reservedNamespaces = ["instructions", ...options.core.map((core) => namespaceOf(core.key))];
+  // Core namespaces belong to the host.
+  const reservedNamespaces = options.core.map((core) => namespaceOf(core.key));
   const host = await PluginHost.start({ folders: options.plugins, registry, container, watch: false, reservedNamespaces });
   try {
     let generation: Awaited<ReturnType<typeof initialize>>;
