@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import { isBenchLine, lineFields } from "../../scripts/bench/measure.ts";
+import { benchLinesOf } from "./lines.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "../..");
@@ -19,24 +19,8 @@ interface Output {
   readonly stderr: string;
 }
 
-/** Parses one printed line and checks it is exactly a bench line whose ratio is value / baseline. */
-function checkLine(line: string): Record<string, unknown> {
-  expect(isBenchLine(line), line).to.equal(true);
-  const parsed = JSON.parse(line) as Record<string, unknown>;
-  expect(Object.keys(parsed)).to.deep.equal([...lineFields]);
-  const value = parsed.value as number;
-  const baseline = parsed.baseline as number;
-  expect(baseline, line).to.be.greaterThan(0);
-  // The printed ratio is value / baseline of the printed figures, to 4 significant digits.
-  expect(parsed.ratio as number, line).to.be.closeTo(value / baseline, 5e-4 * Math.abs(value / baseline));
-  return parsed;
-}
-
 function linesOf(output: Output): Record<string, unknown>[] {
-  return output.stdout
-    .split("\n")
-    .filter((line) => line !== "")
-    .map(checkLine);
+  return benchLinesOf(output.stdout);
 }
 
 describe("plugin-host benches (quick mode)", function () {

@@ -9,26 +9,10 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import { isBenchLine, lineFields } from "../../scripts/bench/measure.ts";
+import { benchLinesOf } from "./lines.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "../..");
-
-function linesOf(stdout: string): Record<string, unknown>[] {
-  return stdout
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => {
-      expect(isBenchLine(line), line).to.equal(true);
-      const parsed = JSON.parse(line) as Record<string, unknown>;
-      expect(Object.keys(parsed)).to.deep.equal([...lineFields]);
-      const value = parsed.value as number;
-      const baseline = parsed.baseline as number;
-      expect(baseline, line).to.be.greaterThan(0);
-      expect(parsed.ratio as number, line).to.be.closeTo(value / baseline, 5e-4 * Math.abs(value / baseline));
-      return parsed;
-    });
-}
 
 describe("session benches (quick mode)", function () {
   this.timeout(30_000);
@@ -62,7 +46,7 @@ describe("session benches (quick mode)", function () {
   });
 
   it("cache-prefix prints extension-share-pct (every in-epoch request extends the previous) and uncached-bytes", async () => {
-    const lines = linesOf((await cachePrefix).stdout);
+    const lines = benchLinesOf((await cachePrefix).stdout);
     expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
       ["cache-prefix", "extension-share-pct", "%"],
       ["cache-prefix", "uncached-bytes", "B"],
@@ -73,7 +57,7 @@ describe("session benches (quick mode)", function () {
   });
 
   it("cache-prefix-wire prints the extension share of each adapter's recorded bodies (every in-epoch body extends the previous)", async () => {
-    const lines = linesOf((await cachePrefixWire).stdout);
+    const lines = benchLinesOf((await cachePrefixWire).stdout);
     expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
       ["cache-prefix-wire", "anthropic-extension-share-pct", "%"],
       ["cache-prefix-wire", "openai-extension-share-pct", "%"],
@@ -85,7 +69,7 @@ describe("session benches (quick mode)", function () {
   });
 
   it("boundary prints median-ms of a step against reconcile alone", async () => {
-    const lines = linesOf((await boundary).stdout);
+    const lines = benchLinesOf((await boundary).stdout);
     expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([["boundary", "median-ms", "ms"]]);
   });
 
