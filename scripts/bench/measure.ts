@@ -139,3 +139,15 @@ export function envInt(name: string, fallback: number): number {
   if (!Number.isInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${raw}`);
   return value;
 }
+
+/** A deterministic pseudo-random generator (mulberry32), so seeded runs see the same timeline. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

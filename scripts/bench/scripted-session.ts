@@ -23,6 +23,7 @@ import {
   scriptedProvider,
 } from "../../core/index.ts";
 import type { ToolDefinition } from "../../core/providers/index.ts";
+import { seededRandom } from "./measure.ts";
 
 /** Options of `runScriptedSession`. */
 export interface ScriptedSessionOptions {
@@ -65,18 +66,6 @@ const readFileDefinition: ToolDefinition = {
   inputSchema: Type.Object({ path: Type.String() }) as unknown as ToolDefinition["inputSchema"],
 };
 
-/** mulberry32: a small seeded generator, so every run sees the same timeline. */
-function random(state: number): () => number {
-  let a = state >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Runs the scripted session and returns its requests. The temp data folder is removed
  * before this resolves or rejects (and on SIGTERM meanwhile).
@@ -86,7 +75,7 @@ export async function runScriptedSession(options: ScriptedSessionOptions): Promi
   if (steps < 4) throw new RangeError("steps must be at least 4");
   const compactAt = options.compactAt ?? -1;
 
-  const rng = random(seed);
+  const rng = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)] as T;
   const words = "the of a to in file test build fix type error module session context source update cache plugin".split(" ");
   const sentence = (min: number, max: number) =>

@@ -8,6 +8,7 @@
 
 import { createHash } from "node:crypto";
 import { canonicalJson, type Json } from "../../../core/system-context/index.ts";
+import { seededRandom } from "../../../scripts/bench/measure.ts";
 
 /** How many Context Sources the worker composes, in this order. */
 export const sourceCount = 8;
@@ -72,17 +73,8 @@ export const marks = {
   commitEnd: "C<",
 } as const;
 
-/** A deterministic pseudo-random generator (mulberry32). */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A deterministic pseudo-random generator (mulberry32), shared with the benches. */
+export const random = seededRandom;
 
 /** Hex sha256 of a text. */
 export function sha256(text: string): string {
