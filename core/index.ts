@@ -5,13 +5,12 @@
  * @module
  */
 
-export { SettingError } from "./builtins/date.ts";
-export { type CoreSource, createHost, type Host, type HostOptions } from "./host.ts";
-export { readTool, readToolDefinition } from "./instructions/read-tool.ts";
-export type { InstructionSettings, ProjectFiles } from "./instructions/service.ts";
+export type { Clock, Logger } from "./base/clock.ts";
+export type { Diagnostic, DiagnosticPhase } from "./base/diagnostics.ts";
+export { SettingInvalid } from "./base/errors.ts";
+export { createHost, type Host, type HostOptions } from "./host/host.ts";
 export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./plugins/define.ts";
-export type { Diagnostic, DiagnosticPhase } from "./plugins/diagnostic.ts";
-export type { Clock, HostServices, Logger } from "./plugins/services.ts";
+export type { PluginServices } from "./plugins/services.ts";
 export {
   type AnthropicProviderOptions,
   ApiKeyMissing,
@@ -36,6 +35,7 @@ export {
 } from "./providers/index.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { SourceEnv } from "./registry/registry.ts";
+export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
 export { SqliteSessionStore } from "./session/store/sqlite.ts";
 export {
@@ -51,6 +51,8 @@ export {
   type StoredMessage,
   UnknownSession,
 } from "./session/store/store.ts";
+export type { CoreSource } from "./sources/core-source.ts";
+export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";
 export * as SystemContext from "./system-context/index.ts";
 export {
   absent,

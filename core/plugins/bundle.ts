@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import * as esbuild from "esbuild";
-import type { Location } from "./diagnostic.ts";
+import type { Location } from "./locations.ts";
 
 /** A bundled plugin generation, not yet evaluated. */
 export interface PluginBundle {

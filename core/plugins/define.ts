@@ -1,10 +1,10 @@
 // Owns the plugin author's API: `definePlugin` and what `setup` receives.
 
 import type { StaticDecode, TSchema } from "typebox";
+import type { Disposer } from "../base/scope.ts";
 import type { SourceEnv } from "../registry/registry.ts";
-import type { Disposer } from "../registry/scope.ts";
 import type { Key, Loaded } from "../system-context/index.ts";
-import type { HostServices } from "./services.ts";
+import type { PluginServices } from "./services.ts";
 
 /** A plugin's Context Source: like a core source, but its loader gets the boundary's env. */
 export interface PluginSource<S extends TSchema = TSchema> {
@@ -30,7 +30,7 @@ export interface PluginApi<Config = undefined> {
   /** Runs when this generation is replaced or removed (newest first). */
   onDispose(disposer: Disposer): void;
   /** Host services from this generation's own awilix scope. */
-  readonly services: HostServices<Config>;
+  readonly services: PluginServices<Config>;
 }
 
 const pluginBrand = Symbol.for("context-host/plugin");

@@ -8,15 +8,14 @@ import vm from "node:vm";
 import * as typebox from "typebox";
 import * as typeboxCompile from "typebox/compile";
 import * as typeboxValue from "typebox/value";
+import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
-import { BundleLocations } from "./diagnostic.ts";
+import { BundleLocations } from "./locations.ts";
+
+/** What `context-host` and `context-host/plugin` resolve to inside a plugin: the plugin API only. */
+const pluginApiModule = asRequired(pluginApi);
 
 const hostRequire = createRequire(import.meta.url);
-
-/** Packages the host shares with plugins by identity: one copy of `context-host` and of TypeBox. */
-export interface SharedModules {
-  readonly "context-host": unknown;
-}
 
 /**
  * What a CommonJS bundle's `require` must return for an ES module: its namespace,
@@ -39,14 +38,14 @@ const typeboxModules: Readonly<Record<string, object>> = {
 };
 
 /**
- * Resolves a plugin's `require`: `context-host` is the host's own entry module and
+ * Resolves a plugin's `require`: `context-host` is the host's plugin API module and
  * TypeBox the host's own copy; other packages resolve from the host first (one
  * shared copy), then from the plugin's folder for packages only the plugin has.
  */
-function pluginRequire(bundle: PluginBundle, shared: SharedModules): (specifier: string) => unknown {
+function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
   return (specifier) => {
-    if (specifier === "context-host") return shared["context-host"];
+    if (specifier === "context-host" || specifier === "context-host/plugin") return pluginApiModule;
     if (Object.hasOwn(typeboxModules, specifier)) return typeboxModules[specifier];
     try {
       return hostRequire(specifier);
@@ -68,11 +67,11 @@ export function locationsOf(bundle: PluginBundle, generation: number): BundleLoc
 }
 
 /** Evaluates a bundle as a fresh CommonJS module and returns its exports. Throws what its module code throws. */
-export function evaluateBundle(bundle: PluginBundle, generation: number, shared: SharedModules): Record<string, unknown> {
+export function evaluateBundle(bundle: PluginBundle, generation: number): Record<string, unknown> {
   const run = vm.compileFunction(bundle.code, ["exports", "require", "module", "__filename", "__dirname"], {
     filename: bundleName(bundle, generation),
   });
   const module = { exports: {} as Record<string, unknown> };
-  run(module.exports, pluginRequire(bundle, shared), module, bundle.entry, bundle.baseDir);
+  run(module.exports, pluginRequire(bundle), module, bundle.entry, bundle.baseDir);
   return module.exports;
 }

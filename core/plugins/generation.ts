@@ -7,11 +7,12 @@ import { type AwilixContainer, asValue } from "awilix";
 import type { TSchema } from "typebox";
 import { Compile } from "typebox/compile";
 import { Default } from "typebox/value";
-import { Scope } from "../registry/scope.ts";
+import { withinDeadline } from "../base/deadline.ts";
+import type { DiagnosticPhase } from "../base/diagnostics.ts";
+import { Scope } from "../base/scope.ts";
 import { isKey } from "../system-context/index.ts";
 import { isPlugin, type Plugin, type PluginApi, type PluginSource } from "./define.ts";
-import type { DiagnosticPhase } from "./diagnostic.ts";
-import type { HostServices } from "./services.ts";
+import type { PluginServices } from "./services.ts";
 
 /** A plugin name is a namespace: lower case, the first segment of a key. */
 export const pluginNamePattern = /^[a-z0-9][a-z0-9._-]*$/;
@@ -99,19 +100,6 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
   return value;
 }
 
-async function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * Runs `setup` of a plugin in a fresh scope. On failure the scope is closed (so a
  * half-built generation releases what it took) and an `ActivationError` thrown.
@@ -153,15 +141,11 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
     onDispose(disposer) {
       void scope.add(disposer);
     },
-    services: services.cradle as HostServices<unknown>,
+    services: services.cradle as PluginServices<unknown>,
   };
 
   try {
-    await withDeadline(
-      Promise.resolve().then(() => plugin.setup(api as PluginApi<never>, config as never)),
-      input.setupDeadlineMs,
-      "setup",
-    );
+    await withinDeadline(() => plugin.setup(api as PluginApi<never>, config as never), input.setupDeadlineMs, "setup");
   } catch (error) {
     await scope.close().catch(() => {});
     if (error instanceof ActivationError) throw error;

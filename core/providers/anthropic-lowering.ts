@@ -27,9 +27,9 @@
  * @module
  */
 
+import type { ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
+import type { ToolDefinition } from "../session/tool-definition.ts";
 import { type CapabilityTable, capabilitiesFor } from "./capabilities.ts";
-import type { ProviderRequest, RequestMessage, ToolCall } from "./provider.ts";
-import type { ToolDefinition } from "./tool-definition.ts";
 import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
 
 /** What lowering needs to know about one Anthropic model. */

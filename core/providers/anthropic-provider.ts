@@ -2,13 +2,13 @@
 // Messages API and sends it with the shared HTTP plumbing (timeout, retries,
 // byte-identical resends, streamed or JSON replies); what is Anthropic's is here.
 
+import type { Provider } from "../session/provider.ts";
+import type { ToolDefinition } from "../session/tool-definition.ts";
 import { type AnthropicModelCapabilities, anthropicCapabilities, anthropicModels, lowerAnthropic } from "./anthropic-lowering.ts";
 import { anthropicReplyFromMessage, anthropicReplyFromStream } from "./anthropic-reply.ts";
 import type { CapabilityTable } from "./capabilities.ts";
 import { ApiKeyMissing } from "./errors.ts";
 import { httpProvider } from "./http-provider.ts";
-import type { Provider } from "./provider.ts";
-import type { ToolDefinition } from "./tool-definition.ts";
 import { type ConnectionOptions, withoutTrailingSlash } from "./transport.ts";
 
 /** Options of `anthropicProvider`. */

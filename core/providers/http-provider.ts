@@ -2,7 +2,7 @@
 // format, serialize it once (asking for a stream unless told not to), and POST that one
 // string with the shared transport, reading the reply as an event stream or as JSON.
 
-import type { Provider, ProviderReply, ProviderRequest } from "./provider.ts";
+import type { Provider, ProviderReply, ProviderRequest } from "../session/provider.ts";
 import {
   type ConnectionOptions,
   type Endpoint,

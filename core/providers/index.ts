@@ -6,6 +6,8 @@
  * @module
  */
 
+export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
+export type { ToolDefinition } from "../session/tool-definition.ts";
 export {
   type AnthropicLoweringOptions,
   type AnthropicMessage,
@@ -32,8 +34,6 @@ export {
   openAIModels,
 } from "./openai-lowering.ts";
 export { extendsAnthropicPrefix, extendsOpenAIPrefix } from "./prefix-extension.ts";
-export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "./provider.ts";
 export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts";
-export type { ToolDefinition } from "./tool-definition.ts";
 export type { ConnectionOptions } from "./transport.ts";
 export { escapeXml, wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";

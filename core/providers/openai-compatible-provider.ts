@@ -2,12 +2,12 @@
 // OpenAI and of the local servers that copy it, sending with the shared HTTP plumbing
 // (timeout, retries, byte-identical resends, streamed or JSON replies).
 
+import type { Provider } from "../session/provider.ts";
+import type { ToolDefinition } from "../session/tool-definition.ts";
 import type { CapabilityTable } from "./capabilities.ts";
 import { httpProvider } from "./http-provider.ts";
 import { lowerOpenAI, type OpenAIModelCapabilities, openAICapabilities } from "./openai-lowering.ts";
 import { openAIReplyFromCompletion, openAIReplyFromStream } from "./openai-reply.ts";
-import type { Provider } from "./provider.ts";
-import type { ToolDefinition } from "./tool-definition.ts";
 import { type ConnectionOptions, withoutTrailingSlash } from "./transport.ts";
 
 /** Options of `openAICompatibleProvider`. */

@@ -5,8 +5,8 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import type { ProviderReply, ToolCall } from "../session/provider.ts";
 import { ProviderReplyInvalid } from "./errors.ts";
-import type { ProviderReply, ToolCall } from "./provider.ts";
 import type { ServerSentEvent } from "./sse.ts";
 import type { Endpoint } from "./transport.ts";
 import { StreamInterrupted } from "./transport.ts";

@@ -1,7 +1,7 @@
 // Owns the scripted provider: a deterministic Provider for tests and demos. It
 // records every request and answers from a script, so sessions can be replayed.
 
-import type { Provider, ProviderReply, ProviderRequest } from "./provider.ts";
+import type { Provider, ProviderReply, ProviderRequest } from "../session/provider.ts";
 
 /** A scripted turn: a fixed reply, or one computed from the request. */
 export type ScriptedTurn = ProviderReply | ((request: ProviderRequest) => ProviderReply | Promise<ProviderReply>);

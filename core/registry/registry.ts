@@ -2,8 +2,8 @@
 // registrations keep the host's order; plugin-defined ones follow in lexicographic
 // key order, so composition depends only on the set of active registrations.
 
+import type { Scope } from "../base/scope.ts";
 import { combine, DuplicateKeyError, type Key, type SystemContext } from "../system-context/index.ts";
-import type { Scope } from "./scope.ts";
 
 /** What a registration's loader is told about the boundary it serves. */
 export interface SourceEnv {

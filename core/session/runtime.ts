@@ -4,9 +4,8 @@
 // Nothing here runs unless asked: no timers, no watchers, no waking idle sessions.
 
 import { randomUUID } from "node:crypto";
-import type { ProjectFiles } from "../instructions/service.ts";
-import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "../providers/provider.ts";
 import type { SourceEnv } from "../registry/registry.ts";
+import type { ProjectFiles } from "../sources/instructions/service.ts";
 import {
   type Generation,
   InitializationBlocked,
@@ -15,7 +14,8 @@ import {
   replace,
   type SystemContext,
 } from "../system-context/index.ts";
-import { buildRequest } from "./project.ts";
+import { buildRequest } from "./projection.ts";
+import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "./provider.ts";
 import {
   type BoundaryCommit,
   type EpochReason,

@@ -21,7 +21,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
-import { type CoreSource, createHost, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { createHost, SystemContext, scriptedProvider } from "../../core/index.ts";
+import type { CoreSource } from "../../core/sources/core-source.ts";
 import { emit, envInt, timeMedians } from "./measure.ts";
 
 const isQuick = process.env.BENCH_QUICK === "1";

@@ -1,7 +1,7 @@
 // Bench `cold-start`, metric `ms`: a fresh host process with 50 generated plugins (in a
-// temp folder) to its first Baseline System Context — `PluginHost.start` (discover, watch,
+// temp folder) to its first Baseline System Context — `PluginSet.start` (discover, watch,
 // bundle, evaluate, set up) + `registry.compose` + `SystemContext.initialize` — timed
-// inside the child from just before `PluginHost.start`, so node's and tsx's start-up and
+// inside the child from just before `PluginSet.start`, so node's and tsx's start-up and
 // the host's own module imports are not counted (they do not depend on plugins). Median
 // over runs, each in a fresh child process (cold JIT, cold esbuild service).
 //
@@ -20,7 +20,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { SystemContext } from "../../core/index.ts";
-import { PluginHost } from "../../core/plugins/host.ts";
+import { PluginSet } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
@@ -84,7 +84,7 @@ async function child(folder: string): Promise<void> {
   const container = hostContainer(folder);
   const registry = new Registry();
   const start = performance.now();
-  const host = await PluginHost.start({ folders: [folder], registry, container });
+  const host = await PluginSet.start({ folders: [folder], registry, container });
   const generation = await SystemContext.initialize(await registry.compose({ location: folder }));
   const ms = performance.now() - start;
   if (generation.baseline.length === 0 && registry.state.registrations.length > 0) throw new Error("empty baseline");

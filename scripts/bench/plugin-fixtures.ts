@@ -6,7 +6,7 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type AwilixContainer, asValue, createContainer } from "awilix";
-import { silentLogger, systemClock } from "../../core/plugins/services.ts";
+import { silentLogger, systemClock } from "../../core/base/clock.ts";
 
 /** A temp folder of a bench; `remove` deletes it. */
 export interface BenchFolder {

@@ -31,9 +31,9 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
 import { SystemContext } from "../../core/index.ts";
-import { guardedRegistration } from "../../core/plugins/contain.ts";
 import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
-import { PluginHost } from "../../core/plugins/host.ts";
+import { guardedRegistration } from "../../core/plugins/guarded-source.ts";
+import { PluginSet } from "../../core/plugins/plugin-set.ts";
 import { type Registration, Registry } from "../../core/registry/registry.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
@@ -135,12 +135,12 @@ async function growth(strategy: Strategy, count: number): Promise<number> {
 async function hostStrategy(folder: string): Promise<Strategy> {
   const file = path.join(folder, "heavy.ts");
   const registry = new Registry();
-  let host: PluginHost | undefined;
+  let host: PluginSet | undefined;
   return {
     async load(version) {
       writeFileSync(file, pluginSource(version));
       if (host === undefined)
-        host = await PluginHost.start({ folders: [folder], registry, container: hostContainer(folder), watch: false });
+        host = await PluginSet.start({ folders: [folder], registry, container: hostContainer(folder), watch: false });
       else await host.reload(file);
       const active = host.plugins()[0]?.generation;
       if (active !== version + 1) {

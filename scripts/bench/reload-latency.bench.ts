@@ -21,7 +21,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { SystemContext } from "../../core/index.ts";
-import { type PluginEvent, PluginHost } from "../../core/plugins/host.ts";
+import { type PluginEvent, PluginSet } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
@@ -66,7 +66,7 @@ const baselineText = (version: number) => `Plugin version ${version} (plugin und
 
 async function startHost(folder: string, watch: boolean) {
   const registry = new Registry();
-  const host = await PluginHost.start({ folders: [folder], registry, container: hostContainer(folder), watch });
+  const host = await PluginSet.start({ folders: [folder], registry, container: hostContainer(folder), watch });
   return { host, registry };
 }
 

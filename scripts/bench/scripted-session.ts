@@ -14,7 +14,6 @@ import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
 import {
-  type CoreSource,
   createHost,
   type ProviderReply,
   type ProviderRequest,
@@ -23,6 +22,7 @@ import {
   scriptedProvider,
 } from "../../core/index.ts";
 import type { ToolDefinition } from "../../core/providers/index.ts";
+import type { CoreSource } from "../../core/sources/core-source.ts";
 import { seededRandom } from "./measure.ts";
 
 /** Options of `runScriptedSession`. */

@@ -1,23 +1,37 @@
-// Owns `context-host render`: load the plugins, initialize, print the Baseline.
+// Owns `context-host render`: start the context sources as a host does, initialize,
+// print the Baseline.
 
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { asValue, createContainer } from "awilix";
-import type { CoreSource } from "../../core/host.ts";
-import { formatDiagnostic } from "../../core/plugins/diagnostic.ts";
-import { PluginHost } from "../../core/plugins/host.ts";
-import { silentLogger, systemClock } from "../../core/plugins/services.ts";
-import { Registry } from "../../core/registry/registry.ts";
-import { Scope } from "../../core/registry/scope.ts";
-import { InitializationBlocked, initialize, namespaceOf } from "../../core/system-context/index.ts";
+import { silentLogger } from "../../core/base/clock.ts";
+import { formatDiagnostic } from "../../core/base/diagnostics.ts";
+import { messageOf } from "../../core/base/errors.ts";
+import { Scope } from "../../core/base/scope.ts";
+import { startContextSources } from "../../core/host/context-sources.ts";
+import { checkSettings } from "../../core/host/settings.ts";
+import type { CoreSource } from "../../core/sources/core-source.ts";
+import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
+import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
+
+/** The settings `render` takes from `--config FILE`, as a host takes them from `createHost`. */
+export interface RenderSettings {
+  readonly timeZone?: string;
+  readonly instructions?: InstructionSettings;
+  readonly pluginSettings?: Readonly<Record<string, unknown>>;
+}
 
 export interface RenderOptions {
   readonly plugins: readonly string[];
   readonly json: boolean;
   readonly location: string;
-  readonly core: readonly CoreSource[];
+  readonly settings?: RenderSettings;
+  /** Core sources after the built-ins. */
+  readonly core?: readonly CoreSource[];
+  /** The built-in core sources (default true). */
+  readonly builtins?: boolean;
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
 }
@@ -25,27 +39,32 @@ export interface RenderOptions {
 /** Renders the Baseline System Context: core sources first, then plugin sources in key order. */
 export async function render(options: RenderOptions): Promise<number> {
   const scope = new Scope("render");
-  const registry = new Registry();
-  for (const core of options.core) registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
-  const container = createContainer();
-  container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(options.location) });
-  // Core namespaces belong to the host.
-  const reservedNamespaces = options.core.map((core) => namespaceOf(core.key));
-  const host = await PluginHost.start({ folders: options.plugins, registry, container, watch: false, reservedNamespaces });
   try {
+    const sources = await startContextSources(
+      {
+        cwd: options.location,
+        plugins: options.plugins,
+        watch: false,
+        logger: silentLogger,
+        ...(options.core === undefined ? {} : { core: options.core }),
+        ...(options.builtins === undefined ? {} : { builtins: options.builtins }),
+        ...options.settings,
+      },
+      scope,
+    );
     let generation: Awaited<ReturnType<typeof initialize>>;
     try {
-      generation = await initialize(await registry.compose({ location: options.location }));
+      generation = await initialize(await sources.compose({ location: options.location }));
     } catch (error) {
       if (!(error instanceof InitializationBlocked)) throw error;
       options.err(`initialization blocked by unavailable core sources: ${error.keys.join(", ")}`);
       return exitCodes.blocked;
     }
-    const diagnostics = host.diagnostics;
+    const diagnostics = sources.diagnostics.history;
     if (options.json) {
       options.out(
         JSON.stringify(
-          { baseline: generation.baseline, snapshot: generation.snapshot, plugins: host.plugins(), diagnostics },
+          { baseline: generation.baseline, snapshot: generation.snapshot, plugins: sources.plugins.plugins(), diagnostics },
           null,
           2,
         ),
@@ -54,29 +73,54 @@ export async function render(options: RenderOptions): Promise<number> {
       options.out(generation.baseline);
     }
     for (const diagnostic of diagnostics) options.err(formatDiagnostic(diagnostic, options.location));
-    return host.failures().length > 0 ? exitCodes.pluginFailed : exitCodes.ok;
+    return sources.plugins.failures().length > 0 ? exitCodes.pluginFailed : exitCodes.ok;
   } finally {
-    await host.close();
     await scope.close();
   }
 }
 
-/** Parses `render` arguments: `[--plugins DIR]... [--json] [--location DIR]`. */
-export function parseRenderArgs(args: readonly string[], cwd: string): { plugins: string[]; json: boolean; location: string } {
+/** Parses `render` arguments: `[--plugins DIR]... [--json] [--location DIR] [--config FILE]`. */
+export function parseRenderArgs(
+  args: readonly string[],
+  cwd: string,
+): { plugins: string[]; json: boolean; location: string; settings: RenderSettings } {
   const plugins: string[] = [];
   let json = false;
   let location = cwd;
+  let settings: RenderSettings = {};
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
-    else if (arg === "--plugins" || arg === "--location") {
+    else if (arg === "--plugins" || arg === "--location" || arg === "--config") {
       const value = args[++i];
-      if (value === undefined) throw new UsageError(`${arg} needs a folder`);
+      if (value === undefined) throw new UsageError(`${arg} needs a ${arg === "--config" ? "file" : "folder"}`);
       if (arg === "--plugins") plugins.push(path.resolve(cwd, value));
-      else location = path.resolve(cwd, value);
+      else if (arg === "--location") location = path.resolve(cwd, value);
+      else settings = readSettings(path.resolve(cwd, value));
     } else throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
   }
-  return { plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")], json, location };
+  return { plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")], json, location, settings };
+}
+
+/** Reads `--config FILE`: JSON `{ timeZone?, instructions?, pluginSettings? }`, checked like `createHost` options. */
+function readSettings(file: string): RenderSettings {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new UsageError(`--config ${file}: ${messageOf(error)}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new UsageError(`--config ${file}: expected a JSON object { timeZone?, instructions?, pluginSettings? }`);
+  }
+  const unknown = Object.keys(parsed).filter((name) => !["timeZone", "instructions", "pluginSettings"].includes(name));
+  if (unknown.length > 0) throw new UsageError(`--config ${file}: unknown setting ${unknown.join(", ")}`);
+  try {
+    checkSettings(parsed);
+  } catch (error) {
+    throw new UsageError(`--config ${file}: ${messageOf(error)}`);
+  }
+  return parsed as RenderSettings;
 }
 
 /** Bad command-line use. */

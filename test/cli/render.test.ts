@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { expect } from "chai";
 import Type from "typebox";
 import { SystemContext } from "../../core/index.ts";
+import { main } from "../../scripts/cli/main.ts";
 import { render } from "../../scripts/cli/render.ts";
 
 const bin = path.resolve("scripts/cli/context-host.js");
@@ -27,7 +28,16 @@ ${extra}
 export default definePlugin({ name: "${name}", setup(api) { ${sources} } });`;
 }
 
+/** Runs the command line in this process, as the program does. */
 async function cli(args: string[], cwd: string) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, { cwd, out: (t) => out.push(`${t}\n`), err: (t) => err.push(`${t}\n`) });
+  return { code, stdout: out.join(""), stderr: err.join("") };
+}
+
+/** Runs the real program in a child process. */
+async function spawned(args: string[], cwd: string) {
   try {
     const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd });
     return { code: 0, stdout, stderr };
@@ -109,6 +119,46 @@ describe("context-host render", function () {
     expect(code).to.equal(3);
     expect(err.join("\n")).to.contain("core/flaky");
     expect(out).to.deep.equal([]);
+  });
+
+  it("the program itself renders and exits with render's code (one spawned run)", async () => {
+    writeFileSync(path.join(dir, "alpha.ts"), plugin("alpha", ["x"]));
+    writeFileSync(path.join(dir, "broken.ts"), plugin("broken", ["x"], 'throw new Error("broken at import");'));
+    const { code, stdout, stderr } = await spawned(["render", "--plugins", dir, "--location", dir], dir);
+    expect(code).to.equal(2);
+    expect(stdout).to.contain("Today's date is").and.contain("alpha/x is x-value");
+    expect(stderr).to.contain("broken at import");
+  });
+
+  it("--config gives render the host's settings: the time zone and plugin settings", async () => {
+    writeFileSync(
+      path.join(dir, "configured.ts"),
+      `import { definePlugin } from "context-host";
+import Type from "typebox";
+export default definePlugin({
+  name: "configured",
+  config: Type.Object({ greeting: Type.String() }),
+  setup(api, config) {
+    api.source({ key: "configured/greeting", schema: Type.String(), load: () => config.greeting,
+      baseline: (v) => "greeting: " + v, update: (_p, v) => "greeting now: " + v });
+  },
+});`,
+    );
+    writeFileSync(
+      path.join(dir, "settings.json"),
+      JSON.stringify({ timeZone: "Pacific/Kiritimati", pluginSettings: { configured: { greeting: "kia ora" } } }),
+    );
+    const { code, stdout, stderr } = await cli(["render", "--plugins", dir, "--location", dir, "--config", "settings.json"], dir);
+    expect(stderr).to.equal("");
+    expect(code).to.equal(0);
+    expect(stdout).to.contain("(Pacific/Kiritimati).").and.contain("greeting: kia ora");
+  });
+
+  it("--config with a bad setting is bad usage naming the file and the setting", async () => {
+    writeFileSync(path.join(dir, "settings.json"), JSON.stringify({ timeZone: "Mars/Olympus" }));
+    const { code, stderr } = await cli(["render", "--config", "settings.json"], dir);
+    expect(code).to.equal(64);
+    expect(stderr).to.contain("settings.json").and.contain("timeZone").and.contain("Mars/Olympus");
   });
 
   it("rejects an unknown argument with exit 64 and the usage", async () => {

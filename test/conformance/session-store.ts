@@ -13,7 +13,7 @@
 //   - `close`: runs after every rule; releases the data and closes any store still open
 //     (closing a store twice is fine: that is part of the contract).
 //
-//   import { describeSessionStoreConformance } from "../conformance/session-store.ts";
+//   import { describeSessionStoreConformance } from "./session-store.ts";
 //
 //   describeSessionStoreConformance("MyStore", async () => {
 //     const data = await freshData();
@@ -29,7 +29,7 @@
 // apart with `instanceof`).
 
 import { expect } from "chai";
-import type { ToolCall } from "../../core/providers/provider.ts";
+import type { ToolCall } from "../../core/session/provider.ts";
 import {
   type BoundaryCommit,
   type EpochRecord,

@@ -6,8 +6,8 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { projectInstructionsKey } from "../../core/instructions/key.ts";
-import { disableDiscoveryVariable } from "../../core/instructions/service.ts";
+import { projectInstructionsKey } from "../../core/sources/instructions/key.ts";
+import { disableDiscoveryVariable } from "../../core/sources/instructions/service.ts";
 import {
   baselineOf,
   hostsPerTest,

@@ -7,8 +7,8 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { InstructionService } from "../../core/instructions/service.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { InstructionService } from "../../core/sources/instructions/service.ts";
 import {
   baselineOf,
   hostsPerTest,

@@ -9,8 +9,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import type { Diagnostic, Host, ScriptedTurn } from "../../core/index.ts";
-import { readTextFile } from "../../core/instructions/files.ts";
+import type { Diagnostic } from "../../core/base/diagnostics.ts";
+import type { Host, ScriptedTurn } from "../../core/index.ts";
+import { readTextFile } from "../../core/sources/instructions/files.ts";
 import {
   asUnprivileged,
   baselineOf,

@@ -5,9 +5,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import type { Diagnostic } from "../../core/base/diagnostics.ts";
+import { formatDiagnostic } from "../../core/base/diagnostics.ts";
 import { SystemContext } from "../../core/index.ts";
-import type { Diagnostic } from "../../core/plugins/diagnostic.ts";
-import { formatDiagnostic } from "../../core/plugins/diagnostic.ts";
 import {
   baselineOf,
   eventually,
@@ -151,7 +151,7 @@ const badPlugins: BadPlugin[] = [
       "bad.ts": pluginCode("bad", "    await new Promise(() => {});", { async: true }),
     },
     options: { setupDeadlineMs: 100 },
-    diagnostic: { phase: "setup", plugin: "bad", file: "bad.ts", message: /within 100 ms/ },
+    diagnostic: { phase: "setup", plugin: "bad", file: "bad.ts", message: /setup missed its deadline of 100 ms/ },
     isFailure: true,
   },
   {

@@ -6,15 +6,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { asValue, createContainer } from "awilix";
+import type { Clock, Logger } from "../../core/base/clock.ts";
+import type { Diagnostic } from "../../core/base/diagnostics.ts";
 import { SystemContext } from "../../core/index.ts";
-import type { Diagnostic } from "../../core/plugins/diagnostic.ts";
-import { type PluginEvent, PluginHost, type PluginHostOptions } from "../../core/plugins/host.ts";
-import type { Clock, Logger } from "../../core/plugins/services.ts";
+import { type PluginEvent, PluginSet, type PluginSetOptions } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
 
 /** A started host with what a test observes of it. */
 export interface RunningHost {
-  readonly host: PluginHost;
+  readonly host: PluginSet;
   readonly registry: Registry;
   /** Every event after start, in order. */
   readonly events: PluginEvent[];
@@ -23,7 +23,7 @@ export interface RunningHost {
   readonly location: string;
 }
 
-export interface StartOptions extends Partial<Omit<PluginHostOptions, "container" | "registry">> {
+export interface StartOptions extends Partial<Omit<PluginSetOptions, "container" | "registry">> {
   readonly clock?: Clock;
   readonly location?: string;
 }
@@ -31,7 +31,7 @@ export interface StartOptions extends Partial<Omit<PluginHostOptions, "container
 /** Registers hooks on the current `describe` and returns the harness they clean up. */
 export function usePluginHarness() {
   const folders: string[] = [];
-  const hosts: PluginHost[] = [];
+  const hosts: PluginSet[] = [];
 
   afterEach(async () => {
     for (const host of hosts.splice(0)) await host.close();
@@ -61,7 +61,7 @@ export function usePluginHarness() {
         location: asValue(location),
       });
       const registry = new Registry();
-      const host = await PluginHost.start({ debounceMs: 20, folders: [], ...options, registry, container });
+      const host = await PluginSet.start({ debounceMs: 20, folders: [], ...options, registry, container });
       hosts.push(host);
       const events: PluginEvent[] = [];
       host.subscribe((event) => events.push(event));

@@ -11,6 +11,7 @@ import { expect } from "chai";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { definePlugin, SystemContext } from "../../core/index.ts";
+import * as pluginApi from "../../core/plugins/api.ts";
 import { baselineOf, logLines, textPlugin, usePluginHarness, write } from "./harness.ts";
 
 const run = promisify(execFile);
@@ -198,6 +199,30 @@ export default definePlugin({
 describe("Plugin host: plugins outside the project", () => {
   const harness = usePluginHarness();
 
+  it("a plugin reaches only the plugin API through context-host: not the host, the store or the runtime", async () => {
+    const folder = harness.tempFolder("api-only-");
+    const token = `__contextHostApi_${process.pid}_${Date.now()}`;
+    write(
+      path.join(folder, "probe.ts"),
+      `import * as byName from "context-host";
+import * as byPlugin from "context-host/plugin";
+
+(globalThis as Record<string, unknown>)[${JSON.stringify(token)}] = { names: Object.keys(byName).sort(), same: byName.definePlugin === byPlugin.definePlugin && byName.SystemContext === byPlugin.SystemContext };
+
+export default byName.definePlugin({ name: "probe", setup() {} });
+`,
+    );
+    const running = await harness.start({ folders: [folder], watch: false });
+    const seen = (globalThis as Record<string, unknown>)[token] as { names: string[]; same: boolean };
+    delete (globalThis as Record<string, unknown>)[token];
+    expect(running.host.diagnostics).to.deep.equal([]);
+    expect(seen.same).to.equal(true);
+    expect(seen.names).to.deep.equal(Object.keys(pluginApi).sort());
+    for (const internal of ["createHost", "SqliteSessionStore", "PluginSet", "Registry", "anthropicProvider"]) {
+      expect(seen.names).to.not.include(internal);
+    }
+  });
+
   it("a plugin folder anywhere on disk imports context-host and typebox and gets the host's own copies", async () => {
     const folder = harness.tempFolder("somewhere-else-");
     const token = `__contextHostTest_${process.pid}_${Date.now()}`;
@@ -228,7 +253,10 @@ export default definePlugin({
     delete (globalThis as Record<string, unknown>)[token];
     expect(running.host.diagnostics).to.deep.equal([]);
     expect(seen.definePlugin).to.equal(definePlugin);
-    expect(seen.SystemContext).to.equal(SystemContext);
+    // The plugin API's own namespace: the values a loader returns, the same symbols the core knows.
+    expect(seen.SystemContext).to.equal(pluginApi.SystemContext);
+    expect((seen.SystemContext as typeof pluginApi.SystemContext).unavailable).to.equal(SystemContext.unavailable);
+    expect((seen.SystemContext as typeof pluginApi.SystemContext).absent).to.equal(SystemContext.absent);
     expect(seen.Type).to.equal(Type);
     expect(seen.Compile).to.equal(Compile);
   });
@@ -253,14 +281,14 @@ export default definePlugin({ name: "shared", setup() {} });
 import Type from ${JSON.stringify(require.resolve("typebox"))};
 import { Compile } from ${JSON.stringify(require.resolve("typebox/compile"))};
 import { definePlugin } from ${JSON.stringify(path.join(core, "index.ts"))};
-import { PluginHost } from ${JSON.stringify(path.join(core, "plugins", "host.ts"))};
+import { PluginSet } from ${JSON.stringify(path.join(core, "plugins", "plugin-set.ts"))};
 import { Registry } from ${JSON.stringify(path.join(core, "registry", "registry.ts"))};
 
 const container = createContainer();
 const logger = { info() {}, warn() {}, error() {} };
 container.register({ clock: asValue({ now: () => 0 }), logger: asValue(logger), location: asValue(process.cwd()) });
 const folders = [${JSON.stringify(path.join(folder, "plugins"))}];
-const host = await PluginHost.start({ folders, registry: new Registry(), container, watch: false });
+const host = await PluginSet.start({ folders, registry: new Registry(), container, watch: false });
 const seen = (globalThis as Record<string, any>).seenByPlugin;
 console.log(JSON.stringify({
   definePlugin: seen.definePlugin === definePlugin,

@@ -5,9 +5,9 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import Type from "typebox";
+import { Scope } from "../../core/base/scope.ts";
 import { SystemContext } from "../../core/index.ts";
 import { type Registration, Registry, type RegistryState } from "../../core/registry/registry.ts";
-import { Scope } from "../../core/registry/scope.ts";
 
 const env = { location: "/work/project" };
 

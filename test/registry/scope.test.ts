@@ -1,7 +1,7 @@
 // The Scope rules of SPEC section 3: how resources that live and die together are released.
 
 import { expect } from "chai";
-import { Scope } from "../../core/registry/scope.ts";
+import { Scope } from "../../core/base/scope.ts";
 
 const tick = (ms = 0) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -7,7 +7,6 @@ import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
 import {
-  type CoreSource,
   createHost,
   type Host,
   type HostOptions,
@@ -18,6 +17,7 @@ import {
   type StoredMessage,
   SystemContext,
 } from "../../core/index.ts";
+import type { CoreSource } from "../../core/sources/core-source.ts";
 
 /** A fresh temporary folder (real path); `remove` deletes it. */
 export function tempFolder(prefix: string): { readonly path: string; remove(): void } {

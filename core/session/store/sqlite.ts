@@ -7,8 +7,8 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import type { ToolCall } from "../../providers/provider.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import type { ToolCall } from "../provider.ts";
 import {
   type BoundaryCommit,
   CorruptSession,

@@ -1,8 +1,9 @@
 // Owns the session store interface: what the runtime needs to keep durably, with no
 // opinion on how. The SQLite store is the default; other stores implement this.
 
-import type { ToolCall } from "../../providers/provider.ts";
+import type { DiscoveryLog } from "../../sources/instructions/service.ts";
 import type { Snapshot } from "../../system-context/index.ts";
+import type { ToolCall } from "../provider.ts";
 
 /** Message roles, as `host.messages()` reports them. */
 export type MessageRole = "user" | "assistant" | "tool" | "system-update" | "summary";
@@ -106,7 +107,7 @@ export class CorruptSession extends Error {
 }
 
 /** The durable store of sessions, their messages, pending input and Context Epochs. */
-export interface SessionStore {
+export interface SessionStore extends DiscoveryLog {
   createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void>;
   session(id: string): Promise<SessionRecord>;
   /** Changes where or with what a session runs; `epochDue` asks for a new epoch at the next boundary. */
@@ -129,9 +130,5 @@ export interface SessionStore {
   ): Promise<void>;
   /** Appends a compaction summary; the next boundary starts a new epoch. */
   commitSummary(id: string, revision: number, text: string): Promise<void>;
-  /** Nested instruction files a session discovered in `location`, in discovery order (absolute paths). */
-  discoveredInstructions(id: string, location: string): Promise<string[]>;
-  /** Records nested instruction files discovered by a tool read; known ones are ignored. */
-  addDiscoveredInstructions(id: string, location: string, files: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }

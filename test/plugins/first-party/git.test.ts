@@ -1,4 +1,4 @@
-// The first-party `git` plugin, loaded by the real PluginHost from plugins/, observing
+// The first-party `git` plugin, loaded by the real PluginSet from plugins/, observing
 // real temp repositories made with the real git program.
 
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";

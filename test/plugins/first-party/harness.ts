@@ -1,5 +1,5 @@
 // Test harness for first-party plugins: loads the real `plugins/` folder through the
-// real PluginHost (no watching) and composes only the sources of the plugin under test.
+// real PluginSet (no watching) and composes only the sources of the plugin under test.
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
@@ -7,16 +7,16 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { asValue, createContainer } from "awilix";
+import { type Logger, systemClock } from "../../../core/base/clock.ts";
+import type { Diagnostic } from "../../../core/base/diagnostics.ts";
 import { SystemContext, type SystemContextCarrier } from "../../../core/index.ts";
-import type { Diagnostic } from "../../../core/plugins/diagnostic.ts";
-import { PluginHost } from "../../../core/plugins/host.ts";
-import { type Logger, systemClock } from "../../../core/plugins/services.ts";
+import { PluginSet } from "../../../core/plugins/plugin-set.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 
 export const pluginsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../plugins");
 
 export interface LoadedPlugin {
-  readonly host: PluginHost;
+  readonly host: PluginSet;
   readonly registry: Registry;
   /** What the plugins logged, as `level: message`. */
   readonly logged: string[];
@@ -40,7 +40,7 @@ export async function loadPlugin(namespace: string, settings: Record<string, unk
     logger: asValue(logger),
     location: asValue(process.cwd()),
   });
-  const host = await PluginHost.start({ folders: [pluginsFolder], registry, container, settings, watch: false });
+  const host = await PluginSet.start({ folders: [pluginsFolder], registry, container, settings, watch: false });
   const failures = host.failures();
   if (failures.length > 0) {
     await host.close();

@@ -1,4 +1,4 @@
-// The first-party `package-scripts` plugin, loaded by the real PluginHost from plugins/,
+// The first-party `package-scripts` plugin, loaded by the real PluginSet from plugins/,
 // reading real package.json files in temp folders.
 
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";

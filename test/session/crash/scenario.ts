@@ -11,9 +11,10 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import Type from "typebox";
-import { type CoreSource, createHost, type Host, type ProviderRequest, scriptedProvider } from "../../../core/index.ts";
+import { createHost, type Host, type ProviderRequest, scriptedProvider } from "../../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../../core/session/store/sqlite.ts";
 import type { BoundaryCommit } from "../../../core/session/store/store.ts";
+import type { CoreSource } from "../../../core/sources/core-source.ts";
 import { absent, combine, make, unavailable } from "../../../core/system-context/index.ts";
 import { groupSize, isRemovable, marks, random, renderDel, renderSet, sha256, sourceCount, sourceKey } from "./protocol.ts";
 

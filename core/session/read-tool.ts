@@ -3,8 +3,8 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import type { ToolDefinition } from "../providers/tool-definition.ts";
-import type { Tool } from "../session/runtime.ts";
+import type { Tool } from "./runtime.ts";
+import type { ToolDefinition } from "./tool-definition.ts";
 
 const ReadInputSchema = Type.Object({
   path: Type.String({ minLength: 1, description: "file path, relative to the working folder" }),

@@ -3,9 +3,10 @@
 // only when the calendar date changes in that zone. Settings errors name the setting.
 
 import { expect } from "chai";
-import { calendarDate } from "../../core/builtins/date.ts";
-import { type Host, SettingError, scriptedProvider } from "../../core/index.ts";
-import { checkSettings } from "../../core/settings.ts";
+import { SettingInvalid } from "../../core/base/errors.ts";
+import { checkSettings } from "../../core/host/settings.ts";
+import { type Host, scriptedProvider } from "../../core/index.ts";
+import { calendarDate } from "../../core/sources/date.ts";
 import { baselineOf, openHost, requestOf, systemUpdates, type TestHostOptions, tempFolder } from "../instructions/harness.ts";
 
 /** 2024-01-15 10:59 UTC: 23:59 on 15 January in Auckland (NZDT, UTC+13), 02:59 in Los Angeles. */
@@ -96,16 +97,16 @@ describe("built-in source core/date", () => {
     expect(new Set(provider.requests.map((r) => baselineOf(r))).size).to.equal(1);
   });
 
-  it("an unknown time zone is a SettingError naming the zone and the setting timeZone", async () => {
+  it("an unknown time zone is a SettingInvalid naming the zone and the setting timeZone", async () => {
     const error = await createAndCatch({ timeZone: "Mars/Olympus_Mons" });
-    expect(error).to.be.instanceOf(SettingError);
-    expect((error as SettingError).setting).to.equal("timeZone");
-    expect((error as SettingError).message)
+    expect(error).to.be.instanceOf(SettingInvalid);
+    expect((error as SettingInvalid).setting).to.equal("timeZone");
+    expect((error as SettingInvalid).message)
       .to.contain("timeZone")
       .and.to.contain('"Mars/Olympus_Mons"');
   });
 
-  it("bad instruction settings are SettingErrors naming the setting path", async () => {
+  it("bad instruction settings are SettingInvalids naming the setting path", async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ maxBytes: 0 }, "instructions.maxBytes"],
       [{ maxBytes: 1.5 }, "instructions.maxBytes"],
@@ -116,15 +117,15 @@ describe("built-in source core/date", () => {
     ];
     for (const [instructions, setting] of cases) {
       const error = await createAndCatch({ instructions: instructions as TestHostOptions["instructions"] });
-      expect(error, JSON.stringify(instructions)).to.be.instanceOf(SettingError);
-      expect((error as SettingError).setting, JSON.stringify(instructions)).to.equal(setting);
-      expect((error as SettingError).message).to.match(new RegExp(`^setting ${setting.replace(".", "\\.")}: \\S`));
+      expect(error, JSON.stringify(instructions)).to.be.instanceOf(SettingInvalid);
+      expect((error as SettingInvalid).setting, JSON.stringify(instructions)).to.equal(setting);
+      expect((error as SettingInvalid).message).to.match(new RegExp(`^setting ${setting.replace(".", "\\.")}: \\S`));
     }
     // An unknown setting says so, rather than a schema detail.
     const unknown = await createAndCatch({ instructions: { globalFil: "/tmp/AGENTS.md" } as TestHostOptions["instructions"] });
-    expect((unknown as SettingError).message).to.contain("unknown setting");
-    expect(() => checkSettings({ instructions: "off" })).to.throw(SettingError, /^setting instructions: /);
-    expect(() => checkSettings({ timeZone: "" })).to.throw(SettingError, /^setting timeZone: /);
+    expect((unknown as SettingInvalid).message).to.contain("unknown setting");
+    expect(() => checkSettings({ instructions: "off" })).to.throw(SettingInvalid, /^setting instructions: /);
+    expect(() => checkSettings({ timeZone: "" })).to.throw(SettingInvalid, /^setting timeZone: /);
   });
 
   it("every documented instruction setting is accepted, including the tool read limit", () => {

@@ -6,19 +6,18 @@
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
 import { type FSWatcher, watch } from "chokidar";
-// The host's own entry, statically: a dynamic `import()` may load a second copy when the
-// host itself was loaded through `require` (as tsx does for CommonJS callers, mocha among them).
-import * as contextHost from "../index.ts";
+import { type Diagnostic, Diagnostics } from "../base/diagnostics.ts";
+import { messageOf } from "../base/errors.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { BundleError, bundlePlugin, type PluginBundle } from "./bundle.ts";
-import { guardedRegistration } from "./contain.ts";
-import { type BundleLocations, type Diagnostic, messageOf } from "./diagnostic.ts";
 import { discoverPlugins } from "./discover.ts";
-import { evaluateBundle, locationsOf, type SharedModules } from "./evaluate.ts";
+import { evaluateBundle, locationsOf } from "./evaluate.ts";
 import { type ActivatedGeneration, ActivationError, activateGeneration } from "./generation.ts";
+import { guardedRegistration } from "./guarded-source.ts";
+import type { BundleLocations } from "./locations.ts";
 
-export interface PluginHostOptions {
+export interface PluginSetOptions {
   /** Plugin folders (absolute or relative to the working folder). */
   readonly folders: readonly string[];
   readonly registry: Registry;
@@ -41,6 +40,8 @@ export interface PluginHostOptions {
    * plugin key can never collide with a core source at composition.
    */
   readonly reservedNamespaces?: readonly string[];
+  /** The host's diagnostics channel (a new one when not given). */
+  readonly diagnostics?: Diagnostics;
 }
 
 /** What the host reports: diagnostics and generation changes, in order. */
@@ -90,30 +91,29 @@ interface PluginEntry {
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-export class PluginHost {
-  readonly #options: PluginHostOptions;
+export class PluginSet {
+  readonly #options: PluginSetOptions;
   readonly #folders: readonly string[];
   readonly #entries = new Map<string, PluginEntry>();
   readonly #listeners = new Set<(event: PluginEvent) => void>();
-  readonly #diagnostics: Diagnostic[] = [];
+  readonly #diagnostics: Diagnostics;
   #watcher: FSWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
-  #shared: SharedModules | undefined;
   #isClosed = false;
   /** Scopes of generations swapped out, closed after the swap (their disposers may be slow). */
   #pendingClose: Array<ActivatedGeneration["scope"]> = [];
   /** Files the watcher is asked to watch. */
   #watched = new Set<string>();
 
-  private constructor(options: PluginHostOptions) {
+  private constructor(options: PluginSetOptions) {
     this.#options = options;
+    this.#diagnostics = options.diagnostics ?? new Diagnostics();
     this.#folders = options.folders.map((folder) => path.resolve(folder));
   }
 
   /** Discovers and loads every plugin (sorted by name), then starts watching if asked. */
-  static async start(options: PluginHostOptions): Promise<PluginHost> {
-    const host = new PluginHost(options);
-    host.#shared = { "context-host": contextHost };
+  static async start(options: PluginSetOptions): Promise<PluginSet> {
+    const host = new PluginSet(options);
     if (options.watch ?? true) await host.#startWatching();
     host.#rescan();
     await host.settled();
@@ -128,7 +128,7 @@ export class PluginHost {
 
   /** Every diagnostic emitted so far, oldest first. */
   get diagnostics(): readonly Diagnostic[] {
-    return this.#diagnostics;
+    return this.#diagnostics.history;
   }
 
   /** Active plugins in name order. */
@@ -192,7 +192,8 @@ export class PluginHost {
   }
 
   #emit(event: PluginEvent) {
-    if (event.kind === "diagnostic") this.#diagnostics.push(event.diagnostic);
+    // A repeated identical diagnostic counts up in the channel and is not announced again.
+    if (event.kind === "diagnostic" && !this.#diagnostics.report(event.diagnostic)) return;
     for (const listener of this.#listeners) {
       try {
         listener(event);
@@ -305,7 +306,7 @@ export class PluginHost {
     try {
       let exports: Record<string, unknown>;
       try {
-        exports = evaluateBundle(bundle, generation, this.#shared as SharedModules);
+        exports = evaluateBundle(bundle, generation);
       } catch (error) {
         throw new ActivationError("evaluate", `module code threw: ${messageOf(error)}`, undefined, undefined, { cause: error });
       }
@@ -383,6 +384,7 @@ export class PluginHost {
     entry.failed = undefined;
     entry.displacedBy = undefined;
     if (previous !== undefined) this.#pendingClose.push(previous.scope);
+    this.#resolveProblems(entry, next.name);
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation });
     if (previous !== undefined && previous.name !== next.name) this.#reviveDisplaced(entry.file);
   }
@@ -430,12 +432,18 @@ export class PluginHost {
       for (const r of active.registrations) batch.unregister(r);
     });
     this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
+    if (entry.isRemoved) this.#resolveProblems(entry, active.name);
     try {
       await active.scope.close();
     } catch (error) {
       this.#diagnose(entry, { plugin: active.name, phase: "dispose", message: messageOf(error) });
     }
     if (shouldReviveDisplaced) this.#reviveDisplaced(entry.file);
+  }
+
+  /** A generation took over (or the plugin left): the problems of earlier generations no longer hold. */
+  #resolveProblems(entry: PluginEntry, plugin: string) {
+    this.#diagnostics.resolve((d) => d.file === entry.file || entry.inputs.includes(d.file) || d.plugin === plugin);
   }
 
   /** Plugins that lost their namespace to `file` try again now that it let go. */

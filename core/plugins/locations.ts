@@ -1,40 +1,9 @@
-// Owns plugin diagnostics: structured records of what went wrong where, and their
-// short code-frame rendering. Locations come from esbuild or from the bundle's
+// Owns the locations of plugin diagnostics: they come from esbuild or from the bundle's
 // inline source map, so they point at the plugin author's own file and line.
 
 import { readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
-
-/** Where in a plugin's life a diagnostic arose. */
-export type DiagnosticPhase =
-  | "discover"
-  | "bundle"
-  | "evaluate"
-  | "config"
-  | "setup"
-  | "namespace"
-  | "load"
-  | "value"
-  | "baseline"
-  | "update"
-  | "removed"
-  | "dispose"
-  | "instructions";
-
-/** A structured plugin diagnostic. */
-export interface Diagnostic {
-  /** The plugin's name (its namespace), or its file's base name before it is known. */
-  readonly plugin: string;
-  readonly file: string;
-  readonly line?: number;
-  readonly column?: number;
-  readonly key?: string;
-  readonly phase: DiagnosticPhase;
-  readonly message: string;
-  /** The offending source line, when known. */
-  readonly lineText?: string;
-}
 
 /** A location in an original source file (1-based line, 0-based column). */
 export interface Location {
@@ -104,22 +73,4 @@ function readQuietly(file: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The message of any thrown value. */
-export function messageOf(error: unknown): string {
-  if (error instanceof AggregateError) return [error.message, ...error.errors.map(messageOf)].join("; ");
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** A short, printable code frame: `file:line:column phase [key] message`, the line, a caret. */
-export function formatDiagnostic(diagnostic: Diagnostic, cwd = process.cwd()): string {
-  const where = path.relative(cwd, diagnostic.file) || diagnostic.file;
-  const position = diagnostic.line === undefined ? "" : `:${diagnostic.line}:${(diagnostic.column ?? 0) + 1}`;
-  const key = diagnostic.key === undefined ? "" : ` ${diagnostic.key}`;
-  const head = `${where}${position} [${diagnostic.plugin} ${diagnostic.phase}${key}] ${diagnostic.message}`;
-  if (diagnostic.lineText === undefined || diagnostic.line === undefined) return head;
-  const gutter = `${diagnostic.line} | `;
-  const caret = `${" ".repeat(gutter.length - 2)}| ${" ".repeat(Math.max(0, diagnostic.column ?? 0))}^`;
-  return `${head}\n${gutter}${diagnostic.lineText}\n${caret}`;
 }

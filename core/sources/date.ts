@@ -2,30 +2,20 @@
 // in a configured IANA time zone. It changes only when the calendar date changes.
 
 import Type from "typebox";
-import type { CoreSource } from "../host.ts";
-import type { Clock } from "../plugins/services.ts";
+import type { Clock } from "../base/clock.ts";
+import { SettingInvalid } from "../base/errors.ts";
 import { make } from "../system-context/index.ts";
+import type { CoreSource } from "./core-source.ts";
 
-/** A setting has a value the host cannot use; names the setting and the value. */
-export class SettingError extends Error {
-  override readonly name = "SettingError";
-  constructor(
-    readonly setting: string,
-    message: string,
-  ) {
-    super(`setting ${setting}: ${message}`);
-  }
-}
-
-/** Checks an IANA time zone name; throws `SettingError` naming it and the setting. */
+/** Checks an IANA time zone name; throws `SettingInvalid` naming it and the setting. */
 export function checkTimeZone(timeZone: string, setting = "timeZone"): string {
   try {
     return new Intl.DateTimeFormat("en-US", { timeZone }).resolvedOptions().timeZone;
   } catch {
-    throw new SettingError(
+    throw new SettingInvalid({
       setting,
-      `unknown time zone ${JSON.stringify(timeZone)} (expected an IANA name such as "Europe/Oslo")`,
-    );
+      reason: `unknown time zone ${JSON.stringify(timeZone)} (expected an IANA name such as "Europe/Oslo")`,
+    });
   }
 }
 

@@ -12,11 +12,10 @@ import { existsSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
-import { projectRootOf } from "../builtins/environment.ts";
-import type { CoreSource } from "../host.ts";
-import type { SourceEnv } from "../registry/registry.ts";
-import type { SessionStore } from "../session/store/store.ts";
-import { absent, combine, contain, type SystemContext, unavailable } from "../system-context/index.ts";
+import type { SourceEnv } from "../../registry/registry.ts";
+import { absent, combine, contain, type SystemContext, unavailable } from "../../system-context/index.ts";
+import type { CoreSource } from "../core-source.ts";
+import { projectRootOf } from "../environment.ts";
 import { type FileRead, isInside, readTextFile } from "./files.ts";
 import { globalInstructionsKey, projectInstructionsKey } from "./key.ts";
 
@@ -60,6 +59,17 @@ interface EffectiveFile {
   readonly root: string | undefined;
 }
 
+/**
+ * Where the nested instruction files a session discovered are kept, per session and
+ * location (the session store implements it), so a restart keeps what was discovered.
+ */
+export interface DiscoveryLog {
+  /** Nested instruction files discovered in a session at a location, in discovery order. */
+  discoveredInstructions(id: string, location: string): Promise<string[]>;
+  /** Records newly discovered nested instruction files (already known ones are ignored). */
+  addDiscoveredInstructions(id: string, location: string, files: readonly string[]): Promise<void>;
+}
+
 /** Reads project files for tools and records the nested instruction files on the way. */
 export interface ProjectFiles {
   /** Reads a project file (relative to the session's location) as UTF-8 text; refuses anything outside the project. */
@@ -87,7 +97,7 @@ function isSwitchedOff(value: string | undefined): boolean {
 }
 
 export class InstructionService {
-  readonly #store: SessionStore | undefined;
+  readonly #store: DiscoveryLog | undefined;
   readonly #globalFile: string | undefined;
   readonly #isDiscoveryOn: boolean;
   readonly #maxBytes: number;
@@ -96,7 +106,7 @@ export class InstructionService {
   readonly #reported = new Set<string>();
 
   constructor(options: {
-    store?: SessionStore;
+    store?: DiscoveryLog;
     settings?: InstructionSettings;
     report?: (problem: InstructionProblem) => void;
     env?: NodeJS.ProcessEnv;

@@ -2,7 +2,7 @@
 // history from the latest compaction summary on, without Mid-Conversation System
 // Messages of earlier epochs (they stay durable, as audit history).
 
-import type { ProviderRequest, RequestMessage } from "../providers/provider.ts";
+import type { ProviderRequest, RequestMessage } from "./provider.ts";
 import type { EpochRecord, StoredMessage } from "./store/store.ts";
 
 /** The model-visible history of the active epoch, in chronological order. */

@@ -5,8 +5,8 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import Type from "typebox";
-import type { CoreSource } from "../host.ts";
 import { make } from "../system-context/index.ts";
+import type { CoreSource } from "./core-source.ts";
 
 /** The project root of a location: the nearest folder at or above it with `.git`, else the location. */
 export function projectRootOf(location: string): { root: string; isGitRepository: boolean } {

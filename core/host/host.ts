@@ -1,29 +1,21 @@
-// Owns the composition root: `createHost` wires the registry, the plugin host, the
-// durable store and the session runtime with awilix, and exposes the Host API.
+// Owns the Host: `createHost` opens the durable store, starts the context sources
+// (their composition root is `context-sources.ts`), builds the session runtime and
+// exposes the Host API.
 
 import path from "node:path";
-import { asValue, createContainer } from "awilix";
-import { dateSource } from "./builtins/date.ts";
-import { environmentSource } from "./builtins/environment.ts";
-import { readTool } from "./instructions/read-tool.ts";
-import { InstructionService, type InstructionSettings } from "./instructions/service.ts";
-import type { Diagnostic } from "./plugins/diagnostic.ts";
-import { type PluginEvent, PluginHost, type PluginInfo } from "./plugins/host.ts";
-import { type Clock, consoleLogger, type Logger, systemClock } from "./plugins/services.ts";
-import type { Provider } from "./providers/provider.ts";
-import { Registry, type SourceEnv } from "./registry/registry.ts";
-import { Scope } from "./registry/scope.ts";
-import { SessionRuntime, type StepResult, type Tool } from "./session/runtime.ts";
-import { SqliteSessionStore, sessionsFile } from "./session/store/sqlite.ts";
-import type { SessionStore, StoredMessage } from "./session/store/store.ts";
+import type { Clock, Logger } from "../base/clock.ts";
+import type { Diagnostic } from "../base/diagnostics.ts";
+import { Scope } from "../base/scope.ts";
+import type { PluginEvent, PluginInfo } from "../plugins/plugin-set.ts";
+import type { Provider } from "../session/provider.ts";
+import { readTool } from "../session/read-tool.ts";
+import { SessionRuntime, type StepResult, type Tool } from "../session/runtime.ts";
+import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
+import type { SessionStore, StoredMessage } from "../session/store/store.ts";
+import type { CoreSource } from "../sources/core-source.ts";
+import type { InstructionSettings } from "../sources/instructions/service.ts";
+import { startContextSources } from "./context-sources.ts";
 import { checkSettings } from "./settings.ts";
-import { namespaceOf, type SystemContext } from "./system-context/index.ts";
-
-/** A core Context Source registration: trusted, composed before every plugin source, in this order. */
-export interface CoreSource {
-  readonly key: string;
-  load(env: SourceEnv): SystemContext | Promise<SystemContext>;
-}
 
 /** Options of `createHost`. */
 export interface HostOptions {
@@ -70,9 +62,11 @@ export interface Host {
   move(id: string, location: string): Promise<void>;
   /** Active plugins. */
   plugins(): PluginInfo[];
-  /** Diagnostics so far: instruction files (`plugin: "core"`), then plugins. */
+  /** Every distinct diagnostic so far, oldest first: instruction files (`plugin: "core"`), plugins, the watcher. */
   readonly diagnostics: readonly Diagnostic[];
-  /** Plugin events (diagnostics, generations). Returns an unsubscribe. */
+  /** The problems that still hold (a plugin that loaded again clears its earlier ones). */
+  currentDiagnostics(): Diagnostic[];
+  /** Plugin events and every new distinct diagnostic (instruction problems too). Returns an unsubscribe. */
   onPluginEvent(listener: (event: PluginEvent) => void): () => void;
   close(): Promise<void>;
 }
@@ -92,59 +86,35 @@ export async function createHost(options: HostOptions): Promise<Host> {
 
 async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
   const cwd = process.cwd();
-  const container = createContainer();
-  container.register({
-    clock: asValue(options.clock ?? systemClock),
-    logger: asValue(options.logger ?? consoleLogger),
-    location: asValue(cwd),
-  });
-  void scope.add(() => container.dispose());
-
   const store =
     options.store ?? new SqliteSessionStore(sessionsFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
   void scope.add(() => store.close());
 
-  const coreDiagnostics: Diagnostic[] = [];
-  const instructions = new InstructionService({
-    store,
-    ...(options.instructions === undefined ? {} : { settings: options.instructions }),
-    report: (problem) =>
-      coreDiagnostics.push({ plugin: "core", file: problem.file, phase: "instructions", message: problem.message }),
-  });
-
-  const registry = new Registry();
-  const builtins: CoreSource[] =
-    options.builtins === false
-      ? []
-      : [
-          dateSource({
-            clock: options.clock ?? systemClock,
-            ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
-          }),
-          environmentSource(),
-          instructions.registration(),
-        ];
-  const coreNamespaces = [...builtins, ...(options.core ?? [])].map((core) => namespaceOf(core.key));
-  for (const core of [...builtins, ...(options.core ?? [])]) {
-    registry.register(scope, { key: core.key, origin: "core", load: (env) => core.load(env) });
-  }
-
-  const plugins = await PluginHost.start({
-    folders: options.plugins ?? [path.join(cwd, "plugins")],
-    registry,
-    container,
-    settings: options.pluginSettings ?? {},
-    // Core sources' namespaces belong to the host.
-    reservedNamespaces: [...new Set(coreNamespaces)],
-    watch: options.watch ?? true,
-    ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
-    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
-  });
-  void scope.add(() => plugins.close());
+  const sources = await startContextSources(
+    {
+      cwd,
+      discoveryLog: store,
+      ...pick(options, [
+        "core",
+        "builtins",
+        "plugins",
+        "watch",
+        "pluginSettings",
+        "clock",
+        "logger",
+        "debounceMs",
+        "deadlineMs",
+        "timeZone",
+        "instructions",
+      ]),
+    },
+    scope,
+  );
+  const { instructions, plugins } = sources;
 
   const runtime = new SessionRuntime({
     store,
-    compose: (env) => registry.compose(env),
+    compose: (env) => sources.compose(env),
     providers: options.providers,
     ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
     tools: { read: readTool, ...options.tools },
@@ -161,9 +131,17 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     move: (id, location) => runtime.move(id, location),
     plugins: () => plugins.plugins(),
     get diagnostics() {
-      return [...coreDiagnostics, ...plugins.diagnostics];
+      return sources.diagnostics.history;
     },
-    onPluginEvent: (listener) => plugins.subscribe(listener),
+    currentDiagnostics: () => sources.diagnostics.current(),
+    onPluginEvent: (listener) => sources.subscribe(listener),
     close: () => scope.close(),
   };
+}
+
+/** The options that are set, of the given names (`exactOptionalPropertyTypes` keeps unset ones out). */
+function pick<T extends object, K extends keyof T>(options: T, names: readonly K[]): Partial<Pick<T, K>> {
+  const picked: Partial<Pick<T, K>> = {};
+  for (const name of names) if (options[name] !== undefined) picked[name] = options[name];
+  return picked;
 }

@@ -3,7 +3,8 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import { checkTimeZone, SettingError } from "./builtins/date.ts";
+import { SettingInvalid } from "../base/errors.ts";
+import { checkTimeZone } from "../sources/date.ts";
 
 /** Host settings beyond wiring. */
 export const HostSettings = Type.Object(
@@ -26,17 +27,15 @@ export const HostSettings = Type.Object(
 
 const validator = Compile(HostSettings);
 
-/** Checks host settings; throws `SettingError` naming the setting and what is wrong. */
+/** Checks host settings; throws `SettingInvalid` naming the setting and what is wrong. */
 export function checkSettings(settings: unknown): void {
   if (!validator.Check(settings)) {
     const first = validator.Errors(settings)[0];
     const setting = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(options)";
     // A property the schema does not allow fails as `schema is false`: say what that means.
     const isUnknown = first?.keyword === "boolean" && first.schemaPath.endsWith("/additionalProperties");
-    throw new SettingError(setting, isUnknown ? "unknown setting" : (first?.message ?? "invalid"));
+    throw new SettingInvalid({ setting, reason: isUnknown ? "unknown setting" : (first?.message ?? "invalid") });
   }
   const { timeZone } = settings as { timeZone?: string };
   if (timeZone !== undefined) checkTimeZone(timeZone);
 }
-
-export { SettingError };

@@ -4,8 +4,8 @@
 
 import path from "node:path";
 import { expect } from "chai";
-import { projectRootOf } from "../../core/builtins/environment.ts";
 import { type Host, scriptedProvider } from "../../core/index.ts";
+import { projectRootOf } from "../../core/sources/environment.ts";
 import {
   baselineOf,
   markProjectRoot,

@@ -1,0 +1,35 @@
+// Owns the deadline: work that must settle within a time, or fail with a named error.
+// The timer never keeps the process alive.
+
+import { ContextHostError } from "./errors.ts";
+
+/** Work that did not settle before its deadline. `what` names it ("loader core/date", "setup"). */
+export class DeadlineExceeded extends ContextHostError {
+  readonly what: string;
+  readonly ms: number;
+  constructor(options: { readonly what: string; readonly ms: number }) {
+    super(`${options.what} missed its deadline of ${options.ms} ms`);
+    this.what = options.what;
+    this.ms = options.ms;
+  }
+}
+
+/** Runs `work` (sync throws become rejections) and rejects with `DeadlineExceeded` after `ms`. */
+export function withinDeadline<T>(work: () => T | Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new DeadlineExceeded({ what, ms })), ms);
+    timer.unref();
+    Promise.resolve()
+      .then(work)
+      .then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+  });
+}

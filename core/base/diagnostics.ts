@@ -1,0 +1,115 @@
+// Owns diagnostics: structured records of what went wrong where (a plugin, an
+// instruction file, the watcher), and their short code-frame rendering.
+
+import path from "node:path";
+
+/** Where in a plugin's life a diagnostic arose. */
+export type DiagnosticPhase =
+  | "discover"
+  | "bundle"
+  | "evaluate"
+  | "config"
+  | "setup"
+  | "namespace"
+  | "load"
+  | "value"
+  | "baseline"
+  | "update"
+  | "removed"
+  | "dispose"
+  | "instructions";
+
+/** A structured plugin diagnostic. */
+export interface Diagnostic {
+  /** The plugin's name (its namespace), or its file's base name before it is known. */
+  readonly plugin: string;
+  readonly file: string;
+  readonly line?: number;
+  readonly column?: number;
+  readonly key?: string;
+  readonly phase: DiagnosticPhase;
+  readonly message: string;
+  /** The offending source line, when known. */
+  readonly lineText?: string;
+}
+
+/** A short, printable code frame: `file:line:column phase [key] message`, the line, a caret. */
+export function formatDiagnostic(diagnostic: Diagnostic, cwd = process.cwd()): string {
+  const where = path.relative(cwd, diagnostic.file) || diagnostic.file;
+  const position = diagnostic.line === undefined ? "" : `:${diagnostic.line}:${(diagnostic.column ?? 0) + 1}`;
+  const key = diagnostic.key === undefined ? "" : ` ${diagnostic.key}`;
+  const head = `${where}${position} [${diagnostic.plugin} ${diagnostic.phase}${key}] ${diagnostic.message}`;
+  if (diagnostic.lineText === undefined || diagnostic.line === undefined) return head;
+  const gutter = `${diagnostic.line} | `;
+  const caret = `${" ".repeat(gutter.length - 2)}| ${" ".repeat(Math.max(0, diagnostic.column ?? 0))}^`;
+  return `${head}\n${gutter}${diagnostic.lineText}\n${caret}`;
+}
+
+/** A diagnostic as the channel keeps it: how often it was reported and whether it still holds. */
+export interface DiagnosticRecord {
+  readonly diagnostic: Diagnostic;
+  /** How many times this identical diagnostic was reported. */
+  readonly count: number;
+}
+
+const identityOf = (d: Diagnostic) =>
+  JSON.stringify([d.plugin, d.file, d.phase, d.key ?? null, d.line ?? null, d.column ?? null, d.message]);
+
+/**
+ * The one diagnostics channel of a host: plugins, instruction files and the watcher
+ * report here. A repeated identical diagnostic counts up instead of appending, so a
+ * loader that throws at every boundary is one record, not one per boundary. `current`
+ * is what still holds: a reporter resolves its subject when the problem is gone (a
+ * plugin that loads again, a file that is readable again).
+ */
+export class Diagnostics {
+  readonly #records = new Map<string, { diagnostic: Diagnostic; count: number }>();
+  readonly #current = new Map<string, Diagnostic>();
+  readonly #listeners = new Set<(diagnostic: Diagnostic) => void>();
+
+  /** Reports a diagnostic; listeners hear only the first of identical ones. Returns whether it was new. */
+  report(diagnostic: Diagnostic): boolean {
+    const id = identityOf(diagnostic);
+    const known = this.#records.get(id);
+    this.#current.set(id, known?.diagnostic ?? diagnostic);
+    if (known !== undefined) {
+      known.count++;
+      return false;
+    }
+    this.#records.set(id, { diagnostic, count: 1 });
+    for (const listener of this.#listeners) {
+      try {
+        listener(diagnostic);
+      } catch {
+        // A failing listener must not break the reporter.
+      }
+    }
+    return true;
+  }
+
+  /** Every distinct diagnostic so far, oldest first. */
+  get history(): readonly Diagnostic[] {
+    return [...this.#records.values()].map((record) => record.diagnostic);
+  }
+
+  /** Every distinct diagnostic with its count, oldest first. */
+  records(): DiagnosticRecord[] {
+    return [...this.#records.values()].map((record) => ({ diagnostic: record.diagnostic, count: record.count }));
+  }
+
+  /** The problems that still hold, oldest first. */
+  current(): Diagnostic[] {
+    return [...this.#current.values()];
+  }
+
+  /** The matching problems no longer hold (they stay in the history). */
+  resolve(matches: (diagnostic: Diagnostic) => boolean): void {
+    for (const [id, diagnostic] of this.#current) if (matches(diagnostic)) this.#current.delete(id);
+  }
+
+  /** Hears every new distinct diagnostic. Returns an unsubscribe. */
+  subscribe(listener: (diagnostic: Diagnostic) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}
