@@ -4,7 +4,7 @@
 // invariants). Several trials run on each database in turn, so later workers restart on
 // what earlier ones left, and Baselines are compared with earlier trials' reads.
 //
-// 20 trials in `npm test`; 500 when CONTEXT_HOST_LONG is set (`npm run test:long`).
+// 6 trials in `npm test` (a quick check that the harness and the invariants hold); 500 when CONTEXT_HOST_LONG is set (`npm run test:long`).
 // CONTEXT_HOST_CRASH_SEED fixes the seeds (the kill moments stay random); the one-line
 // summary prints the seed used. A database with violations is kept and its path printed.
 
@@ -23,7 +23,7 @@ const root = path.resolve(import.meta.dirname, "../../..");
 const worker = path.join(import.meta.dirname, "worker.ts");
 
 const long = (process.env.CONTEXT_HOST_LONG ?? "") !== "" && process.env.CONTEXT_HOST_LONG !== "0";
-const trials = long ? 500 : 20;
+const trials = long ? 500 : 6;
 /** Workers running at once, each on its own databases (the machine has two cores). */
 const lanes = 2;
 /** Consecutive trials on one database before a lane starts a fresh one. */
