@@ -35,15 +35,21 @@ export const layers: readonly Layer[] = [
     packages: "*",
   },
   {
+    name: "conformance",
+    paths: ["core/conformance"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host"],
+    packages: "*",
+  },
+  {
     name: "entry",
     paths: ["core/index.ts"],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host", "conformance"],
     packages: [],
   },
   {
     name: "cli",
     paths: ["scripts/cli"],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host", "conformance"],
     packages: "*",
   },
 ];
