@@ -1,0 +1,499 @@
+// Owns the fleet store: sessions in PostgreSQL through `pg`, for many host processes
+// on many machines serving one set of sessions. The same contract as the SQLite store:
+// versioned migrations, one transaction per boundary commit (the snapshot and its
+// Mid-Conversation System Message together), writes guarded by the session's revision.
+// Concurrent commits to one session serialise on its row lock; the revision guard
+// turns the loser into a `RevisionConflict`.
+
+import pg from "pg";
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { ContextHostError, messageOf } from "../../base/errors.ts";
+import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import type { ProviderReply, ToolCall } from "../provider.ts";
+import {
+  type BoundaryCommit,
+  CorruptSession,
+  type EpochReason,
+  type EpochRecord,
+  type MessageRole,
+  type PendingPrompt,
+  RevisionConflict,
+  type SessionRecord,
+  type SessionStore,
+  type StoredMessage,
+  UnknownSession,
+} from "./store.ts";
+
+/** The database cannot be reached or refused a statement; names the database and what was being done. */
+export class StoreUnavailable extends ContextHostError {
+  readonly database: string;
+  constructor(options: { readonly database: string; readonly doing: string; readonly cause: unknown }) {
+    super(`session store ${options.database}: ${options.doing} failed: ${messageOf(options.cause)}`, { cause: options.cause });
+    this.database = options.database;
+  }
+}
+
+/** The store's own named errors pass through as they are; anything else is the database's. */
+const isStoreError = (error: unknown) =>
+  error instanceof ContextHostError ||
+  error instanceof UnknownSession ||
+  error instanceof RevisionConflict ||
+  error instanceof CorruptSession;
+
+/** Each entry moves the schema one version up; never edit a released one. */
+const migrations: readonly string[] = [
+  `CREATE TABLE sessions (
+     id TEXT PRIMARY KEY,
+     location TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     model TEXT NOT NULL,
+     revision INTEGER NOT NULL DEFAULT 0,
+     epoch_due TEXT CHECK (epoch_due IN ('compaction', 'switch', 'move', 'replacement')),
+     awaiting_reply BOOLEAN NOT NULL DEFAULT false
+   );
+   CREATE TABLE messages (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     seq INTEGER NOT NULL,
+     role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system-update', 'summary')),
+     text TEXT NOT NULL,
+     epoch INTEGER NOT NULL,
+     data TEXT,
+     PRIMARY KEY (session_id, seq)
+   );
+   CREATE TABLE pending_prompts (
+     id SERIAL PRIMARY KEY,
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     text TEXT NOT NULL,
+     promoted_seq INTEGER
+   );
+   CREATE INDEX pending_prompts_by_session ON pending_prompts(session_id, promoted_seq);
+   CREATE TABLE epochs (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     number INTEGER NOT NULL,
+     baseline TEXT NOT NULL,
+     snapshot TEXT NOT NULL,
+     started_seq INTEGER NOT NULL,
+     reason TEXT NOT NULL CHECK (reason IN ('initial', 'compaction', 'switch', 'move', 'replacement')),
+     system_prompt TEXT,
+     PRIMARY KEY (session_id, number)
+   );
+   CREATE TABLE discovered_instructions (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     location TEXT NOT NULL,
+     file TEXT NOT NULL,
+     discovered INTEGER NOT NULL,
+     PRIMARY KEY (session_id, location, file)
+   );`,
+];
+
+const MessageData = Compile(
+  Type.Object({
+    toolCalls: Type.Optional(
+      Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Optional(Type.Unknown()) })),
+    ),
+    callId: Type.Optional(Type.String()),
+    name: Type.Optional(Type.String()),
+  }),
+);
+
+const roles: ReadonlySet<string> = new Set(["user", "assistant", "tool", "system-update", "summary"]);
+
+interface SessionRow {
+  id: string;
+  location: string;
+  provider: string;
+  model: string;
+  revision: number;
+  epoch_due: EpochReason | null;
+  awaiting_reply: boolean;
+}
+
+interface EpochRow {
+  number: number;
+  baseline: string;
+  snapshot: string;
+  started_seq: number;
+  reason: EpochReason;
+  system_prompt: string | null;
+}
+
+export interface PostgresSessionStoreOptions {
+  /** A `postgres://` URL; default the `DATABASE_URL` environment variable. */
+  readonly connectionString?: string;
+  /** The schema the store's tables live in (created when missing); default `context_host`. */
+  readonly schema?: string;
+  /** Most connections the pool opens (default 10). */
+  readonly poolSize?: number;
+}
+
+const identifier = /^[a-z_][a-z0-9_]{0,62}$/;
+
+type Query = (sql: string, values?: readonly unknown[]) => Promise<pg.QueryResult>;
+
+/** A `SessionStore` in PostgreSQL. Open it with `await PostgresSessionStore.open(options)`. */
+export class PostgresSessionStore implements SessionStore {
+  readonly #pool: pg.Pool;
+  /** Where the sessions are, as errors name it: host, port, database and schema (never the password). */
+  readonly database: string;
+  #isClosed = false;
+
+  private constructor(pool: pg.Pool, database: string) {
+    this.#pool = pool;
+    this.database = database;
+  }
+
+  /** Connects, creates the schema when missing, and migrates it (one host at a time). */
+  static async open(options: PostgresSessionStoreOptions = {}): Promise<PostgresSessionStore> {
+    const connectionString = options.connectionString ?? process.env.DATABASE_URL;
+    if (connectionString === undefined || connectionString === "") {
+      throw new ContextHostError("PostgresSessionStore: no connectionString given and DATABASE_URL is not set");
+    }
+    const schema = options.schema ?? "context_host";
+    if (!identifier.test(schema)) {
+      throw new ContextHostError(`PostgresSessionStore: schema ${JSON.stringify(schema)} is not a plain lower-case SQL name`);
+    }
+    const url = new URL(connectionString);
+    const database = `postgres://${url.hostname}:${url.port || 5432}${url.pathname} (schema ${schema})`;
+    // Every connection starts in the store's schema (a startup option, so no query runs before it).
+    const pool = new pg.Pool({ connectionString, max: options.poolSize ?? 10, options: `-c search_path=${schema}` });
+    // An idle client's error (the server restarted) must not crash the host: the next query reports it.
+    pool.on("error", () => {});
+    const store = new PostgresSessionStore(pool, database);
+    try {
+      await store.#transaction("migrating the schema", async (query) => {
+        await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`context-host:${schema}`]);
+        await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        await query(`SET LOCAL search_path TO ${schema}`);
+        await query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+        const found = await query("SELECT version FROM schema_version");
+        const version = (found.rows[0] as { version: number } | undefined)?.version ?? 0;
+        if (found.rows.length === 0) await query("INSERT INTO schema_version (version) VALUES (0)");
+        if (version > migrations.length) {
+          throw new ContextHostError(
+            `${database}: schema version ${version} is newer than this context-host (${migrations.length})`,
+          );
+        }
+        for (let v = version; v < migrations.length; v++) await query(migrations[v] as string);
+        await query("UPDATE schema_version SET version = $1", [migrations.length]);
+      });
+    } catch (error) {
+      await pool.end().catch(() => {});
+      throw error;
+    }
+    return store;
+  }
+
+  async #query(doing: string, sql: string, values?: readonly unknown[]): Promise<pg.QueryResult> {
+    try {
+      return await this.#pool.query(sql, values as unknown[]);
+    } catch (error) {
+      throw new StoreUnavailable({ database: this.database, doing, cause: error });
+    }
+  }
+
+  /** Runs `work` in one transaction; a named store error from `work` rolls back and is rethrown as it is. */
+  async #transaction<T>(doing: string, work: (query: Query) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw new StoreUnavailable({ database: this.database, doing, cause: error });
+    }
+    let isBroken = false;
+    try {
+      await client.query("BEGIN");
+      const query: Query = async (sql, values) => {
+        try {
+          return await client.query(sql, values as unknown[]);
+        } catch (error) {
+          throw new StoreUnavailable({ database: this.database, doing, cause: error });
+        }
+      };
+      const result = await work(query);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {
+        isBroken = true;
+      });
+      if (isStoreError(error)) throw error;
+      throw new StoreUnavailable({ database: this.database, doing, cause: error });
+    } finally {
+      client.release(isBroken);
+    }
+  }
+
+  async #sessionRow(id: string, query: Query = (sql, values) => this.#query(`reading session ${id}`, sql, values)) {
+    const result = await query("SELECT * FROM sessions WHERE id = $1", [id]);
+    const row = result.rows[0] as SessionRow | undefined;
+    if (row === undefined) throw new UnknownSession(id);
+    return row;
+  }
+
+  async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
+    await this.#query(
+      `creating session ${session.id}`,
+      "INSERT INTO sessions (id, location, provider, model) VALUES ($1, $2, $3, $4)",
+      [session.id, session.location, session.provider, session.model],
+    );
+  }
+
+  async session(id: string): Promise<SessionRecord> {
+    const row = await this.#sessionRow(id);
+    return {
+      id: row.id,
+      location: row.location,
+      provider: row.provider,
+      model: row.model,
+      revision: row.revision,
+      epochDue: row.epoch_due ?? undefined,
+      isAwaitingReply: row.awaiting_reply,
+    };
+  }
+
+  async updateSession(
+    id: string,
+    change: { location?: string; provider?: string; model?: string; epochDue?: Exclude<EpochReason, "initial"> },
+  ): Promise<void> {
+    await this.#transaction(`updating session ${id}`, async (query) => {
+      const row = await this.#sessionRow(id, query);
+      await query(
+        "UPDATE sessions SET location = $1, provider = $2, model = $3, epoch_due = $4, revision = revision + 1 WHERE id = $5",
+        [
+          change.location ?? row.location,
+          change.provider ?? row.provider,
+          change.model ?? row.model,
+          change.epochDue ?? row.epoch_due,
+          id,
+        ],
+      );
+    });
+  }
+
+  async addPrompt(id: string, text: string): Promise<void> {
+    await this.#transaction(`adding a prompt to session ${id}`, async (query) => {
+      await this.#sessionRow(id, query);
+      await query("INSERT INTO pending_prompts (session_id, text) VALUES ($1, $2)", [id, text]);
+    });
+  }
+
+  async pendingPrompts(id: string): Promise<PendingPrompt[]> {
+    const result = await this.#query(
+      `reading the prompts of session ${id}`,
+      "SELECT id, text FROM pending_prompts WHERE session_id = $1 AND promoted_seq IS NULL ORDER BY id",
+      [id],
+    );
+    return result.rows as PendingPrompt[];
+  }
+
+  async messages(id: string): Promise<StoredMessage[]> {
+    return this.messagesSince(id, 0);
+  }
+
+  /** The messages after `afterSeq`, oldest first. */
+  async messagesSince(id: string, afterSeq: number): Promise<StoredMessage[]> {
+    await this.#sessionRow(id);
+    const result = await this.#query(
+      `reading the messages of session ${id}`,
+      "SELECT seq, role, text, epoch, data FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+      [id, afterSeq],
+    );
+    return result.rows.map((row) => this.#message(id, row));
+  }
+
+  #message(id: string, row: { seq: number; role: string; text: string; epoch: number; data: string | null }): StoredMessage {
+    if (!roles.has(row.role)) throw new CorruptSession(id, `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}`);
+    let data: unknown = {};
+    if (row.data !== null) {
+      try {
+        data = JSON.parse(row.data);
+      } catch (cause) {
+        throw new CorruptSession(id, `message ${row.seq} has unreadable data`, { cause });
+      }
+    }
+    if (!MessageData.Check(data)) throw new CorruptSession(id, `message ${row.seq} has malformed data`);
+    const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
+    return {
+      seq: row.seq,
+      role: row.role as MessageRole,
+      text: row.text,
+      epoch: row.epoch,
+      ...(toolCalls === undefined ? {} : { toolCalls }),
+      ...(callId === undefined ? {} : { callId }),
+      ...(name === undefined ? {} : { name }),
+    };
+  }
+
+  async activeEpoch(id: string): Promise<EpochRecord | undefined> {
+    const result = await this.#query(
+      `reading the epoch of session ${id}`,
+      "SELECT * FROM epochs WHERE session_id = $1 ORDER BY number DESC LIMIT 1",
+      [id],
+    );
+    const row = result.rows[0] as EpochRow | undefined;
+    if (row === undefined) return undefined;
+    let snapshot: Snapshot;
+    try {
+      snapshot = parseSnapshot(JSON.parse(row.snapshot));
+    } catch (cause) {
+      throw new CorruptSession(id, `the Context Snapshot of epoch ${row.number} is corrupt: ${messageOf(cause)}`, { cause });
+    }
+    let systemPrompt: string | null | undefined;
+    if (row.system_prompt !== null) {
+      try {
+        systemPrompt = JSON.parse(row.system_prompt);
+      } catch (cause) {
+        throw new CorruptSession(id, `the system prompt of epoch ${row.number} is unreadable`, { cause });
+      }
+      if (systemPrompt !== null && typeof systemPrompt !== "string")
+        throw new CorruptSession(id, `the system prompt of epoch ${row.number} is not text`);
+    }
+    return {
+      number: row.number,
+      baseline: row.baseline,
+      snapshot,
+      startedSeq: row.started_seq,
+      reason: row.reason,
+      systemPrompt,
+    };
+  }
+
+  /** Advances the revision from `expected` (locking the session's row); `RevisionConflict` if another runtime moved it. */
+  async #claim(query: Query, id: string, expected: number, set: string) {
+    const result = await query(`UPDATE sessions SET revision = revision + 1${set} WHERE id = $1 AND revision = $2`, [
+      id,
+      expected,
+    ]);
+    if (result.rowCount === 0) {
+      await this.#sessionRow(id, query);
+      throw new RevisionConflict(id, expected);
+    }
+  }
+
+  async #next(query: Query, id: string): Promise<{ seq: number; epoch: number }> {
+    const result = await query(
+      `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1) AS seq,
+              (SELECT COALESCE(MAX(number), 0) FROM epochs WHERE session_id = $1) AS epoch`,
+      [id],
+    );
+    return result.rows[0] as { seq: number; epoch: number };
+  }
+
+  async #insertMessage(query: Query, id: string, seq: number, role: MessageRole, text: string, epoch: number, data?: object) {
+    await query("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES ($1, $2, $3, $4, $5, $6)", [
+      id,
+      seq,
+      role,
+      text,
+      epoch,
+      data === undefined ? null : JSON.stringify(data),
+    ]);
+  }
+
+  async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
+    await this.#transaction(`committing a boundary of session ${id}`, async (query) => {
+      await this.#claim(query, id, revision, `, awaiting_reply = true${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
+      let { seq, epoch } = await this.#next(query, id);
+      if (commit.newEpoch !== undefined) {
+        epoch += 1;
+        await query(
+          "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+          [
+            id,
+            epoch,
+            commit.newEpoch.baseline,
+            JSON.stringify(commit.newEpoch.snapshot),
+            seq,
+            commit.newEpoch.reason,
+            JSON.stringify(commit.newEpoch.systemPrompt),
+          ],
+        );
+      }
+      for (const prompt of commit.promote) {
+        const promoted = await query(
+          "UPDATE pending_prompts SET promoted_seq = $1 WHERE id = $2 AND session_id = $3 AND promoted_seq IS NULL",
+          [seq, prompt.id, id],
+        );
+        if (promoted.rowCount !== 1) throw new RevisionConflict(id, revision);
+        await this.#insertMessage(query, id, seq++, "user", prompt.text, epoch);
+      }
+      if (commit.systemUpdate !== undefined) {
+        await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, epoch);
+        await query("UPDATE epochs SET snapshot = $1 WHERE session_id = $2 AND number = $3", [
+          JSON.stringify(commit.systemUpdate.snapshot),
+          id,
+          epoch,
+        ]);
+      }
+    });
+  }
+
+  async commitReply(
+    id: string,
+    revision: number,
+    reply: ProviderReply,
+    toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
+  ): Promise<void> {
+    await this.#transaction(`committing a reply of session ${id}`, async (query) => {
+      await this.#claim(query, id, revision, ", awaiting_reply = false");
+      let { seq, epoch } = await this.#next(query, id);
+      const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
+      await this.#insertMessage(
+        query,
+        id,
+        seq++,
+        "assistant",
+        reply.text,
+        epoch,
+        toolCalls === undefined ? undefined : { toolCalls },
+      );
+      for (const result of toolResults) {
+        await this.#insertMessage(query, id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name });
+      }
+    });
+  }
+
+  async commitSummary(id: string, revision: number, text: string): Promise<void> {
+    await this.#transaction(`committing a summary of session ${id}`, async (query) => {
+      await this.#claim(query, id, revision, ", epoch_due = 'compaction'");
+      const { seq, epoch } = await this.#next(query, id);
+      await this.#insertMessage(query, id, seq, "summary", text, epoch);
+    });
+  }
+
+  async discoveredInstructions(id: string, location: string): Promise<string[]> {
+    const result = await this.#query(
+      `reading the instructions of session ${id}`,
+      "SELECT file FROM discovered_instructions WHERE session_id = $1 AND location = $2 ORDER BY discovered",
+      [id, location],
+    );
+    return result.rows.map((row) => (row as { file: string }).file);
+  }
+
+  async addDiscoveredInstructions(id: string, location: string, files: readonly string[]): Promise<void> {
+    await this.#transaction(`recording the instructions of session ${id}`, async (query) => {
+      // Lock the session's row: discovery order is numbered one writer at a time.
+      const locked = await query("SELECT id FROM sessions WHERE id = $1 FOR UPDATE", [id]);
+      if (locked.rows.length === 0) throw new UnknownSession(id);
+      const next = await query(
+        "SELECT COALESCE(MAX(discovered), 0) + 1 AS n FROM discovered_instructions WHERE session_id = $1",
+        [id],
+      );
+      let order = (next.rows[0] as { n: number }).n;
+      for (const file of files) {
+        const inserted = await query(
+          "INSERT INTO discovered_instructions (session_id, location, file, discovered) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+          [id, location, file, order],
+        );
+        if (inserted.rowCount === 1) order += 1;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#isClosed) return;
+    this.#isClosed = true;
+    await this.#pool.end();
+  }
+}
