@@ -39,8 +39,8 @@ export interface Finding {
   readonly fix: string;
 }
 
-/** A source as the checks see it: a plugin source, with optional example values. */
-export type CheckedSource = PluginSource & { readonly examples?: readonly unknown[] };
+/** A source as the checks see it: a plugin source (with its optional `examples`). */
+export type CheckedSource = PluginSource;
 
 export interface SourceCheckOptions {
   /** The env the loader is called with. */

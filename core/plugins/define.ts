@@ -19,6 +19,8 @@ export interface PluginSource<S extends TSchema = TSchema> {
   removed?(previous: StaticDecode<S>): string;
   /** How long the loader may take before it counts as unavailable (default: the host's, 2 s). */
   readonly deadlineMs?: number;
+  /** Values `context-host check` renders besides the loaded and generated ones (for precise checks). */
+  readonly examples?: readonly StaticDecode<S>[];
 }
 
 /** What `setup` receives. */

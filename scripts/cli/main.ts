@@ -1,8 +1,10 @@
 // Owns the command line: `context-host <command> [options]`.
 
+import { check, parseCheckArgs } from "./check.ts";
 import { parseRenderArgs, render, UsageError } from "./render.ts";
 
 const usage = `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--config FILE]
+       context-host check PLUGIN... [--json] [--location DIR]
 
   render   load the plugins, initialize, and print the Baseline System Context
            (core sources first, then plugin sources in key order).
@@ -11,8 +13,13 @@ const usage = `usage: context-host render [--plugins DIR]... [--json] [--locatio
            --location DIR  the session location sources observe (default: the working folder)
            --config FILE   JSON { timeZone?, instructions?, pluginSettings? }, as createHost takes them
 
-exit codes: 0 every plugin loaded; 2 a plugin failed (the rest still render);
-            3 initialization blocked (the keys on stderr); 64 bad usage`;
+  check    load each PLUGIN (a file, a plugin folder, or a folder of plugins) as the host
+           does and run the conformance checks; one line per finding:
+           file:line [plugin key] check: what is wrong — how to fix it
+
+exit codes (render): 0 every plugin loaded; 2 a plugin failed (the rest still render);
+            3 initialization blocked (the keys on stderr); 64 bad usage
+exit codes (check): 0 every check passed (warnings allowed); 1 a check failed; 64 bad usage`;
 
 /** Where the command line reads and writes; the process's own by default. */
 export interface Io {
@@ -35,6 +42,7 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
       const parsed = parseRenderArgs(rest, io.cwd);
       return await render({ ...parsed, out: io.out, err: io.err });
     }
+    if (command === "check") return await check(parseCheckArgs(rest, io.cwd), io);
     if (command === undefined || command === "help" || command === "--help") {
       io.out(usage);
       return command === undefined ? 64 : 0;

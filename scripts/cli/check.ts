@@ -1,0 +1,65 @@
+// Owns `context-host check PLUGIN…`: load each plugin as the host does, run every
+// conformance check, print one line per finding, exit 0 (all pass; warnings allowed),
+// 1 (a check failed) or 64 (bad usage).
+
+import { existsSync, statSync } from "node:fs";
+import path from "node:path";
+import { checkPlugin, formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
+import { discoverPlugins } from "../../core/plugins/discover.ts";
+import { UsageError } from "./render.ts";
+
+export const checkExitCodes = { ok: 0, failed: 1 } as const;
+
+export interface CheckArgs {
+  readonly plugins: readonly string[];
+  readonly json: boolean;
+  readonly location: string;
+}
+
+/** Parses `check` arguments: `PLUGIN... [--json] [--location DIR]`; a PLUGIN is a file, a plugin folder or a folder of plugins. */
+export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
+  const given: string[] = [];
+  let json = false;
+  let location = cwd;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--json") json = true;
+    else if (arg === "--location") {
+      const value = args[++i];
+      if (value === undefined) throw new UsageError("--location needs a folder");
+      location = path.resolve(cwd, value);
+    } else if (arg.startsWith("-")) throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+    else given.push(path.resolve(cwd, arg));
+  }
+  if (given.length === 0) throw new UsageError("check needs at least one plugin file or folder");
+  const plugins: string[] = [];
+  for (const target of given) {
+    if (!existsSync(target)) throw new UsageError(`no such file or folder: ${target}`);
+    if (statSync(target).isFile()) {
+      plugins.push(target);
+      continue;
+    }
+    const index = ["index.ts", "index.js"].map((f) => path.join(target, f)).find((f) => existsSync(f));
+    if (index !== undefined) plugins.push(index);
+    else {
+      const found = discoverPlugins(target);
+      if (found.length === 0) throw new UsageError(`no plugin in ${target} (expected .ts/.js files or folders with index.ts)`);
+      plugins.push(...found.map((entry) => entry.file));
+    }
+  }
+  return { plugins, json, location };
+}
+
+/** Runs the checks; prints findings (or JSON) and returns the exit code. */
+export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
+  const findings: PluginFinding[] = [];
+  for (const plugin of args.plugins) findings.push(...(await checkPlugin(plugin, { location: args.location })));
+  const failed = findings.some((finding) => finding.severity === "error");
+  if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
+  else {
+    for (const finding of findings) io.out(formatFinding(finding, args.location));
+    const errors = findings.filter((f) => f.severity === "error").length;
+    io.err(`${args.plugins.length} plugin(s) checked: ${errors} error(s), ${findings.length - errors} warning(s)`);
+  }
+  return failed ? checkExitCodes.failed : checkExitCodes.ok;
+}

@@ -1,0 +1,117 @@
+// `context-host check`: purpose-made bad plugins each fail the check written for them,
+// naming the plugin (and the source key where one is at fault); the first-party plugins
+// and a good plugin pass; exit codes 0, 1 and 64.
+
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { checkPlugin } from "../../core/conformance/check-plugin.ts";
+import { main } from "../../scripts/cli/main.ts";
+
+const good = (body = "", name = "good") => `import { definePlugin } from "context-host";
+import Type from "typebox";
+${body}
+export default definePlugin({
+  name: "${name}",
+  setup(api) {
+    api.source({
+      key: "${name}/weather",
+      schema: Type.Object({ city: Type.String({ minLength: 1 }), celsius: Type.Integer({ minimum: -60, maximum: 60 }) }),
+      load: () => ({ city: "Oslo", celsius: 4 }),
+      baseline: (v) => "Weather in " + v.city + ": " + v.celsius + " °C.",
+      update: (_p, v) => "Weather in " + v.city + " is now " + v.celsius + " °C.",
+      removed: (p) => "The weather for " + p.city + " no longer applies.",
+    });
+  },
+});
+`;
+
+describe("context-host check", function () {
+  this.timeout(20_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "check-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function cli(args: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(args, { cwd: dir, out: (t) => out.push(t), err: (t) => err.push(t) });
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  }
+
+  function plugin(name: string, code: string): string {
+    const file = path.join(dir, `${name}.ts`);
+    writeFileSync(file, code);
+    return file;
+  }
+
+  it("a good plugin and the first-party plugins pass with exit 0", async () => {
+    plugin("good", good());
+    const first = await cli(["check", "good.ts"]);
+    expect(first.out).to.equal("");
+    expect(first.code).to.equal(0);
+    const firstParty = await main(["check", path.resolve("plugins")], { cwd: path.resolve("."), out: () => {}, err: () => {} });
+    expect(firstParty).to.equal(0);
+  });
+
+  const bad: Array<[string, string, string]> = [
+    ["plugin-loads", "a key outside the namespace", good().replace('key: "good/weather"', 'key: "other/weather"')],
+    ["plugin-loads", "a syntax error", "export default definePlugin({ name: 'broken', setup( });"],
+    ["import-side-effects", "a timer started at import time", good("const poll = setInterval(() => {}, 1000); void poll;")],
+    [
+      "dispose-releases",
+      "an interval setup starts and never clears",
+      good().replace("setup(api) {", "setup(api) {\n    setInterval(() => {}, 1000);"),
+    ],
+    [
+      "setup-repeats",
+      "setup that works only once",
+      good("const g = globalThis as Record<string, unknown>;").replace(
+        "setup(api) {",
+        'setup(api) {\n    if (g.__checkOnce) throw new Error("already set up"); g.__checkOnce = true;',
+      ),
+    ],
+    [
+      "update-new-state",
+      "an update that does not say the new value",
+      good().replace(
+        'update: (_p, v) => "Weather in " + v.city + " is now " + v.celsius + " °C."',
+        'update: () => "The weather changed."',
+      ),
+    ],
+  ];
+  for (const [check, what, code] of bad) {
+    it(`${check}: ${what} fails with exit 1, naming the plugin and the check`, async () => {
+      plugin("bad", code);
+      const { code: exit, out } = await cli(["check", "bad.ts"]);
+      expect(exit, out).to.equal(1);
+      expect(out).to.match(new RegExp(`^bad\\.ts(:\\d+)? \\[[a-z]+[^\\]]*\\] ${check}: `, "m"));
+      if (
+        !check.startsWith("plugin-") &&
+        check !== "import-side-effects" &&
+        check !== "dispose-releases" &&
+        check !== "setup-repeats"
+      ) {
+        expect(out).to.contain("[good good/weather]");
+      }
+    });
+  }
+
+  it("a warning alone passes; --json gives the findings as data", async () => {
+    plugin("warn", good("let loads = 0;").replace("celsius: 4 }", "celsius: loads++ % 50 }"));
+    const findings = await checkPlugin(path.join(dir, "warn.ts"));
+    expect(findings.map((f) => [f.check, f.severity, f.key])).to.deep.equal([["volatile-value", "warning", "good/weather"]]);
+    const { code, out } = await cli(["check", "warn.ts", "--json"]);
+    expect(code).to.equal(0);
+    expect(JSON.parse(out).findings[0]).to.include({ check: "volatile-value", severity: "warning", plugin: "good" });
+  });
+
+  it("bad usage exits 64: no plugin, a missing file, an unknown option", async () => {
+    expect((await cli(["check"])).code).to.equal(64);
+    expect((await cli(["check", "nope.ts"])).err).to.contain("no such file");
+    expect((await cli(["check", "--frobnicate"])).code).to.equal(64);
+  });
+});
