@@ -1,0 +1,33 @@
+// describePluginConformance on the first-party plugins (every case passes), and on a bad
+// plugin through a recording runner (the failing case is the one for its fault).
+
+import path from "node:path";
+import { expect } from "chai";
+import { describePluginConformance, type TestRunner } from "../../core/conformance/plugin-suite.ts";
+
+describePluginConformance(path.resolve("plugins/git/index.ts"));
+describePluginConformance(path.resolve("plugins/package-scripts/index.ts"));
+
+describe("describePluginConformance with a runner of its own", () => {
+  it("declares one case per check and fails exactly the case of the fault", async () => {
+    const cases = new Map<string, () => Promise<void> | void>();
+    const hooks: Array<() => Promise<void> | void> = [];
+    const runner: TestRunner = {
+      describe: (_title, body) => body(),
+      it: (title, body) => cases.set(title, body),
+      before: (body) => hooks.push(body),
+    };
+    describePluginConformance(path.resolve("test/conformance/fixtures/bad-update.ts"), { runner });
+    for (const hook of hooks) await hook();
+    const failed: string[] = [];
+    for (const [title, body] of cases) {
+      try {
+        await body();
+      } catch {
+        failed.push(title);
+      }
+    }
+    expect(cases.size).to.equal(16);
+    expect(failed).to.deep.equal(["update-new-state"]);
+  });
+});
