@@ -1,0 +1,48 @@
+// The registry against the published registry conformance suite, and the suite against a
+// registry that breaks a rule (it must fail that rule).
+
+import { expect } from "chai";
+import type { TestRunner } from "../../core/conformance/plugin-suite.ts";
+import { describeRegistryConformance, type RegistryUnderTest } from "../../core/conformance/registry-suite.ts";
+import { Registry } from "../../core/registry/registry.ts";
+
+describeRegistryConformance("Registry", () => new Registry());
+
+describe("registry conformance: the suite catches a registry that breaks a rule", () => {
+  it("a registry that composes plugin sources in registration order fails the order rule only", async () => {
+    const cases = new Map<string, () => unknown>();
+    const runner: TestRunner = { describe: (_t, body) => body(), it: (t, body) => cases.set(t, body), before: () => {} };
+    // Registration order instead of key order: sort is skipped by re-registering in a fresh registry per call.
+    const unsorted = (): RegistryUnderTest => {
+      const inner = new Registry();
+      const order: string[] = [];
+      return {
+        register: (scope, registration) => {
+          order.push(registration.key);
+          inner.register(scope, registration);
+        },
+        unregister: (registration) => inner.unregister(registration),
+        batch: (changes) => inner.batch(changes),
+        subscribe: (listener) => inner.subscribe(listener),
+        compose: (env, state) => inner.compose(env, state),
+        get state() {
+          const state = inner.state;
+          const rank = (key: string) => (key.startsWith("core/") ? -1 : order.indexOf(key));
+          return { ...state, registrations: [...state.registrations].sort((a, b) => rank(a.key) - rank(b.key)) };
+        },
+      };
+    };
+    describeRegistryConformance("unsorted", unsorted, runner);
+    const failed: string[] = [];
+    for (const [title, body] of cases) {
+      try {
+        await body();
+      } catch {
+        failed.push(title);
+      }
+    }
+    expect(failed).to.deep.equal([
+      "core registrations compose in host order, then plugin ones by key, whatever the registration order",
+    ]);
+  });
+});
