@@ -1,0 +1,71 @@
+// One host process of the `fleet` bench: steps the sessions it is given (in its own
+// shuffled order, so processes contend for the same sessions) until each has STEPS
+// replies, then prints `{ calls, ms }` as one JSON line on stdout. Latencies of every
+// step it ran go to the line too, for p50/p99.
+
+import Type from "typebox";
+import { createHost, SystemContext } from "../../core/index.ts";
+import type { Provider } from "../../core/session/provider.ts";
+import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
+import { SqliteSessionStore } from "../../core/session/store/sqlite.ts";
+import { seededRandom } from "./measure.ts";
+
+const [kind, where, idsJson, stepsText, seedText] = process.argv.slice(2);
+const ids = JSON.parse(idsJson as string) as string[];
+const steps = Number(stepsText);
+const random = seededRandom(Number(seedText));
+
+let tick = 0;
+const context = SystemContext.make({
+  key: "fleet/tick",
+  schema: Type.Integer(),
+  load: () => Math.floor(tick / 3),
+  baseline: (n) => `Tick ${n}.`,
+  update: (_p, n) => `Tick ${n} now.`,
+});
+let calls = 0;
+const provider: Provider = {
+  async send() {
+    calls++;
+    return { text: "ok" };
+  },
+};
+const store =
+  kind === "postgres"
+    ? await PostgresSessionStore.open({ connectionString: where as string, schema: "fleet", poolSize: 4 })
+    : new SqliteSessionStore(where as string);
+const host = await createHost({
+  store,
+  providers: { fleet: provider },
+  core: [{ key: "fleet/tick", load: () => context }],
+  builtins: false,
+  plugins: [],
+  watch: false,
+});
+const order = ids
+  .map((id) => ({ id, r: random() }))
+  .sort((a, b) => a.r - b.r)
+  .map((x) => x.id);
+const latencies: number[] = [];
+const started = performance.now();
+for (let open = order; open.length > 0; ) {
+  const next: string[] = [];
+  for (const id of open) {
+    const replies = (await host.messages(id)).filter((m) => m.role === "assistant").length;
+    if (replies >= steps) continue;
+    next.push(id);
+    tick++;
+    await host.prompt(id, `step ${replies + 1}`);
+    const t = performance.now();
+    try {
+      await host.step(id);
+    } catch {
+      // A conflict another host won: the session is stepped again on the next round.
+    }
+    latencies.push(performance.now() - t);
+  }
+  open = next;
+}
+const ms = performance.now() - started;
+await host.close();
+process.stdout.write(`${JSON.stringify({ calls, ms, latencies })}\n`);

@@ -1,0 +1,98 @@
+// Bench `fleet`: BENCH_HOSTS [4] host processes on one PostgreSQL database stepping the
+// same BENCH_SESSIONS [200] sessions, BENCH_STEPS [20] steps each with a source that
+// changes, against one process doing the same on SQLite in the same run.
+//
+// Lines:
+//   `steps-per-s`: replies admitted per second of the fleet (first start to last finish);
+//     baseline one process on SQLite.
+//   `duplicate-provider-calls`: provider calls the fleet made beyond the replies it
+//     admitted (goal 0); baseline the replies admitted (the ratio is the wasted share).
+//   `step-p50-ms`, `step-p99-ms`: per-step latency in the fleet; baseline the SQLite ones.
+// Needs PostgreSQL (a throwaway server is started, as in the tests) or DATABASE_URL.
+// BENCH_QUICK=1: 2 hosts, 20 sessions, 5 steps.
+
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
+import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import type { SessionStore } from "../../core/session/store/store.ts";
+import { startPostgres } from "../../test/session/postgres-server.ts";
+import { emit, envInt } from "./measure.ts";
+
+const run = promisify(execFile);
+const isQuick = process.env.BENCH_QUICK === "1";
+const hosts = envInt("BENCH_HOSTS", isQuick ? 2 : 4);
+const sessions = envInt("BENCH_SESSIONS", isQuick ? 20 : 200);
+const steps = envInt("BENCH_STEPS", isQuick ? 5 : 20);
+const worker = path.join(import.meta.dirname, "fleet-worker.ts");
+
+async function seed(store: SessionStore): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < sessions; i++) {
+    const id = `fleet-${i}`;
+    await store.createSession({ id, location: "/fleet", provider: "fleet", model: "m" });
+    ids.push(id);
+  }
+  await store.close();
+  return ids;
+}
+
+interface Outcome {
+  calls: number;
+  ms: number;
+  latencies: number[];
+}
+
+async function fleet(kind: string, where: string, ids: string[], processes: number) {
+  const started = performance.now();
+  const outcomes = await Promise.all(
+    Array.from({ length: processes }, async (_, i) => {
+      const { stdout } = await run(
+        process.execPath,
+        ["--import", "tsx", worker, kind, where, JSON.stringify(ids), String(steps), String(i + 1)],
+        {
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
+      return JSON.parse(stdout.trim().split("\n").at(-1) as string) as Outcome;
+    }),
+  );
+  const ms = performance.now() - started;
+  const latencies = outcomes.flatMap((o) => o.latencies).sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] as number;
+  return { ms, calls: outcomes.reduce((n, o) => n + o.calls, 0), p50: at(0.5), p99: at(0.99) };
+}
+
+const server = await startPostgres();
+if ("reason" in server) throw new Error(`fleet needs PostgreSQL: ${server.reason}`);
+const dir = mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-fleet-"));
+try {
+  const file = sessionsFile(dir);
+  const sqliteIds = await seed(new SqliteSessionStore(file));
+  const single = await fleet("sqlite", file, sqliteIds, 1);
+  const pgIds = await seed(await PostgresSessionStore.open({ connectionString: server.url, schema: "fleet" }));
+  const many = await fleet("postgres", server.url, pgIds, hosts);
+  const admitted = sessions * steps;
+  emit({
+    bench: "fleet",
+    metric: "steps-per-s",
+    value: admitted / (many.ms / 1000),
+    unit: "steps/s",
+    baseline: admitted / (single.ms / 1000),
+  });
+  emit({
+    bench: "fleet",
+    metric: "duplicate-provider-calls",
+    value: many.calls - admitted,
+    unit: "calls",
+    baseline: single.calls - admitted,
+  });
+  emit({ bench: "fleet", metric: "step-p50-ms", value: many.p50, unit: "ms", baseline: single.p50 });
+  emit({ bench: "fleet", metric: "step-p99-ms", value: many.p99, unit: "ms", baseline: single.p99 });
+} finally {
+  server.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
