@@ -13,6 +13,8 @@ export interface PostgresServer {
   /** A `postgres://` URL of a database the tests own. */
   readonly url: string;
   stop(): void;
+  /** Kills the server at once (as a crash would) and starts it again on the same port; absent for DATABASE_URL. */
+  readonly crash?: { kill(): void; start(): void };
 }
 
 /** Where `initdb` and `pg_ctl` are: on PATH, or Debian's versioned folder. */
@@ -64,18 +66,21 @@ export async function startPostgres(): Promise<PostgresServer | { readonly reaso
     chmodSync(dir, 0o777);
   }
   const port = await freePort();
-  try {
-    as(found.initdb, ["-D", data, "-U", "contexthost", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
+  const start = () =>
     as(found.pgCtl, [
       "-D",
       data,
       "-l",
       path.join(dir, "server.log"),
       "-o",
-      `-p ${port} -k ${dir} -h 127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+      `-p ${port} -k ${dir} -h 127.0.0.1 -c fsync=off -c full_page_writes=off`, // fsync off: a killed server keeps every commit (the OS has it), only an OS crash would lose some
       "-w",
       "start",
     ]);
+  const kill = () => as(found.pgCtl, ["-D", data, "-m", "immediate", "-w", "stop"]);
+  try {
+    as(found.initdb, ["-D", data, "-U", "contexthost", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
+    start();
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
@@ -83,6 +88,7 @@ export async function startPostgres(): Promise<PostgresServer | { readonly reaso
   }
   return {
     url: `postgres://contexthost@127.0.0.1:${port}/postgres`,
+    crash: { kill, start },
     stop() {
       try {
         as(found.pgCtl, ["-D", data, "-m", "immediate", "-w", "stop"]);

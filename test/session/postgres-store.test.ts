@@ -5,6 +5,7 @@
 
 import { expect } from "chai";
 import pg from "pg";
+import { createHost, scriptedProvider } from "../../core/index.ts";
 import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
 import { UnknownSession } from "../../core/session/store/store.ts";
 import { describeSessionStoreConformance } from "../conformance/session-store.ts";
@@ -40,6 +41,40 @@ function declare(server: PostgresServer) {
         expect(stores[0]?.database).to.match(/^postgres:\/\/127\.0\.0\.1:\d+\/postgres \(schema open_\d+\)$/);
       } finally {
         for (const store of stores) await store?.close();
+      }
+    });
+
+    it("a server restart mid-session: the host reports StoreUnavailable, then goes on without losing an admitted message", async function () {
+      this.timeout(30_000);
+      if (server.crash === undefined) this.skip(); // an outside server (DATABASE_URL) is not ours to restart
+      const crash = server.crash as NonNullable<PostgresServer["crash"]>;
+      const store = await PostgresSessionStore.open({ connectionString: url, schema: `restart_${process.pid}`, poolSize: 2 });
+      const provider = scriptedProvider();
+      const host = await createHost({ store, providers: { scripted: provider }, builtins: false, plugins: [], watch: false });
+      try {
+        const id = await host.createSession({ location: "/work", provider: "scripted", model: "m" });
+        await host.prompt(id, "one");
+        expect((await host.step(id)).kind).to.equal("replied");
+        const before = await host.messages(id);
+        crash.kill();
+        const error = await host.prompt(id, "two").catch((e: unknown) => e);
+        expect(error).to.be.an.instanceOf(StoreUnavailable);
+        expect((error as Error).message)
+          .to.contain(store.database)
+          .and.contain(`session ${id}`);
+        crash.start();
+        await host.prompt(id, "two");
+        expect((await host.step(id)).kind).to.equal("replied");
+        const after = await host.messages(id);
+        expect(after.slice(0, before.length)).to.deep.equal(before);
+        expect(after.map((m) => [m.role, m.text])).to.deep.equal([
+          ["user", "one"],
+          ["assistant", "reply 1: one"],
+          ["user", "two"],
+          ["assistant", "reply 2: two"],
+        ]);
+      } finally {
+        await host.close();
       }
     });
 

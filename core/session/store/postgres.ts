@@ -157,8 +157,10 @@ export class PostgresSessionStore implements SessionStore {
     const database = `postgres://${url.hostname}:${url.port || 5432}${url.pathname} (schema ${schema})`;
     // Every connection starts in the store's schema (a startup option, so no query runs before it).
     const pool = new pg.Pool({ connectionString, max: options.poolSize ?? 10, options: `-c search_path=${schema}` });
-    // An idle client's error (the server restarted) must not crash the host: the next query reports it.
+    // A connection's error (the server restarted) must not crash the host: the query that
+    // meets it reports it as StoreUnavailable; idle and checked-out clients alike are covered.
     pool.on("error", () => {});
+    pool.on("connect", (client) => client.on("error", () => {}));
     const store = new PostgresSessionStore(pool, database);
     try {
       await store.#transaction("migrating the schema", async (query) => {
