@@ -74,10 +74,7 @@ export function replayableContent(
 export type AnthropicCacheTtl = "5m" | "1h-system" | "1h";
 
 /** The `cache_control` of a breakpoint at `place` under `ttl`. */
-export function cacheControlFor(
-  ttl: AnthropicCacheTtl,
-  place: "system" | "messages",
-): { type: "ephemeral"; ttl?: "1h" } {
+export function cacheControlFor(ttl: AnthropicCacheTtl, place: "system" | "messages"): { type: "ephemeral"; ttl?: "1h" } {
   const isLong = ttl === "1h" || (ttl === "1h-system" && place === "system");
   return isLong ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" };
 }

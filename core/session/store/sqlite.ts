@@ -234,9 +234,9 @@ export class SqliteSessionStore implements SessionStore {
 
   async messages(id: string): Promise<StoredMessage[]> {
     this.#sessionRow(id);
-    const rows = this.#prepare("SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? ORDER BY seq").all(
-      id,
-    ) as MessageRow[];
+    const rows = this.#prepare(
+      "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? ORDER BY seq",
+    ).all(id) as MessageRow[];
     return rows.map((row) => this.#message(id, row));
   }
 
