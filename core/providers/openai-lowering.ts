@@ -27,6 +27,7 @@
 import type { ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
 import type { ToolDefinition } from "../session/tool-definition.ts";
 import { type CapabilityTable, capabilitiesFor } from "./capabilities.ts";
+import { openAIToolId } from "./openai-wire.ts";
 import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
 
 /** What lowering needs to know about one Chat Completions model. */
@@ -193,7 +194,7 @@ function lowerMessages(request: ProviderRequest, capabilities: OpenAIModelCapabi
         outstandingCalls = new Set((message.toolCalls ?? []).map((call) => call.id));
         break;
       case "tool":
-        lowered.push({ role: "tool", tool_call_id: message.callId, content: message.result });
+        lowered.push({ role: "tool", tool_call_id: openAIToolId(message.callId), content: message.result });
         outstandingCalls.delete(message.callId);
         if (outstandingCalls.size === 0) releaseWaiting();
         break;
@@ -212,7 +213,7 @@ function lowerAssistant(reply: string, toolCalls: readonly ToolCall[]): OpenAIAs
     role: "assistant",
     content: reply === "" ? null : reply,
     tool_calls: toolCalls.map((call) => ({
-      id: call.id,
+      id: openAIToolId(call.id),
       type: "function",
       function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) },
     })),
