@@ -83,7 +83,10 @@ async function sessionCosts(seed: number): Promise<Record<string, Record<Side, n
     const openAIBodies = sides[side].map((r) =>
       openAISegments(lowerOpenAI({ ...r, model: models.openai }, openAI, { tools: session.tools })),
     );
-    costs[models.anthropic]![side] = anthropicUsage(anthropicBodies, outputs).reduce((sum, u) => sum + costOf(u, anthropicPrice), 0);
+    costs[models.anthropic]![side] = anthropicUsage(anthropicBodies, outputs).reduce(
+      (sum, u) => sum + costOf(u, anthropicPrice),
+      0,
+    );
     costs[models.openai]![side] = openAIUsage(openAIBodies, outputs).reduce((sum, u) => sum + costOf(u, openAIPrice), 0);
   }
   return costs;

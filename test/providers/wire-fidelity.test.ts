@@ -29,7 +29,7 @@ function anthropicViolations(body: AnthropicMessagesBody): string[] {
     // "text content blocks must contain non-whitespace text"
     if (block.type === "text" && !/\S/.test(String(block.text))) found.push(`${where}: whitespace-only text`);
   };
-  (body.system ?? []).forEach((block, i) => checkText(block as unknown as Block, `system.${i}`));
+  for (const [i, block] of (body.system ?? []).entries()) checkText(block as unknown as Block, `system.${i}`);
   let previousToolUses = new Set<string>();
   body.messages.forEach((message, m) => {
     const content = message.content as Block[];
