@@ -1,5 +1,6 @@
 // Owns the command line: `context-host <command> [options]`.
 
+import { inspect, parseInspectArgs } from "./inspect.ts";
 import { parseRenderArgs, render, UsageError } from "./render.ts";
 
 const usage = `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--config FILE]
@@ -10,6 +11,11 @@ const usage = `usage: context-host render [--plugins DIR]... [--json] [--locatio
            --json          print { baseline, snapshot, plugins, diagnostics }
            --location DIR  the session location sources observe (default: the working folder)
            --config FILE   JSON { timeZone?, instructions?, pluginSettings? }, as createHost takes them
+
+  inspect  print a session's history with each reply's token usage, the totals and their cost
+           SESSION         the session id
+           --data DIR      the data folder (default ./.context-host)
+           --json          print { session, messages, total, usd }
 
 exit codes: 0 every plugin loaded; 2 a plugin failed (the rest still render);
             3 initialization blocked (the keys on stderr); 64 bad usage`;
@@ -35,6 +41,7 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
       const parsed = parseRenderArgs(rest, io.cwd);
       return await render({ ...parsed, out: io.out, err: io.err });
     }
+    if (command === "inspect") return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
     if (command === undefined || command === "help" || command === "--help") {
       io.out(usage);
       return command === undefined ? 64 : 0;
