@@ -27,8 +27,17 @@
  * @module
  */
 
-import type { ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
+import type { ProviderContent, ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
 import type { ToolDefinition } from "../session/tool-definition.ts";
+import {
+  type AnthropicCacheTtl,
+  anthropicToolId,
+  anthropicToolInput,
+  cacheControlFor,
+  isBlankText,
+  isReplayOnlyBlock,
+  replayableContent,
+} from "./anthropic-wire.ts";
 import { type CapabilityTable, capabilitiesFor } from "./capabilities.ts";
 import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
 
@@ -38,6 +47,12 @@ export interface AnthropicModelCapabilities {
   readonly nativeSystemMessages: boolean;
   /** `max_tokens` sent with every request to this model. */
   readonly maxTokens: number;
+  /**
+   * Thinking and redacted-thinking blocks a reply of this model returned are stored with
+   * it and sent back unchanged in later requests to the same model, as the API requires
+   * in tool-use loops when extended thinking is on (by default or always, on some models).
+   */
+  readonly replaysThinking?: boolean;
 }
 
 /** Capabilities of a model that no table row matches. */
@@ -51,6 +66,8 @@ export const anthropicModels: CapabilityTable<AnthropicModelCapabilities> = [
   // claude-opus-4-8, claude-opus-4-8-20260528, claude-opus-4-10, claude-opus-5, claude-opus-5-1 …
   // but not claude-opus-4-7 nor claude-opus-4-20250514 (Opus 4.0 with a date suffix).
   { model: /^claude-opus-(?:4-(?:[89]|[1-9]\d)|[5-9]|[1-9]\d)(?!\d)/, capabilities: { nativeSystemMessages: true } },
+  // Every Claude model that can think takes its thinking blocks back; the others return none.
+  { model: /^claude-/, capabilities: { replaysThinking: true } },
 ];
 
 /** The capabilities of an Anthropic model according to `table` (default `anthropicModels`). */
@@ -64,6 +81,8 @@ export function anthropicCapabilities(
 /** A prompt-cache breakpoint. */
 export interface AnthropicCacheControl {
   type: "ephemeral";
+  /** One hour instead of the default five minutes (`cacheTtl`). */
+  ttl?: "1h";
 }
 
 /** A text content block. */
@@ -96,10 +115,15 @@ export interface AnthropicUserMessage {
   content: (AnthropicTextBlock | AnthropicToolResultBlock)[];
 }
 
-/** An assistant turn: its text and tool calls. */
+/** A thinking or redacted-thinking block of an earlier reply, sent back exactly as received. */
+export type AnthropicReplayBlock =
+  | { type: "thinking"; thinking: string; signature: string }
+  | { type: "redacted_thinking"; data: string };
+
+/** An assistant turn: its text and tool calls, and the thinking blocks of the reply when replayed. */
 export interface AnthropicAssistantMessage {
   role: "assistant";
-  content: (AnthropicTextBlock | AnthropicToolUseBlock)[];
+  content: (AnthropicTextBlock | AnthropicToolUseBlock | AnthropicReplayBlock)[];
 }
 
 /** A native mid-conversation system message. */
@@ -135,9 +159,9 @@ export interface AnthropicMessagesBody {
 export interface AnthropicLoweringOptions {
   /** Tools declared with every request; ProviderRequest carries none. */
   readonly tools?: readonly ToolDefinition[];
+  /** Lifetime of the prompt-cache breakpoints; default `"5m"`. See `AnthropicCacheTtl`. */
+  readonly cacheTtl?: AnthropicCacheTtl;
 }
-
-const breakpoint = (): AnthropicCacheControl => ({ type: "ephemeral" });
 
 /**
  * Lowers a ProviderRequest to an Anthropic Messages API body for a model with
@@ -151,9 +175,12 @@ export function lowerAnthropic(
   options: AnthropicLoweringOptions = {},
 ): AnthropicMessagesBody {
   const tools = options.tools ?? [];
-  const system = lowerSystem(request.system);
-  const messages = lowerMessages(request.messages, capabilities.nativeSystemMessages);
-  placeMovingBreakpoint(messages);
+  const ttl = options.cacheTtl ?? "5m";
+  const system = lowerSystem(request.system, ttl);
+  const messages = lowerMessages(request.messages, capabilities.nativeSystemMessages, (message) =>
+    replayableContent(message, request.model, capabilities.replaysThinking === true),
+  );
+  placeMovingBreakpoint(messages, ttl);
   return {
     model: request.model,
     max_tokens: capabilities.maxTokens,
@@ -171,31 +198,48 @@ function lowerTool(tool: ToolDefinition): AnthropicTool {
   };
 }
 
-/** One text block per non-empty part (the API rejects empty text); the Baseline, last, holds the breakpoint. */
-function lowerSystem(parts: readonly string[]): AnthropicTextBlock[] {
-  const blocks: AnthropicTextBlock[] = parts.filter((part) => part !== "").map((text) => ({ type: "text", text }));
+/** One text block per part with non-whitespace text (the API rejects others); the Baseline, last, holds the breakpoint. */
+function lowerSystem(parts: readonly string[], ttl: AnthropicCacheTtl): AnthropicTextBlock[] {
+  const blocks: AnthropicTextBlock[] = parts.filter((part) => !isBlankText(part)).map((text) => ({ type: "text", text }));
   const last = blocks.at(-1);
-  if (last !== undefined) last.cache_control = breakpoint();
+  if (last !== undefined) last.cache_control = cacheControlFor(ttl, "system");
   return blocks;
 }
 
-function lowerMessages(messages: readonly RequestMessage[], nativeSystemMessages: boolean): AnthropicMessage[] {
+type Replayable = (message: Extract<RequestMessage, { role: "assistant" }>) => ProviderContent | undefined;
+
+function lowerMessages(
+  messages: readonly RequestMessage[],
+  nativeSystemMessages: boolean,
+  replayable: Replayable,
+): AnthropicMessage[] {
   const lowered: AnthropicMessage[] = [];
   messages.forEach((message, index) => {
     switch (message.role) {
       case "user":
-        appendToUserTurn(lowered, text(message.text));
+        if (!isBlankText(message.text)) appendToUserTurn(lowered, text(message.text));
         return;
       case "summary":
         appendToUserTurn(lowered, text(wrapSummary(message.text)));
         return;
       case "tool":
-        appendToUserTurn(lowered, { type: "tool_result", tool_use_id: message.callId, content: message.result });
+        appendToUserTurn(lowered, {
+          type: "tool_result",
+          tool_use_id: anthropicToolId(message.callId),
+          content: message.result,
+        });
         return;
-      case "assistant":
-        lowered.push({ role: "assistant", content: assistantContent(message.text, message.toolCalls ?? []) });
+      case "assistant": {
+        const replay = replayable(message);
+        lowered.push({
+          role: "assistant",
+          content:
+            replay === undefined ? assistantContent(message.text, message.toolCalls ?? []) : replayedContent(replay.blocks),
+        });
         return;
+      }
       case "system-update":
+        if (isBlankText(message.text)) return; // nothing to tell, and the API takes no blank text
         if (nativeSystemMessages && isNativePlacementValid(lowered.at(-1), messages[index + 1])) {
           lowered.push({ role: "system", content: [text(message.text)] });
         } else {
@@ -228,10 +272,41 @@ function assistantContent(reply: string, toolCalls: readonly ToolCall[]): Anthro
   const content: AnthropicAssistantMessage["content"] = [];
   // The API rejects empty text blocks: a reply that is only tool calls has none, and an
   // empty reply (a model may stop at once) is shown as a fixed marker, the same every time.
-  if (reply !== "") content.push(text(reply));
+  // Whitespace-only text (such as "\n\n" before a tool call) is rejected like empty text.
+  if (!isBlankText(reply)) content.push(text(reply));
   else if (toolCalls.length === 0) content.push(text(emptyReplyMarker));
-  for (const call of toolCalls) content.push({ type: "tool_use", id: call.id, name: call.name, input: call.input });
+  for (const call of toolCalls) content.push(toolUse(call.id, call.name, call.input));
   return content;
+}
+
+function toolUse(id: string, name: string, input: unknown): AnthropicToolUseBlock {
+  return { type: "tool_use", id: anthropicToolId(id), name, input: anthropicToolInput(input) };
+}
+
+/**
+ * A stored reply's content blocks, in their order: thinking blocks exactly as received,
+ * text and tool calls under the same rules as `assistantContent`. Copies, so placing a
+ * breakpoint never touches stored history.
+ */
+function replayedContent(blocks: readonly unknown[]): AnthropicAssistantMessage["content"] {
+  const content: AnthropicAssistantMessage["content"] = [];
+  for (const block of blocks) {
+    if (isReplayOnlyBlock(block)) content.push(block as AnthropicReplayBlock);
+    else if (isStoredText(block)) {
+      if (!isBlankText(block.text)) content.push(text(block.text));
+    } else if (isStoredToolUse(block)) content.push(toolUse(block.id, block.name, block.input));
+  }
+  if (!content.some((block) => block.type === "text" || block.type === "tool_use")) content.push(text(emptyReplyMarker));
+  return content;
+}
+
+function isStoredText(block: unknown): block is { type: "text"; text: string } {
+  return (block as { type?: unknown }).type === "text" && typeof (block as { text?: unknown }).text === "string";
+}
+
+function isStoredToolUse(block: unknown): block is { type: "tool_use"; id: string; name: string; input: unknown } {
+  const candidate = block as { type?: unknown; id?: unknown; name?: unknown };
+  return candidate.type === "tool_use" && typeof candidate.id === "string" && typeof candidate.name === "string";
 }
 
 /** Adds a block to the user turn at the end, opening one if the last message is not a user turn. */
@@ -251,7 +326,9 @@ function appendToUserTurn(lowered: AnthropicMessage[], block: AnthropicTextBlock
   last.content.push(block);
 }
 
-function placeMovingBreakpoint(messages: AnthropicMessage[]): void {
-  const block = messages.at(-1)?.content.at(-1);
-  if (block !== undefined) block.cache_control = breakpoint();
+/** The moving breakpoint goes on the last block that may hold one (never a thinking block). */
+function placeMovingBreakpoint(messages: AnthropicMessage[], ttl: AnthropicCacheTtl): void {
+  const content = messages.at(-1)?.content ?? [];
+  const block = content.findLast((candidate) => !isReplayOnlyBlock(candidate)) as AnthropicTextBlock | undefined;
+  if (block !== undefined) block.cache_control = cacheControlFor(ttl, "messages");
 }

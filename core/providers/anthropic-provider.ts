@@ -6,6 +6,7 @@ import type { Provider } from "../session/provider.ts";
 import type { ToolDefinition } from "../session/tool-definition.ts";
 import { type AnthropicModelCapabilities, anthropicCapabilities, anthropicModels, lowerAnthropic } from "./anthropic-lowering.ts";
 import { anthropicReplyFromMessage, anthropicReplyFromStream } from "./anthropic-reply.ts";
+import type { AnthropicCacheTtl } from "./anthropic-wire.ts";
 import type { CapabilityTable } from "./capabilities.ts";
 import { ApiKeyMissing } from "./errors.ts";
 import { httpProvider } from "./http-provider.ts";
@@ -25,6 +26,8 @@ export interface AnthropicProviderOptions extends ConnectionOptions {
   readonly tools?: readonly ToolDefinition[];
   /** Extra headers, such as `anthropic-beta`. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Prompt-cache lifetime of the breakpoints: `"5m"` (default), `"1h-system"` (the Baseline's 1 h), `"1h"`. */
+  readonly cacheTtl?: AnthropicCacheTtl;
 }
 
 /** The `anthropic-version` header this adapter speaks. */
@@ -39,7 +42,7 @@ export const anthropicApiVersion = "2023-06-01";
 export function anthropicProvider(options: AnthropicProviderOptions = {}): Provider {
   const apiKeyEnv = options.apiKeyEnv ?? "ANTHROPIC_API_KEY";
   const models = options.models ?? anthropicModels;
-  return httpProvider(
+  const http = httpProvider(
     {
       provider: "anthropic",
       url: `${withoutTrailingSlash(options.baseURL ?? "https://api.anthropic.com")}/v1/messages`,
@@ -48,9 +51,21 @@ export function anthropicProvider(options: AnthropicProviderOptions = {}): Provi
         if (apiKey === undefined || apiKey === "") throw new ApiKeyMissing("anthropic", apiKeyEnv);
         return { "anthropic-version": anthropicApiVersion, "x-api-key": apiKey };
       },
-      lower: (request) => lowerAnthropic(request, anthropicCapabilities(request.model, models), { tools: options.tools ?? [] }),
+      lower: (request) =>
+        lowerAnthropic(request, anthropicCapabilities(request.model, models), {
+          tools: options.tools ?? [],
+          ...(options.cacheTtl === undefined ? {} : { cacheTtl: options.cacheTtl }),
+        }),
       readers: { fromJson: anthropicReplyFromMessage, fromStream: anthropicReplyFromStream },
     },
     options,
   );
+  return {
+    async send(request) {
+      const reply = await http.send(request);
+      // Thinking blocks belong to the model that wrote them: record which, for replay.
+      const content = reply.providerContent;
+      return content === undefined ? reply : { ...reply, providerContent: { ...content, model: request.model } };
+    },
+  };
 }

@@ -1,11 +1,14 @@
 // Owns reading an Anthropic Messages API reply into a ProviderReply: a `message` JSON
 // document, or the event stream (`content_block_start` / `content_block_delta` / …)
 // assembled into the same text and tool calls. Block types other than text and
-// tool_use (thinking, for instance) are not part of a ProviderReply and are skipped.
+// tool_use are not part of the reply's text; thinking and redacted-thinking blocks are
+// kept, with the reply's blocks in order, as provider content to send back unchanged.
+// Token usage comes from `usage` (the stream's `message_start` and `message_delta`).
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import type { ProviderReply, ToolCall } from "../session/provider.ts";
+import type { ProviderReply } from "../session/provider.ts";
+import { type AnthropicUsage, anthropicTokenUsage, mergeUsage, type ReplyBlock, replyOf } from "./anthropic-reply-parts.ts";
 import { ProviderReplyInvalid } from "./errors.ts";
 import type { ServerSentEvent } from "./sse.ts";
 import type { Endpoint } from "./transport.ts";
@@ -19,6 +22,14 @@ const ToolUseBlock = Type.Object({
   input: Type.Unknown(),
 });
 const AnyBlock = Type.Object({ type: Type.String() });
+const ThinkingBlock = Type.Object({ type: Type.Literal("thinking"), thinking: Type.String(), signature: Type.String() });
+const RedactedThinkingBlock = Type.Object({ type: Type.Literal("redacted_thinking"), data: Type.String() });
+const isThinking = Compile(ThinkingBlock);
+const isRedactedThinking = Compile(RedactedThinkingBlock);
+const UsageEvent = Type.Object({ usage: Type.Record(Type.String(), Type.Unknown()) });
+const MessageStart = Type.Object({ message: UsageEvent });
+const isUsageEvent = Compile(UsageEvent);
+const isMessageStart = Compile(MessageStart);
 
 /** The parts of a non-streaming reply that a ProviderReply needs. */
 export const AnthropicMessageReply = Type.Object({ content: Type.Array(AnyBlock) });
@@ -26,7 +37,13 @@ export const AnthropicMessageReply = Type.Object({ content: Type.Array(AnyBlock)
 const BlockStart = Type.Object({ index: Type.Integer(), content_block: AnyBlock });
 const BlockDelta = Type.Object({
   index: Type.Integer(),
-  delta: Type.Object({ type: Type.String(), text: Type.Optional(Type.String()), partial_json: Type.Optional(Type.String()) }),
+  delta: Type.Object({
+    type: Type.String(),
+    text: Type.Optional(Type.String()),
+    partial_json: Type.Optional(Type.String()),
+    thinking: Type.Optional(Type.String()),
+    signature: Type.Optional(Type.String()),
+  }),
 });
 const StreamError = Type.Object({ error: Type.Object({ type: Type.String(), message: Type.String() }) });
 
@@ -41,16 +58,21 @@ const isStreamError = Compile(StreamError);
 export function anthropicReplyFromMessage(json: unknown, endpoint: Endpoint): ProviderReply {
   if (!isMessageReply.Check(json))
     throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "expected a message with a content array");
-  let text = "";
-  const toolCalls: ToolCall[] = [];
+  const blocks: ReplyBlock[] = [];
   for (const block of json.content) {
-    if (isText.Check(block)) text += block.text;
-    else if (isToolUse.Check(block)) toolCalls.push({ id: block.id, name: block.name, input: block.input });
+    if (isText.Check(block)) blocks.push({ type: "text", text: block.text });
+    else if (isToolUse.Check(block)) blocks.push({ type: "tool_use", id: block.id, name: block.name, input: block.input });
+    else if (isThinking.Check(block) || isRedactedThinking.Check(block)) blocks.push(block);
   }
-  return replyOf(text, toolCalls);
+  const usage = isUsageEvent.Check(json) ? anthropicTokenUsage(json.usage as AnthropicUsage) : undefined;
+  return replyOf(blocks, usage);
 }
 
-type OpenBlock = { kind: "text"; text: string } | { kind: "tool"; id: string; name: string; input: unknown; json: string };
+type OpenBlock =
+  | { kind: "text"; text: string }
+  | { kind: "tool"; id: string; name: string; input: unknown; json: string }
+  | { kind: "thinking"; thinking: string; signature: string }
+  | { kind: "redacted"; data: string };
 
 /**
  * Assembles a streamed reply. Text deltas concatenate per block; `input_json_delta`
@@ -63,6 +85,7 @@ export async function anthropicReplyFromStream(
 ): Promise<ProviderReply> {
   const blocks = new Map<number, OpenBlock>();
   let isComplete = false;
+  let usage: AnthropicUsage = {};
   for await (const { event, data } of events) {
     if (event === "ping") continue;
     const payload = parseEventData(data, event, endpoint);
@@ -73,7 +96,9 @@ export async function anthropicReplyFromStream(
         if (isText.Check(block)) blocks.set(payload.index, { kind: "text", text: block.text });
         else if (isToolUse.Check(block)) {
           blocks.set(payload.index, { kind: "tool", id: block.id, name: block.name, input: block.input, json: "" });
-        }
+        } else if (isThinking.Check(block)) {
+          blocks.set(payload.index, { kind: "thinking", thinking: block.thinking, signature: block.signature });
+        } else if (isRedactedThinking.Check(block)) blocks.set(payload.index, { kind: "redacted", data: block.data });
         break;
       }
       case "content_block_delta": {
@@ -81,8 +106,18 @@ export async function anthropicReplyFromStream(
         const block = blocks.get(payload.index);
         if (block?.kind === "text" && payload.delta.type === "text_delta") block.text += payload.delta.text ?? "";
         if (block?.kind === "tool" && payload.delta.type === "input_json_delta") block.json += payload.delta.partial_json ?? "";
+        if (block?.kind === "thinking" && payload.delta.type === "thinking_delta") block.thinking += payload.delta.thinking ?? "";
+        if (block?.kind === "thinking" && payload.delta.type === "signature_delta")
+          block.signature += payload.delta.signature ?? "";
         break;
       }
+      case "message_start":
+        if (isMessageStart.Check(payload)) usage = mergeUsage(usage, payload.message.usage as AnthropicUsage);
+        break;
+      case "message_delta":
+        // Counts here are cumulative: they replace the ones of message_start.
+        if (isUsageEvent.Check(payload)) usage = mergeUsage(usage, payload.usage as AnthropicUsage);
+        break;
       case "error": {
         const message = isStreamError.Check(payload) ? `${payload.error.type}: ${payload.error.message}` : data;
         throw new StreamInterrupted(`error event in stream: ${message}`);
@@ -94,13 +129,15 @@ export async function anthropicReplyFromStream(
   }
   if (!isComplete) throw new StreamInterrupted("stream ended before message_stop");
 
-  let text = "";
-  const toolCalls: ToolCall[] = [];
+  const content: ReplyBlock[] = [];
   for (const [, block] of [...blocks].sort(([a], [b]) => a - b)) {
-    if (block.kind === "text") text += block.text;
-    else toolCalls.push({ id: block.id, name: block.name, input: toolInput(block, endpoint) });
+    if (block.kind === "text") content.push({ type: "text", text: block.text });
+    else if (block.kind === "tool")
+      content.push({ type: "tool_use", id: block.id, name: block.name, input: toolInput(block, endpoint) });
+    else if (block.kind === "thinking") content.push({ type: "thinking", thinking: block.thinking, signature: block.signature });
+    else content.push({ type: "redacted_thinking", data: block.data });
   }
-  return replyOf(text, toolCalls);
+  return replyOf(content, Object.keys(usage).length === 0 ? undefined : anthropicTokenUsage(usage));
 }
 
 function toolInput(block: Extract<OpenBlock, { kind: "tool" }>, endpoint: Endpoint): unknown {
@@ -131,8 +168,4 @@ function parseEventData(data: string, event: string, endpoint: Endpoint): unknow
 
 function invalid(endpoint: Endpoint, reason: string): ProviderReplyInvalid {
   return new ProviderReplyInvalid(endpoint.provider, endpoint.url, reason);
-}
-
-function replyOf(text: string, toolCalls: ToolCall[]): ProviderReply {
-  return toolCalls.length === 0 ? { text } : { text, toolCalls };
 }

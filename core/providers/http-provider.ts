@@ -24,6 +24,8 @@ export interface HttpApi {
   readonly headers: () => Readonly<Record<string, string>>;
   /** The request in the API's wire format. */
   readonly lower: (request: ProviderRequest) => object;
+  /** Fields a streamed request adds after `stream: true`, such as `stream_options`. */
+  readonly streamFields?: (request: ProviderRequest) => object;
   readonly readers: ReplyReaders<ProviderReply>;
 }
 
@@ -53,7 +55,7 @@ export function httpProvider(api: HttpApi, options: HttpProviderOptions): Provid
         },
       };
       const body = api.lower(request);
-      const serialized = JSON.stringify(isStreaming ? { ...body, stream: true } : body);
+      const serialized = JSON.stringify(isStreaming ? { ...body, stream: true, ...(api.streamFields?.(request) ?? {}) } : body);
       return postWithRetries(endpoint, serialized, (response) => readReply(response, endpoint, api.readers), effects);
     },
   };

@@ -6,7 +6,15 @@
  * @module
  */
 
-export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
+export type {
+  Provider,
+  ProviderContent,
+  ProviderReply,
+  ProviderRequest,
+  RequestMessage,
+  TokenUsage,
+  ToolCall,
+} from "../session/provider.ts";
 export type { ToolDefinition } from "../session/tool-definition.ts";
 export {
   type AnthropicLoweringOptions,
@@ -20,8 +28,15 @@ export {
   lowerAnthropic,
 } from "./anthropic-lowering.ts";
 export { type AnthropicProviderOptions, anthropicApiVersion, anthropicProvider } from "./anthropic-provider.ts";
+export {
+  type AnthropicCacheTtl,
+  anthropicToolId,
+  anthropicToolIdPattern,
+  anthropicToolInput,
+} from "./anthropic-wire.ts";
 export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./capabilities.ts";
 export { ApiKeyMissing, ProviderRejected, ProviderReplyInvalid, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
+export { explainPrefix, type PrefixDivergence, type PrefixExplanation } from "./explain-prefix.ts";
 export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "./openai-compatible-provider.ts";
 export {
   lowerOpenAI,
@@ -34,6 +49,7 @@ export {
   openAIModels,
 } from "./openai-lowering.ts";
 export { extendsAnthropicPrefix, extendsOpenAIPrefix } from "./prefix-extension.ts";
+export { costOf, type ModelPrice, type PriceRow, priceOf, pricingTable } from "./pricing.ts";
 export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts";
 export type { ConnectionOptions } from "./transport.ts";
 export { escapeXml, wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";

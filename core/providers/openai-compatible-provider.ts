@@ -48,6 +48,8 @@ export function openAICompatibleProvider(options: OpenAICompatibleProviderOption
         return apiKey === "" ? {} : { authorization: `Bearer ${apiKey}` };
       },
       lower: (request) => lowerOpenAI(request, openAICapabilities(request.model, models), { tools: options.tools ?? [] }),
+      streamFields: (request) =>
+        openAICapabilities(request.model, models).streamUsage === true ? { stream_options: { include_usage: true } } : {},
       readers: { fromJson: openAIReplyFromCompletion, fromStream: openAIReplyFromStream },
     },
     options,

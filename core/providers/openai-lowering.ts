@@ -27,6 +27,7 @@
 import type { ProviderRequest, RequestMessage, ToolCall } from "../session/provider.ts";
 import type { ToolDefinition } from "../session/tool-definition.ts";
 import { type CapabilityTable, capabilitiesFor } from "./capabilities.ts";
+import { openAIToolId } from "./openai-wire.ts";
 import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
 
 /** What lowering needs to know about one Chat Completions model. */
@@ -37,6 +38,10 @@ export interface OpenAIModelCapabilities {
   readonly systemUpdateRole: "system" | "developer" | "wrapped";
   /** Sent as `max_completion_tokens` when set; otherwise the server's default applies. */
   readonly maxTokens?: number;
+  /** The server accepts `prompt_cache_key`: the session id is sent as one, so a session's requests share a cache. */
+  readonly promptCacheKey?: boolean;
+  /** The server accepts `stream_options: { include_usage: true }`, reporting token usage at the end of a stream. */
+  readonly streamUsage?: boolean;
 }
 
 /** Capabilities of a model that no table row matches: one leading system message, wrapped updates. */
@@ -48,8 +53,14 @@ export const openAIDefaults: OpenAIModelCapabilities = { instructionRole: "syste
  * models under similar names with templates that accept a system message only first.
  */
 export const openAIModels: CapabilityTable<OpenAIModelCapabilities> = [
-  { model: /^(?:gpt-4o|gpt-4\.1)(?:$|-)/, capabilities: { instructionRole: "system", systemUpdateRole: "system" } },
-  { model: /^(?:gpt-5|o[134])(?:$|[-.])/, capabilities: { instructionRole: "developer", systemUpdateRole: "developer" } },
+  {
+    model: /^(?:gpt-4o|gpt-4\.1)(?:$|-)/,
+    capabilities: { instructionRole: "system", systemUpdateRole: "system", promptCacheKey: true, streamUsage: true },
+  },
+  {
+    model: /^(?:gpt-5|o[134])(?:$|[-.])/,
+    capabilities: { instructionRole: "developer", systemUpdateRole: "developer", promptCacheKey: true, streamUsage: true },
+  },
 ];
 
 /** The capabilities of a Chat Completions model according to `table` (default: none declared, all wrapped). */
@@ -101,12 +112,14 @@ export interface OpenAITool {
 
 /**
  * A Chat Completions request body, without `stream` (the adapter adds it). Key order is
- * fixed — model, tools, max_completion_tokens, messages — so serialization is stable.
+ * fixed — model, tools, max_completion_tokens, prompt_cache_key, messages — so serialization is stable.
  */
 export interface OpenAIChatBody {
   model: string;
   tools?: OpenAITool[];
   max_completion_tokens?: number;
+  /** The session id, for servers that route a key's requests to the same prompt cache. */
+  prompt_cache_key?: string;
   messages: OpenAIMessage[];
 }
 
@@ -131,6 +144,7 @@ export function lowerOpenAI(
     model: request.model,
     ...(tools.length > 0 ? { tools: tools.map(lowerTool) } : {}),
     ...(capabilities.maxTokens === undefined ? {} : { max_completion_tokens: capabilities.maxTokens }),
+    ...(capabilities.promptCacheKey === true && request.sessionId !== undefined ? { prompt_cache_key: request.sessionId } : {}),
     messages: lowerMessages(request, capabilities),
   };
 }
@@ -180,7 +194,7 @@ function lowerMessages(request: ProviderRequest, capabilities: OpenAIModelCapabi
         outstandingCalls = new Set((message.toolCalls ?? []).map((call) => call.id));
         break;
       case "tool":
-        lowered.push({ role: "tool", tool_call_id: message.callId, content: message.result });
+        lowered.push({ role: "tool", tool_call_id: openAIToolId(message.callId), content: message.result });
         outstandingCalls.delete(message.callId);
         if (outstandingCalls.size === 0) releaseWaiting();
         break;
@@ -199,7 +213,7 @@ function lowerAssistant(reply: string, toolCalls: readonly ToolCall[]): OpenAIAs
     role: "assistant",
     content: reply === "" ? null : reply,
     tool_calls: toolCalls.map((call) => ({
-      id: call.id,
+      id: openAIToolId(call.id),
       type: "function",
       function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) },
     })),

@@ -2,10 +2,12 @@
 // document, or the stream of `chat.completion.chunk` events ending in `[DONE]`, with tool
 // call fragments assembled by index. Compatible servers differ in small ways that are
 // accepted here: arguments already parsed into an object, a missing tool call id.
+// A `refusal` (message or delta) is surfaced as the reply's `refusal` and its text;
+// `usage` (the last chunk's, with `stream_options.include_usage`) becomes TokenUsage.
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import type { ProviderReply, ToolCall } from "../session/provider.ts";
+import type { ProviderReply, TokenUsage, ToolCall } from "../session/provider.ts";
 import { ProviderReplyInvalid } from "./errors.ts";
 import type { ServerSentEvent } from "./sse.ts";
 import type { Endpoint } from "./transport.ts";
@@ -22,12 +24,31 @@ export const OpenAICompletionReply = Type.Object({
     Type.Object({
       message: Type.Object({
         content: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+        refusal: Type.Optional(Type.Union([Type.String(), Type.Null()])),
         tool_calls: Type.Optional(Type.Union([Type.Array(ReplyToolCall), Type.Null()])),
       }),
     }),
     { minItems: 1 },
   ),
 });
+
+const Usage = Type.Object({
+  prompt_tokens: Type.Number(),
+  completion_tokens: Type.Number(),
+  prompt_tokens_details: Type.Optional(
+    Type.Union([Type.Object({ cached_tokens: Type.Optional(Type.Union([Type.Number(), Type.Null()])) }), Type.Null()]),
+  ),
+});
+const WithUsage = Type.Object({ usage: Usage });
+const hasUsage = Compile(WithUsage);
+
+/** The provider-neutral usage of a Chat Completions `usage`: `prompt_tokens` includes the cached ones. */
+function usageOf(json: unknown): TokenUsage | undefined {
+  if (!hasUsage.Check(json)) return undefined;
+  const { prompt_tokens, completion_tokens, prompt_tokens_details } = json.usage;
+  const cached = Math.min(prompt_tokens_details?.cached_tokens ?? 0, prompt_tokens);
+  return { input: prompt_tokens - cached, cacheRead: cached, cacheWrite: 0, output: completion_tokens };
+}
 
 const ChunkToolCall = Type.Object({
   index: Type.Integer(),
@@ -42,6 +63,7 @@ export const OpenAICompletionChunk = Type.Object({
       delta: Type.Optional(
         Type.Object({
           content: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+          refusal: Type.Optional(Type.Union([Type.String(), Type.Null()])),
           tool_calls: Type.Optional(Type.Union([Type.Array(ChunkToolCall), Type.Null()])),
         }),
       ),
@@ -65,7 +87,7 @@ export function openAIReplyFromCompletion(json: unknown, endpoint: Endpoint): Pr
   const toolCalls = (message.tool_calls ?? []).map((call, index) =>
     toolCallOf(call.id, call.function.name, call.function.arguments ?? "", index, endpoint),
   );
-  return replyOf(message.content ?? "", toolCalls);
+  return replyOf(message.content ?? "", toolCalls, message.refusal ?? "", usageOf(json));
 }
 
 interface OpenToolCall {
@@ -82,6 +104,8 @@ interface OpenToolCall {
  */
 export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEvent>, endpoint: Endpoint): Promise<ProviderReply> {
   let text = "";
+  let refusal = "";
+  let usage: TokenUsage | undefined;
   const calls = new Map<number, OpenToolCall>();
   let isComplete = false;
   for await (const { data } of events) {
@@ -98,9 +122,11 @@ export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEven
     if (isChunkError.Check(chunk)) throw new StreamInterrupted(`error in stream: ${JSON.stringify(chunk.error)}`);
     if (!isChunk.Check(chunk))
       throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "a stream chunk has no choices array");
+    usage = usageOf(chunk) ?? usage;
     const choice = chunk.choices[0];
     if (choice === undefined) continue; // a usage-only chunk
     text += choice.delta?.content ?? "";
+    refusal += choice.delta?.refusal ?? "";
     for (const fragment of choice.delta?.tool_calls ?? []) {
       const call = calls.get(fragment.index) ?? { name: "", arguments: "" };
       if (fragment.id !== undefined && fragment.id !== "") call.id = fragment.id;
@@ -114,7 +140,7 @@ export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEven
   const toolCalls = [...calls]
     .sort(([a], [b]) => a - b)
     .map(([index, call]) => toolCallOf(call.id, call.name, call.arguments, index, endpoint));
-  return replyOf(text, toolCalls);
+  return replyOf(text, toolCalls, refusal, usage);
 }
 
 /** Arguments arrive as a JSON string (some servers send an object); an id-less call gets `call_<index>`. */
@@ -136,6 +162,12 @@ function toolCallOf(id: string | undefined, name: string, input: unknown, index:
   }
 }
 
-function replyOf(text: string, toolCalls: ToolCall[]): ProviderReply {
-  return toolCalls.length === 0 ? { text } : { text, toolCalls };
+/** A refusal is never silent: it is the reply's `refusal`, and its text when the model wrote no other. */
+function replyOf(text: string, toolCalls: ToolCall[], refusal: string, usage: TokenUsage | undefined): ProviderReply {
+  return {
+    text: text === "" ? refusal : text,
+    ...(toolCalls.length === 0 ? {} : { toolCalls }),
+    ...(refusal === "" ? {} : { refusal }),
+    ...(usage === undefined ? {} : { usage }),
+  };
 }

@@ -23,7 +23,8 @@
  * @module
  */
 
-import type { AnthropicMessage, AnthropicMessagesBody } from "./anthropic-lowering.ts";
+import type { AnthropicMessage, AnthropicMessagesBody, AnthropicTextBlock } from "./anthropic-lowering.ts";
+import { isReplayOnlyBlock } from "./anthropic-wire.ts";
 import type { OpenAIChatBody } from "./openai-lowering.ts";
 
 /** Whether the Anthropic body `next` extends `previous` as a prompt-cache prefix. */
@@ -53,9 +54,11 @@ function fieldsBeforeMessages(body: { readonly messages: unknown }): string {
 export function withoutMovingBreakpoint(messages: readonly AnthropicMessage[]): AnthropicMessage[] {
   const last = messages.at(-1);
   if (last === undefined) return [];
+  // The moving breakpoint sits on the last block that can hold one (thinking blocks cannot).
+  const holder = last.content.findLastIndex((block) => !isReplayOnlyBlock(block));
   const content = last.content.map((block, index) => {
-    if (index !== last.content.length - 1) return block;
-    const { cache_control: _breakpoint, ...rest } = block;
+    if (index !== holder) return block;
+    const { cache_control: _breakpoint, ...rest } = block as AnthropicTextBlock;
     return rest;
   });
   return [...messages.slice(0, -1), { ...last, content } as AnthropicMessage];

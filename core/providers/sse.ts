@@ -11,8 +11,10 @@ export interface ServerSentEvent {
 /**
  * Parses an event stream. Lines end in LF, CRLF or CR, even when split across chunks;
  * `:` lines are comments; `data` lines join with LF; an event is dispatched at a blank
- * line when it has data. An event still open when the stream ends is dispatched too —
- * some servers close without the final blank line.
+ * line when it has data. At the end of the stream an unfinished event — one whose blank
+ * line never came, including a last line without its line end — is discarded, as the
+ * WHATWG event-stream rules require: a stream closed mid-frame then reads as broken off
+ * (retried), not as a malformed reply.
  */
 export async function* readServerSentEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<ServerSentEvent> {
   const decoder = new TextDecoder();
@@ -59,6 +61,5 @@ export async function* readServerSentEvents(body: AsyncIterable<Uint8Array>): As
   }
   pending += decoder.decode();
   yield* takeLines(true);
-  if (pending !== "") yield* takeLine(pending);
-  yield* takeLine("");
+  // Whatever is left — a line without its end, an event without its blank line — is discarded.
 }

@@ -32,11 +32,12 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
         if (message.epoch === epoch.number) projected.push({ role: "system-update", text: message.text });
         break;
       case "assistant":
-        projected.push(
-          message.toolCalls === undefined
-            ? { role: "assistant", text: message.text }
-            : { role: "assistant", text: message.text, toolCalls: message.toolCalls },
-        );
+        projected.push({
+          role: "assistant",
+          text: message.text,
+          ...(message.toolCalls === undefined ? {} : { toolCalls: message.toolCalls }),
+          ...(message.providerContent === undefined ? {} : { providerContent: message.providerContent }),
+        });
         break;
       case "tool":
         projected.push({ role: "tool", callId: message.callId ?? "", name: message.name ?? "", result: message.text });
@@ -52,7 +53,7 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
  * prefix); `systemPrompt` is used only for epochs that did not record one.
  */
 export function buildRequest(
-  session: { provider: string; model: string },
+  session: { provider: string; model: string; id?: string },
   hostSystemPrompt: string | undefined,
   epoch: EpochRecord,
   messages: readonly StoredMessage[],
@@ -63,5 +64,7 @@ export function buildRequest(
     model: session.model,
     system: systemPrompt === undefined ? [epoch.baseline] : [systemPrompt, epoch.baseline],
     messages: projectHistory(messages, epoch),
+    ...(session.id === undefined ? {} : { sessionId: session.id }),
+    epoch: { number: epoch.number, reason: epoch.reason },
   };
 }

@@ -8,10 +8,43 @@ export interface ToolCall {
   readonly input: unknown;
 }
 
+/**
+ * Tokens one reply used, as the provider reported them. `input` is the uncached input
+ * (Anthropic's `input_tokens`; OpenAI's `prompt_tokens` less `cached_tokens`), so the four
+ * counts add up to everything the request and reply took.
+ */
+export interface TokenUsage {
+  readonly input: number;
+  /** Input read from the prompt cache (`cache_read_input_tokens`, `prompt_tokens_details.cached_tokens`). */
+  readonly cacheRead: number;
+  /** Input written to the prompt cache (`cache_creation_input_tokens`; OpenAI reports none). */
+  readonly cacheWrite: number;
+  /** Of `cacheWrite`, the part written with the 1-hour TTL, when the provider says. */
+  readonly cacheWrite1h?: number;
+  readonly output: number;
+}
+
+/**
+ * Content of a reply that the provider requires back unchanged in later requests, such as
+ * Anthropic thinking blocks with their signatures: the reply's content blocks in order,
+ * opaque to the host. Only the adapter of `provider` lowers it, and only for `model`.
+ */
+export interface ProviderContent {
+  readonly provider: string;
+  readonly model: string;
+  readonly blocks: readonly unknown[];
+}
+
 /** One message of projected history, in provider-neutral form. */
 export type RequestMessage =
   | { readonly role: "user"; readonly text: string }
-  | { readonly role: "assistant"; readonly text: string; readonly toolCalls?: readonly ToolCall[] }
+  | {
+      readonly role: "assistant";
+      readonly text: string;
+      readonly toolCalls?: readonly ToolCall[];
+      /** Provider content to replay verbatim (see `ProviderContent`). */
+      readonly providerContent?: ProviderContent;
+    }
   | { readonly role: "tool"; readonly callId: string; readonly name: string; readonly result: string }
   /** A Mid-Conversation System Message; lowering decides native role or wrapped fallback. */
   | { readonly role: "system-update"; readonly text: string }
@@ -25,12 +58,22 @@ export interface ProviderRequest {
   /** `[systemPrompt, baseline]`; the host system prompt is left out when not given. */
   readonly system: readonly string[];
   readonly messages: readonly RequestMessage[];
+  /** The session the request belongs to; adapters may pass it on as a cache routing key. */
+  readonly sessionId?: string;
+  /** The Context Epoch the request was built in and why it began (`initial`, `compaction`, `switch`, `move`, `replacement`). */
+  readonly epoch?: { readonly number: number; readonly reason: string };
 }
 
 /** The model's reply. */
 export interface ProviderReply {
   readonly text: string;
   readonly toolCalls?: readonly ToolCall[];
+  /** Token counts of this reply, when the provider reported them. */
+  readonly usage?: TokenUsage;
+  /** Content to store with the reply and send back unchanged (thinking blocks). */
+  readonly providerContent?: ProviderContent;
+  /** The model declined to answer (an OpenAI `refusal`); `text` then carries the refusal too. */
+  readonly refusal?: string;
 }
 
 /** A model API. */

@@ -1,6 +1,7 @@
 // Owns the command line: `context-host <command> [options]`.
 
 import { check, parseCheckArgs } from "./check.ts";
+import { inspect, parseInspectArgs } from "./inspect.ts";
 import { parseRenderArgs, render, UsageError } from "./render.ts";
 
 const usage = `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--config FILE]
@@ -16,6 +17,11 @@ const usage = `usage: context-host render [--plugins DIR]... [--json] [--locatio
   check    load each PLUGIN (a file, a plugin folder, or a folder of plugins) as the host
            does and run the conformance checks; one line per finding:
            file:line [plugin key] check: what is wrong — how to fix it
+
+  inspect  print a session's history with each reply's token usage, the totals and their cost
+           SESSION         the session id
+           --data DIR      the data folder (default ./.context-host)
+           --json          print { session, messages, total, usd }
 
 exit codes (render): 0 every plugin loaded; 2 a plugin failed (the rest still render);
             3 initialization blocked (the keys on stderr); 64 bad usage
@@ -43,6 +49,7 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
       return await render({ ...parsed, out: io.out, err: io.err });
     }
     if (command === "check") return await check(parseCheckArgs(rest, io.cwd), io);
+    if (command === "inspect") return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
     if (command === undefined || command === "help" || command === "--help") {
       io.out(usage);
       return command === undefined ? 64 : 0;

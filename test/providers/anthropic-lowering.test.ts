@@ -275,7 +275,15 @@ describe("Anthropic lowering", () => {
       ...anthropicModels,
       { model: /^claude-sonnet-5/, capabilities: { nativeSystemMessages: true, maxTokens: 64_000 } },
     ];
-    expect(anthropicCapabilities("claude-sonnet-5", table)).to.deep.equal({ nativeSystemMessages: true, maxTokens: 64_000 });
-    expect(anthropicCapabilities("claude-opus-4-8", table)).to.deep.equal({ nativeSystemMessages: true, maxTokens: 8192 });
+    expect(anthropicCapabilities("claude-sonnet-5", table)).to.deep.equal({
+      nativeSystemMessages: true,
+      maxTokens: 64_000,
+      replaysThinking: true,
+    });
+    expect(anthropicCapabilities("claude-opus-4-8", table)).to.deep.equal({
+      nativeSystemMessages: true,
+      maxTokens: 8192,
+      replaysThinking: true,
+    });
   });
 });

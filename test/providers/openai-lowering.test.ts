@@ -145,10 +145,14 @@ describe("OpenAI lowering", () => {
     expect(openAICapabilities("gpt-5.1", openAIModels)).to.deep.equal({
       instructionRole: "developer",
       systemUpdateRole: "developer",
+      promptCacheKey: true,
+      streamUsage: true,
     });
     expect(openAICapabilities("gpt-4o-mini", openAIModels)).to.deep.equal({
       instructionRole: "system",
       systemUpdateRole: "system",
+      promptCacheKey: true,
+      streamUsage: true,
     });
     expect(openAICapabilities("qwen3-8b", openAIModels)).to.deep.equal({
       instructionRole: "system",

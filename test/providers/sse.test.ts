@@ -50,7 +50,11 @@ describe("Server-Sent Events", () => {
     expect(events).to.deep.equal([{ event: "message", data: "é✓" }]);
   });
 
-  it("dispatches an event the stream ends without a blank line after", async () => {
-    expect(await parse(["data: [DONE]"])).to.deep.equal([{ event: "message", data: "[DONE]" }]);
+  // WHATWG HTML, "Parsing an event stream": once the end of the file is reached, pending
+  // data is discarded; a stream that ends mid-event does not dispatch that event.
+  it("discards an event the stream ends before its blank line, however the last line ends", async () => {
+    expect(await parse(["data: [DONE]"])).to.deep.equal([]);
+    expect(await parse(["data: [DONE]\n"])).to.deep.equal([]);
+    expect(await parse(["data: one\n\nevent: message_stop\ndata: {}\r"])).to.deep.equal([{ event: "message", data: "one" }]);
   });
 });

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
-import type { ToolCall } from "../provider.ts";
+import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 import {
   type BoundaryCommit,
   CorruptSession,
@@ -68,7 +68,24 @@ const migrations: readonly string[] = [
    ) STRICT;`,
   // The host system prompt an epoch began with, as JSON (a string or null); NULL: not recorded.
   "ALTER TABLE epochs ADD COLUMN system_prompt TEXT;",
+  // An assistant reply's token usage and the provider content to replay (thinking blocks), as JSON; NULL: none.
+  `ALTER TABLE messages ADD COLUMN usage TEXT;
+   ALTER TABLE messages ADD COLUMN provider_content TEXT;`,
 ];
+
+const Count = Type.Integer({ minimum: 0 });
+const UsageData = Compile(
+  Type.Object({
+    input: Count,
+    cacheRead: Count,
+    cacheWrite: Count,
+    cacheWrite1h: Type.Optional(Count),
+    output: Count,
+  }),
+);
+const ProviderContentData = Compile(
+  Type.Object({ provider: Type.String(), model: Type.String(), blocks: Type.Array(Type.Unknown()) }),
+);
 
 const MessageData = Compile(
   Type.Object({
@@ -99,6 +116,8 @@ interface MessageRow {
   text: string;
   epoch: number;
   data: string | null;
+  usage: string | null;
+  provider_content: string | null;
 }
 
 interface EpochRow {
@@ -215,9 +234,9 @@ export class SqliteSessionStore implements SessionStore {
 
   async messages(id: string): Promise<StoredMessage[]> {
     this.#sessionRow(id);
-    const rows = this.#prepare("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = ? ORDER BY seq").all(
-      id,
-    ) as MessageRow[];
+    const rows = this.#prepare(
+      "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? ORDER BY seq",
+    ).all(id) as MessageRow[];
     return rows.map((row) => this.#message(id, row));
   }
 
@@ -233,6 +252,8 @@ export class SqliteSessionStore implements SessionStore {
     }
     if (!MessageData.Check(data)) throw new CorruptSession(id, `message ${row.seq} has malformed data`);
     const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
+    const usage = this.#column(id, row, "usage", UsageData) as TokenUsage | undefined;
+    const providerContent = this.#column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
     return {
       seq: row.seq,
       role: row.role as MessageRole,
@@ -241,7 +262,28 @@ export class SqliteSessionStore implements SessionStore {
       ...(toolCalls === undefined ? {} : { toolCalls }),
       ...(callId === undefined ? {} : { callId }),
       ...(name === undefined ? {} : { name }),
+      ...(usage === undefined ? {} : { usage }),
+      ...(providerContent === undefined ? {} : { providerContent }),
     };
+  }
+
+  /** A JSON column of a message row, checked against `schema`; `undefined` when NULL. */
+  #column(
+    id: string,
+    row: MessageRow,
+    column: "usage" | "provider_content",
+    schema: { Check(value: unknown): boolean },
+  ): unknown {
+    const text = row[column];
+    if (text === null || text === undefined) return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (cause) {
+      throw new CorruptSession(id, `message ${row.seq} has unreadable ${column}`, { cause });
+    }
+    if (!schema.Check(value)) throw new CorruptSession(id, `message ${row.seq} has malformed ${column}`);
+    return value;
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
@@ -364,7 +406,7 @@ export class SqliteSessionStore implements SessionStore {
   async commitReply(
     id: string,
     revision: number,
-    reply: { text: string; toolCalls?: readonly ToolCall[] },
+    reply: { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent },
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<void> {
     const run = this.#db.transaction(() => {
@@ -372,7 +414,16 @@ export class SqliteSessionStore implements SessionStore {
       let seq = this.#nextSeq(id);
       const epoch = this.#currentEpochNumber(id);
       const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
-      this.#insertMessage(id, seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls });
+      this.#insertMessage(id, seq, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls });
+      if (reply.usage !== undefined || reply.providerContent !== undefined) {
+        this.#prepare("UPDATE messages SET usage = ?, provider_content = ? WHERE session_id = ? AND seq = ?").run(
+          reply.usage === undefined ? null : JSON.stringify(reply.usage),
+          reply.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
+          id,
+          seq,
+        );
+      }
+      seq++;
       for (const result of toolResults) {
         this.#insertMessage(id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name });
       }

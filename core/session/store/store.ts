@@ -3,7 +3,7 @@
 
 import type { DiscoveryLog } from "../../sources/instructions/service.ts";
 import type { Snapshot } from "../../system-context/index.ts";
-import type { ToolCall } from "../provider.ts";
+import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 
 /** Message roles, as `host.messages()` reports them. */
 export type MessageRole = "user" | "assistant" | "tool" | "system-update" | "summary";
@@ -34,6 +34,10 @@ export interface StoredMessage {
   readonly toolCalls?: readonly ToolCall[];
   readonly callId?: string;
   readonly name?: string;
+  /** An assistant reply's token usage, when the provider reported it. */
+  readonly usage?: TokenUsage;
+  /** An assistant reply's provider content to replay (thinking blocks). */
+  readonly providerContent?: ProviderContent;
 }
 
 /** The active Context Epoch. */
@@ -125,7 +129,7 @@ export interface SessionStore extends DiscoveryLog {
   commitReply(
     id: string,
     revision: number,
-    reply: { text: string; toolCalls?: readonly ToolCall[] },
+    reply: { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent },
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<void>;
   /** Appends a compaction summary; the next boundary starts a new epoch. */

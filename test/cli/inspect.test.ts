@@ -1,0 +1,53 @@
+// `context-host inspect`: a session's stored replies with their token usage, the totals,
+// and their price from the pricing table.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { scriptedProvider } from "../../core/index.ts";
+import { costOf, priceOf } from "../../core/providers/pricing.ts";
+import { main } from "../../scripts/cli/main.ts";
+import { openHost } from "../session/fixtures.ts";
+
+describe("context-host inspect", () => {
+  let dir = "";
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "inspect-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("prints each reply's usage, the totals and their cost at the model's price", async () => {
+    const usages = [
+      { input: 3, cacheRead: 0, cacheWrite: 1200, output: 40 },
+      { input: 5, cacheRead: 1200, cacheWrite: 60, output: 25 },
+    ];
+    const provider = scriptedProvider(usages.map((usage, i) => ({ text: `reply ${i}`, usage })));
+    const host = await openHost(dir, { core: [], providers: { scripted: provider } });
+    const id = await host.createSession({ location: dir, provider: "scripted", model: "claude-opus-4-8" });
+    for (const text of ["one", "two"]) {
+      await host.prompt(id, text);
+      await host.step(id);
+    }
+    expect((await host.messages(id)).filter((m) => m.role === "assistant").map((m) => m.usage)).to.deep.equal(usages);
+    await host.close();
+
+    const out: string[] = [];
+    const code = await main(["inspect", id, "--data", dir, "--json"], { cwd: dir, out: (t) => out.push(t), err: () => {} });
+    expect(code).to.equal(0);
+    const printed = JSON.parse(out.join("\n")) as { total: object; usd: number };
+    const total = { input: 8, cacheRead: 1200, cacheWrite: 1260, output: 65 };
+    expect(printed.total).to.deep.equal(total);
+    expect(printed.usd).to.be.closeTo(costOf(total, priceOf("claude-opus-4-8")!.price), 1e-12);
+
+    const text: string[] = [];
+    expect(await main(["inspect", id, "--data", dir], { cwd: dir, out: (t) => text.push(t), err: () => {} })).to.equal(0);
+    expect(text.join("\n")).to.include("cache read 1200, cache write 60, out 25").and.include("total: in 8");
+  });
+
+  it("exits 64 without a session id and 1 without a sessions file", async () => {
+    const quiet = { cwd: dir, out: () => {}, err: () => {} };
+    expect(await main(["inspect"], quiet)).to.equal(64);
+    expect(await main(["inspect", "x", "--data", path.join(dir, "none")], quiet)).to.equal(1);
+  });
+});
