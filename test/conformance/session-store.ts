@@ -549,6 +549,31 @@ export function describeSessionStoreConformance(
       expect(replied.revision).to.be.greaterThan(awaited.revision);
     });
 
+    it("a reply's token usage and provider content are stored with its assistant message and read back exactly", async () => {
+      await create(store, "s1");
+      await store.addPrompt("s1", "one");
+      await startFirstEpoch(store, "s1");
+      const usage = { input: 1200, cacheRead: 800, cacheWrite: 300, cacheWrite1h: 100, output: 42 };
+      const providerContent = {
+        provider: "anthropic",
+        model: "claude-opus-4-8",
+        blocks: [{ type: "thinking", thinking: "Let me look.", signature: "c2lnbmF0dXJl" }, { type: "redacted_thinking", data: "AbC==" }],
+      };
+      await store.commitReply("s1", await revisionOf(store, "s1"), { text: "done", toolCalls, usage, providerContent }, [
+        { callId: "c1", name: "read", result: "r1" },
+        { callId: "c2", name: "list", result: "r2" },
+      ]);
+      const messages = await store.messages("s1");
+      const assistant = messages.find((m) => m.role === "assistant") as StoredMessage;
+      expect(assistant.usage).to.deep.equal(usage);
+      expect(assistant.providerContent).to.deep.equal(providerContent);
+      expect(messages.filter((m) => m.role === "tool").map((m) => m.usage)).to.deep.equal([undefined, undefined]);
+      await reply(store, "s1", "no usage");
+      const plain = (await store.messages("s1")).at(-1) as StoredMessage;
+      expect(plain).to.not.have.property("usage");
+      expect(plain).to.not.have.property("providerContent");
+    });
+
     it("a reply without tool calls, or with an empty list of them, stores an assistant message with no toolCalls", async () => {
       await create(store, "s1");
       await startFirstEpoch(store, "s1");

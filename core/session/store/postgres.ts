@@ -10,7 +10,7 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { ContextHostError, messageOf } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
-import type { ProviderReply, ToolCall } from "../provider.ts";
+import type { ProviderContent, ProviderReply, TokenUsage, ToolCall } from "../provider.ts";
 import {
   type BoundaryCommit,
   CorruptSession,
@@ -59,6 +59,8 @@ const migrations: readonly string[] = [
      text TEXT NOT NULL,
      epoch INTEGER NOT NULL,
      data TEXT,
+     usage TEXT,
+     provider_content TEXT,
      PRIMARY KEY (session_id, seq)
    );
    CREATE TABLE pending_prompts (
@@ -97,6 +99,14 @@ const MessageData = Compile(
   }),
 );
 
+const Count = Type.Integer({ minimum: 0 });
+const UsageData = Compile(
+  Type.Object({ input: Count, cacheRead: Count, cacheWrite: Count, cacheWrite1h: Type.Optional(Count), output: Count }),
+);
+const ProviderContentData = Compile(
+  Type.Object({ provider: Type.String(), model: Type.String(), blocks: Type.Array(Type.Unknown()) }),
+);
+
 const roles: ReadonlySet<string> = new Set(["user", "assistant", "tool", "system-update", "summary"]);
 
 interface SessionRow {
@@ -107,6 +117,35 @@ interface SessionRow {
   revision: number;
   epoch_due: EpochReason | null;
   awaiting_reply: boolean;
+}
+
+interface MessageRow {
+  seq: number;
+  role: string;
+  text: string;
+  epoch: number;
+  data: string | null;
+  usage: string | null;
+  provider_content: string | null;
+}
+
+/** A JSON column of a message row, checked against `schema`; `undefined` when NULL. */
+function column(
+  id: string,
+  row: MessageRow,
+  name: "usage" | "provider_content",
+  schema: { Check(value: unknown): boolean },
+): unknown {
+  const text = row[name];
+  if (text === null) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new CorruptSession(id, `message ${row.seq} has unreadable ${name}`, { cause });
+  }
+  if (!schema.Check(value)) throw new CorruptSession(id, `message ${row.seq} has malformed ${name}`);
+  return value;
 }
 
 interface EpochRow {
@@ -298,13 +337,13 @@ export class PostgresSessionStore implements SessionStore {
     await this.#sessionRow(id);
     const result = await this.#query(
       `reading the messages of session ${id}`,
-      "SELECT seq, role, text, epoch, data FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+      "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
       [id, afterSeq],
     );
     return result.rows.map((row) => this.#message(id, row));
   }
 
-  #message(id: string, row: { seq: number; role: string; text: string; epoch: number; data: string | null }): StoredMessage {
+  #message(id: string, row: MessageRow): StoredMessage {
     if (!roles.has(row.role)) throw new CorruptSession(id, `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}`);
     let data: unknown = {};
     if (row.data !== null) {
@@ -316,6 +355,8 @@ export class PostgresSessionStore implements SessionStore {
     }
     if (!MessageData.Check(data)) throw new CorruptSession(id, `message ${row.seq} has malformed data`);
     const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
+    const usage = column(id, row, "usage", UsageData) as TokenUsage | undefined;
+    const providerContent = column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
     return {
       seq: row.seq,
       role: row.role as MessageRole,
@@ -324,6 +365,8 @@ export class PostgresSessionStore implements SessionStore {
       ...(toolCalls === undefined ? {} : { toolCalls }),
       ...(callId === undefined ? {} : { callId }),
       ...(name === undefined ? {} : { name }),
+      ...(usage === undefined ? {} : { usage }),
+      ...(providerContent === undefined ? {} : { providerContent }),
     };
   }
 
@@ -444,12 +487,21 @@ export class PostgresSessionStore implements SessionStore {
       await this.#insertMessage(
         query,
         id,
-        seq++,
+        seq,
         "assistant",
         reply.text,
         epoch,
         toolCalls === undefined ? undefined : { toolCalls },
       );
+      if (reply.usage !== undefined || reply.providerContent !== undefined) {
+        await query("UPDATE messages SET usage = $1, provider_content = $2 WHERE session_id = $3 AND seq = $4", [
+          reply.usage === undefined ? null : JSON.stringify(reply.usage),
+          reply.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
+          id,
+          seq,
+        ]);
+      }
+      seq++;
       for (const result of toolResults) {
         await this.#insertMessage(query, id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name });
       }
