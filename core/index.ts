@@ -43,21 +43,23 @@ export {
 } from "./providers/index.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { SourceEnv } from "./registry/registry.ts";
+export { BoundaryContended, ProviderNotFound, SessionBusy, ToolInputInvalid } from "./session/errors.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
 export { SqliteSessionStore } from "./session/store/sqlite.ts";
+export type { BoundaryCommitted, ReplyCommitted } from "./session/store/store.ts";
 export {
   type BoundaryCommit,
-  CorruptSession,
   type EpochReason,
   type EpochRecord,
   type MessageRole,
   type PendingPrompt,
   RevisionConflict,
+  SessionCorrupt,
+  SessionNotFound,
   type SessionRecord,
   type SessionStore,
   type StoredMessage,
-  UnknownSession,
 } from "./session/store/store.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";

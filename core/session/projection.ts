@@ -20,31 +20,54 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
     }
   }
   const projected: RequestMessage[] = [];
-  for (const message of messages.slice(start)) {
-    switch (message.role) {
-      case "user":
-        projected.push({ role: "user", text: message.text });
-        break;
-      case "summary":
-        if (isEffective(message)) projected.push({ role: "summary", text: message.text });
-        break;
-      case "system-update":
-        if (message.epoch === epoch.number) projected.push({ role: "system-update", text: message.text });
-        break;
-      case "assistant":
-        projected.push({
-          role: "assistant",
-          text: message.text,
-          ...(message.toolCalls === undefined ? {} : { toolCalls: message.toolCalls }),
-          ...(message.providerContent === undefined ? {} : { providerContent: message.providerContent }),
-        });
-        break;
-      case "tool":
-        projected.push({ role: "tool", callId: message.callId ?? "", name: message.name ?? "", result: message.text });
-        break;
-    }
+  for (let i = start; i < messages.length; i++) {
+    const message = projectMessage(messages[i] as StoredMessage, epoch);
+    if (message !== undefined) projected.push(message);
   }
   return projected;
+}
+
+/**
+ * One stored message as the model sees it in `epoch`, or `undefined` when it is not
+ * projected there (a Mid-Conversation System Message of another epoch, a summary that has
+ * not taken effect). Messages before the latest effective summary are `projectHistory`'s to drop.
+ */
+export function projectMessage(message: StoredMessage, epoch: EpochRecord): RequestMessage | undefined {
+  switch (message.role) {
+    case "user":
+      return { role: "user", text: message.text };
+    case "summary":
+      return message.seq < epoch.startedSeq ? { role: "summary", text: message.text } : undefined;
+    case "system-update":
+      return message.epoch === epoch.number ? { role: "system-update", text: message.text } : undefined;
+    case "assistant":
+      return {
+        role: "assistant",
+        text: message.text,
+        ...(message.toolCalls === undefined ? {} : { toolCalls: message.toolCalls }),
+        ...(message.providerContent === undefined ? {} : { providerContent: message.providerContent }),
+      };
+    case "tool":
+      return { role: "tool", callId: message.callId ?? "", name: message.name ?? "", result: message.text };
+  }
+}
+
+/** The request of a boundary from already projected history (see `buildRequest`). */
+export function requestOf(
+  session: { id?: string; provider: string; model: string },
+  hostSystemPrompt: string | undefined,
+  epoch: EpochRecord,
+  projected: readonly RequestMessage[],
+): ProviderRequest {
+  const systemPrompt = epoch.systemPrompt === undefined ? hostSystemPrompt : (epoch.systemPrompt ?? undefined);
+  return {
+    provider: session.provider,
+    model: session.model,
+    system: systemPrompt === undefined ? [epoch.baseline] : [systemPrompt, epoch.baseline],
+    messages: projected,
+    ...(session.id === undefined ? {} : { sessionId: session.id }),
+    epoch: { number: epoch.number, reason: epoch.reason },
+  };
 }
 
 /**
@@ -53,18 +76,10 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
  * prefix); `systemPrompt` is used only for epochs that did not record one.
  */
 export function buildRequest(
-  session: { provider: string; model: string; id?: string },
+  session: { id?: string; provider: string; model: string },
   hostSystemPrompt: string | undefined,
   epoch: EpochRecord,
   messages: readonly StoredMessage[],
 ): ProviderRequest {
-  const systemPrompt = epoch.systemPrompt === undefined ? hostSystemPrompt : (epoch.systemPrompt ?? undefined);
-  return {
-    provider: session.provider,
-    model: session.model,
-    system: systemPrompt === undefined ? [epoch.baseline] : [systemPrompt, epoch.baseline],
-    messages: projectHistory(messages, epoch),
-    ...(session.id === undefined ? {} : { sessionId: session.id }),
-    epoch: { number: epoch.number, reason: epoch.reason },
-  };
+  return requestOf(session, hostSystemPrompt, epoch, projectHistory(messages, epoch));
 }

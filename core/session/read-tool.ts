@@ -3,6 +3,7 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import { ToolInputInvalid } from "./errors.ts";
 import type { Tool } from "./runtime.ts";
 import type { ToolDefinition } from "./tool-definition.ts";
 
@@ -22,7 +23,7 @@ export const readToolDefinition: ToolDefinition = {
 export const readTool: Tool = async (input, context) => {
   if (!ReadInput.Check(input)) {
     const first = ReadInput.Errors(input)[0];
-    throw new Error(`read: invalid input at ${first?.instancePath || "/"}: ${first?.message ?? "expected { path }"}`);
+    throw new ToolInputInvalid({ tool: "read", field: first?.instancePath ?? "", reason: first?.message ?? "expected { path }" });
   }
   return context.files.readFile(input.path);
 };

@@ -11,10 +11,12 @@ import {
   InitializationBlocked,
   initialize,
   reconcile,
-  replace,
+  replaceOrReconcile,
   type SystemContext,
 } from "../system-context/index.ts";
-import { buildRequest } from "./projection.ts";
+import { BoundaryContended, ProjectFilesUnavailable, ProviderNotFound, SessionBusy } from "./errors.ts";
+import { SessionHistories, type SessionHistory } from "./history.ts";
+import { requestOf } from "./projection.ts";
 import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "./provider.ts";
 import {
   type BoundaryCommit,
@@ -26,6 +28,8 @@ import {
   type SessionStore,
   type StoredMessage,
 } from "./store/store.ts";
+
+export { ProviderNotFound } from "./errors.ts";
 
 /** What a tool is told about the call: the session, where it runs, and project file access. */
 export interface ToolContext {
@@ -61,14 +65,6 @@ export interface RuntimeOptions {
   readonly compactionInstruction?: string;
 }
 
-/** The session names a provider the host does not have. */
-export class UnknownProvider extends Error {
-  override readonly name = "UnknownProvider";
-  constructor(readonly provider: string) {
-    super(`unknown provider ${JSON.stringify(provider)}: register it in createHost({ providers })`);
-  }
-}
-
 const defaultCompactionInstruction =
   "Summarize the conversation so far for your own later use: the goal, decisions made, the current state of the work, and open questions. Be complete but brief.";
 
@@ -78,21 +74,22 @@ interface Ready {
   readonly request: ProviderRequest;
   readonly revision: number;
   readonly location: string;
-  /** The last stored message when the request was built. */
-  readonly lastSeq: number | undefined;
+  /** The last stored message when the request was built (0: none). */
+  readonly lastSeq: number;
+  readonly history: SessionHistory;
 }
 
 /** Rounds of re-planning after another runtime committed first. */
 const maxReplans = 8;
 
-function isIdle(messages: readonly StoredMessage[], pending: readonly PendingPrompt[]): boolean {
+function isIdle(last: StoredMessage | undefined, pending: readonly PendingPrompt[]): boolean {
   if (pending.length > 0) return false;
-  const last = messages.at(-1);
   return last === undefined || last.role !== "tool";
 }
 
 export class SessionRuntime {
   readonly #options: RuntimeOptions;
+  readonly #histories = new SessionHistories();
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
@@ -134,10 +131,12 @@ export class SessionRuntime {
   async compact(id: string): Promise<void> {
     const { store } = this.#options;
     const session = await store.session(id);
-    if (session.isAwaitingReply) throw new Error(`session ${id}: a provider turn is pending; step before compacting`);
+    if (session.isAwaitingReply)
+      throw new SessionBusy({ sessionId: id, reason: "a provider turn is pending; step before compacting" });
     const epoch = await store.activeEpoch(id);
     if (epoch === undefined) return; // nothing was ever sent: nothing to summarise
-    const request = buildRequest(session, this.#options.systemPrompt, epoch, await store.messages(id));
+    const history = await this.#histories.of(id, store);
+    const request = requestOf(session, this.#options.systemPrompt, epoch, history.projected(epoch));
     const instruction = this.#options.compactionInstruction ?? defaultCompactionInstruction;
     const reply = await this.#provider(session.provider).send({
       ...request,
@@ -150,19 +149,20 @@ export class SessionRuntime {
   async step(id: string): Promise<StepResult> {
     const prepared = await this.#boundary(id);
     if (prepared.kind !== "ready") return prepared;
-    const { request, location, lastSeq } = prepared;
+    const { request, location, lastSeq, history } = prepared;
     const reply = await this.#provider(request.provider).send(request);
     const toolResults = await this.#runTools(id, location, reply.toolCalls ?? []);
     const { store } = this.#options;
     for (let revision = prepared.revision; ; ) {
       try {
-        await store.commitReply(id, revision, reply, toolResults);
+        const committed = await store.commitReply(id, revision, reply, toolResults);
+        history.append(committed.appended);
         break;
       } catch (error) {
         if (!(error instanceof RevisionConflict)) throw error;
         // Another runtime persisted the reply to this same request first: ours is a duplicate.
         const session = await store.session(id);
-        if (!session.isAwaitingReply || (await store.messages(id)).at(-1)?.seq !== lastSeq) break;
+        if (!session.isAwaitingReply || (await store.messages(id, lastSeq)).length > 0) break;
         // Only a transition (move, switch) advanced the revision in flight: this reply is still awaited.
         revision = session.revision;
       }
@@ -170,29 +170,35 @@ export class SessionRuntime {
     return { kind: "replied", request, reply };
   }
 
+  /**
+   * Reads the session, its active epoch, its pending input and what was appended to its
+   * history once, and commits the boundary; the commit returns what the request needs.
+   */
   async #boundary(id: string): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" }> {
     const { store } = this.#options;
     for (let round = 0; round < maxReplans; round++) {
       const session = await store.session(id);
       const epoch = await store.activeEpoch(id);
+      const history = await this.#histories.of(id, store);
       // An admitted boundary whose reply is not persisted: resend it, no new boundary.
-      if (session.isAwaitingReply && epoch !== undefined) return this.#ready(id, session, epoch);
+      if (session.isAwaitingReply && epoch !== undefined) return this.#ready(session, session.revision, epoch, history);
       const pending = await store.pendingPrompts(id);
-      if (isIdle(await store.messages(id), pending)) return { kind: "idle" };
+      if (isIdle(history.last, pending)) return { kind: "idle" };
       const context = await this.#options.compose({ location: session.location, sessionId: id });
       const planned = await this.#plan(context, session, epoch, pending);
       if (planned.kind === "blocked") return planned;
+      let committed: Awaited<ReturnType<SessionStore["commitBoundary"]>>;
       try {
-        await store.commitBoundary(id, session.revision, planned.commit);
+        committed = await store.commitBoundary(id, session.revision, planned.commit);
       } catch (error) {
         if (error instanceof RevisionConflict) continue; // another runtime admitted first: plan again
         throw error;
       }
-      const admitted = await store.activeEpoch(id);
-      if (admitted === undefined) throw new Error(`session ${id}: no Context Epoch after a boundary`);
-      return this.#ready(id, await store.session(id), admitted);
+      history.append(committed.appended);
+      if (history.isEmpty) await history.refresh(store);
+      return this.#ready(session, committed.revision, committed.epoch, history);
     }
-    throw new Error(`session ${id}: gave up after ${maxReplans} conflicting boundaries`);
+    throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
   }
 
   /** What one boundary commits: a first Baseline, a due new epoch, or the reconciled change. */
@@ -218,12 +224,16 @@ export class SessionRuntime {
     // A host system prompt other than the one the epoch began with needs a new epoch too.
     const due =
       session.epochDue ?? (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined);
+    // A due transition and the epoch's continuation are decided from one observation.
+    let next: Awaited<ReturnType<typeof reconcile>>;
     if (due !== undefined) {
-      const replaced = await replace(context, epoch.snapshot);
-      if (replaced.kind === "replaced") return startEpoch(replaced.generation, due);
+      const decided = await replaceOrReconcile(context, epoch.snapshot);
+      if (decided.kind === "replaced") return startEpoch(decided.generation, due);
+      // Blocked by unavailable admitted context: the epoch continues.
+      next = decided.reconciled;
+    } else {
+      next = await reconcile(context, epoch.snapshot);
     }
-    // No transition due, or it is blocked by unavailable admitted context: the epoch continues.
-    const next = await reconcile(context, epoch.snapshot);
     switch (next.kind) {
       case "unchanged":
       case "replacement-blocked":
@@ -239,10 +249,9 @@ export class SessionRuntime {
   }
 
   /** The request of the admitted boundary, built from durable state only, so a retry or a restart sends the same bytes. */
-  async #ready(id: string, session: SessionRecord, epoch: EpochRecord): Promise<Ready> {
-    const messages = await this.#options.store.messages(id);
-    const request = buildRequest(session, this.#options.systemPrompt, epoch, messages);
-    return { kind: "ready", request, revision: session.revision, location: session.location, lastSeq: messages.at(-1)?.seq };
+  #ready(session: SessionRecord, revision: number, epoch: EpochRecord, history: SessionHistory): Ready {
+    const request = requestOf(session, this.#options.systemPrompt, epoch, history.projected(epoch));
+    return { kind: "ready", request, revision, location: session.location, lastSeq: history.lastSeq, history };
   }
 
   async #runTools(id: string, location: string, calls: readonly ToolCall[]) {
@@ -268,13 +277,13 @@ export class SessionRuntime {
     const files = this.#options.projectFiles?.(id, location);
     if (files !== undefined) return files;
     return {
-      readFile: () => Promise.reject(new Error("this host gives tools no project file access")),
+      readFile: () => Promise.reject(new ProjectFilesUnavailable({ sessionId: id })),
     };
   }
 
   #provider(name: string): Provider {
     const provider = this.#options.providers[name];
-    if (provider === undefined) throw new UnknownProvider(name);
+    if (provider === undefined) throw new ProviderNotFound({ provider: name });
     return provider;
   }
 }

@@ -26,7 +26,16 @@ export {
 } from "./errors.ts";
 export { canonicalJson, type Json, NotPlainJson } from "./json.ts";
 export { isKey, type Key, keyPattern, namespaceOf } from "./key.ts";
-export { type Generation, initialize, type ReconcileResult, type ReplacementResult, reconcile, replace } from "./reconcile.ts";
+export {
+  type Generation,
+  initialize,
+  type ReconcileResult,
+  type ReplacementResult,
+  type ReplaceOrReconcileResult,
+  reconcile,
+  replace,
+  replaceOrReconcile,
+} from "./reconcile.ts";
 export { parseSnapshot, Snapshot, SnapshotEntry } from "./snapshot.ts";
 export {
   type Absent,

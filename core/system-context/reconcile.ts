@@ -3,7 +3,8 @@
 // only what the plan admits:
 //   initialize — a fresh Baseline System Context and its Context Snapshot;
 //   reconcile  — the next action against the active snapshot;
-//   replace    — a fresh generation, unless admitted context is unavailable.
+//   replace    — a fresh generation, unless admitted context is unavailable;
+//   replaceOrReconcile — replace, or while that is blocked reconcile, from one observation.
 
 import { InitializationBlocked, type RenderError } from "./errors.ts";
 import type { Key } from "./key.ts";
@@ -172,7 +173,37 @@ function plan(observed: readonly Observed[], snapshot: Snapshot): { decisions: D
  */
 export async function reconcile(context: SystemContext, given: Snapshot): Promise<ReconcileResult> {
   const snapshot = checkedSnapshot(given);
+  return reconcileObserved(await observe(context), snapshot);
+}
+
+/** The outcome of `replaceOrReconcile`: a fresh generation, or, while that is blocked, what reconciling decided. */
+export type ReplaceOrReconcileResult =
+  | { readonly kind: "replaced"; readonly generation: Generation }
+  | {
+      readonly kind: "replacement-blocked";
+      readonly keys: readonly Key[];
+      /** The epoch goes on: the next action against the snapshot, from the same observation. */
+      readonly reconciled: Exclude<ReconcileResult, { readonly kind: "replaced" }>;
+    };
+
+/**
+ * A due baseline-replacing transition (compaction, a model switch, a move): observes once
+ * and replaces the generation; while unavailable admitted context blocks that, reconciles
+ * the same observation against the snapshot instead, so the epoch goes on without a
+ * second load. Rejects `SnapshotInvalid` (before loading anything) like `replace`.
+ */
+export async function replaceOrReconcile(context: SystemContext, given: Snapshot): Promise<ReplaceOrReconcileResult> {
+  const snapshot = checkedSnapshot(given);
   const observed = await observe(context);
+  const replaced = replaceObserved(observed, snapshot);
+  if (replaced.kind === "replaced") return replaced;
+  const reconciled = reconcileObserved(observed, snapshot);
+  // Escalation replaces the same observation, which is blocked; should a renderer differ on a second call, its replacement stands.
+  if (reconciled.kind === "replaced") return reconciled;
+  return { kind: "replacement-blocked", keys: replaced.keys, reconciled };
+}
+
+function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): ReconcileResult {
   const planned = plan(observed, snapshot);
   if (planned === undefined) return replaceObserved(observed, snapshot);
 

@@ -2,7 +2,7 @@
 // Context Sources [100], BENCH_CHANGED of them [3] changed before every boundary.
 //
 // Metric `median-ms`: `host.step` through `createHost` on a real SQLite file, with a
-// scripted provider that answers at once: read the session, compose the sources,
+// provider that answers at once and does nothing with the request: read the session, compose the sources,
 // reconcile, commit the promoted prompt and the Mid-Conversation System Message with its
 // snapshot advance in one transaction, build the request, and commit the reply.
 // Baseline, measured interleaved in the same run: `SystemContext.reconcile` of the same
@@ -21,7 +21,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
-import { createHost, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { createHost, type Provider, SystemContext } from "../../core/index.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import { emit, envInt, timeMedians } from "./measure.ts";
 
@@ -76,7 +76,8 @@ process.once("SIGTERM", () => {
 });
 
 try {
-  const provider = scriptedProvider();
+  // Answers at once and does nothing with the request (a scripted provider's recording copy is not the store's cost).
+  const provider: Provider = { send: async () => ({ text: "ok" }) };
   const host = await createHost({ dataDir, providers: { scripted: provider }, core, builtins: false, plugins: [], watch: false });
   let id = "";
   let snapshot = (await SystemContext.initialize(composed)).snapshot;
@@ -104,7 +105,6 @@ try {
           await host.prompt(id, "start");
           await host.step(id);
         }
-        provider.requests.length = 0;
         change(run);
         await host.prompt(id, `prompt ${run}`);
       },

@@ -1,4 +1,4 @@
-// The session benches (cache-prefix, cache-prefix-wire, boundary) in quick mode: each
+// The session benches (cache-prefix, cache-prefix-wire, boundary, session-length) in quick mode: each
 // runs in a child process as the bench runner starts it, exits on its own, prints only
 // well-formed bench lines (the six fields in order, ratio = value / baseline) and leaves
 // no temp folder behind. All run at once to keep this suite short.
@@ -21,6 +21,7 @@ describe("session benches (quick mode)", function () {
   let cachePrefix: Promise<{ stdout: string }>;
   let cachePrefixWire: Promise<{ stdout: string }>;
   let boundary: Promise<{ stdout: string }>;
+  let sessionLength: Promise<{ stdout: string }>;
 
   before(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), "context-host-session-bench-test-"));
@@ -38,10 +39,11 @@ describe("session benches (quick mode)", function () {
     cachePrefix = bench("cache-prefix.bench.ts");
     cachePrefixWire = bench("cache-prefix-wire.bench.ts");
     boundary = bench("boundary.bench.ts");
+    sessionLength = bench("session-length.bench.ts");
   });
 
   after(async () => {
-    await Promise.allSettled([cachePrefix, cachePrefixWire, boundary]);
+    await Promise.allSettled([cachePrefix, cachePrefixWire, boundary, sessionLength]);
     rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -73,8 +75,17 @@ describe("session benches (quick mode)", function () {
     expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([["boundary", "median-ms", "ms"]]);
   });
 
+  it("session-length prints a step at 5,000 messages against one at 100 and against JSON.stringify of its request", async () => {
+    const lines = benchLinesOf((await sessionLength).stdout);
+    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
+      ["session-length", "step-ms-5000", "ms"],
+      ["session-length", "step-vs-json-5000", "ms"],
+    ]);
+    expect(lines[0]?.value, "both lines time the same steps").to.equal(lines[1]?.value);
+  });
+
   it("all removed their temp folders", async () => {
-    await Promise.all([cachePrefix, cachePrefixWire, boundary]);
+    await Promise.all([cachePrefix, cachePrefixWire, boundary, sessionLength]);
     expect(readdirSync(tmp)).to.deep.equal([]);
   });
 });

@@ -24,7 +24,7 @@
 // Run it with `npm run test:unit`, or alone:
 //   npx mocha --no-config --require tsx --extension ts --exit --timeout 20000 test/<your-file>.test.ts
 //
-// A store must throw the `RevisionConflict` and `UnknownSession` classes of
+// A store must throw the `RevisionConflict` and `SessionNotFound` classes of
 // core/session/store/store.ts, exported from the package entry (the runtime tells them
 // apart with `instanceof`).
 
@@ -35,9 +35,9 @@ import {
   type EpochRecord,
   type PendingPrompt,
   RevisionConflict,
+  SessionNotFound,
   type SessionStore,
   type StoredMessage,
-  UnknownSession,
 } from "../../core/session/store/store.ts";
 import type { Snapshot } from "../../core/system-context/index.ts";
 
@@ -219,7 +219,7 @@ export function describeSessionStoreConformance(
       expect(await stateOf(store, "s1")).to.deep.equal(before);
     });
 
-    it("session and every write to a session throw UnknownSession naming an id the store does not know, and create nothing", async () => {
+    it("session and every write to a session throw SessionNotFound naming an id the store does not know, and create nothing", async () => {
       await create(store, "s1");
       const calls: Record<string, (id: string) => Promise<unknown>> = {
         session: (id) => store.session(id),
@@ -238,11 +238,11 @@ export function describeSessionStoreConformance(
       };
       for (const [method, call] of Object.entries(calls)) {
         const error = await rejection(() => call("nobody"));
-        expect(error, `${method}: ${String(error)}`).to.be.an.instanceOf(UnknownSession);
-        expect((error as UnknownSession).sessionId, method).to.equal("nobody");
+        expect(error, `${method}: ${String(error)}`).to.be.an.instanceOf(SessionNotFound);
+        expect((error as SessionNotFound).sessionId, method).to.equal("nobody");
       }
       expect(await rejection(() => store.session("nobody")), "no session was created on the way").to.be.an.instanceOf(
-        UnknownSession,
+        SessionNotFound,
       );
     });
 
@@ -557,7 +557,10 @@ export function describeSessionStoreConformance(
       const providerContent = {
         provider: "anthropic",
         model: "claude-opus-4-8",
-        blocks: [{ type: "thinking", thinking: "Let me look.", signature: "c2lnbmF0dXJl" }, { type: "redacted_thinking", data: "AbC==" }],
+        blocks: [
+          { type: "thinking", thinking: "Let me look.", signature: "c2lnbmF0dXJl" },
+          { type: "redacted_thinking", data: "AbC==" },
+        ],
       };
       await store.commitReply("s1", await revisionOf(store, "s1"), { text: "done", toolCalls, usage, providerContent }, [
         { callId: "c1", name: "read", result: "r1" },

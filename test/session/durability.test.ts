@@ -11,7 +11,7 @@ import { expect } from "chai";
 import Type from "typebox";
 import { type ProviderRequest, SystemContext, scriptedProvider } from "../../core/index.ts";
 import { sessionsFile } from "../../core/session/store/sqlite.ts";
-import { CorruptSession } from "../../core/session/store/store.ts";
+import { SessionCorrupt } from "../../core/session/store/store.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import { hostsPerTest, requestOf, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
@@ -270,7 +270,7 @@ describe("session runtime: durability", () => {
     expect(provider.requests).to.have.length(1);
   });
 
-  it("a corrupt Context Snapshot row is a CorruptSession error naming the session, not a crash and not a silent reset", async () => {
+  it("a corrupt Context Snapshot row is a SessionCorrupt error naming the session, not a crash and not a silent reset", async () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
     const host = await start({ providers: { scripted: provider }, core: [branch.core] });
@@ -298,8 +298,8 @@ describe("session runtime: durability", () => {
         });
         branch.state.value = "main";
 
-        expect(failure, corruption).to.be.instanceOf(CorruptSession);
-        expect((failure as CorruptSession).sessionId).to.equal(id);
+        expect(failure, corruption).to.be.instanceOf(SessionCorrupt);
+        expect((failure as SessionCorrupt).sessionId).to.equal(id);
         expect((failure as Error).message)
           .to.include(id)
           .and.to.include("Context Snapshot");

@@ -6,8 +6,8 @@
 import { expect } from "chai";
 import pg from "pg";
 import { createHost, scriptedProvider } from "../../core/index.ts";
+import { SessionNotFound } from "../../core/session/errors.ts";
 import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
-import { UnknownSession } from "../../core/session/store/store.ts";
 import { describeSessionStoreConformance } from "../conformance/session-store.ts";
 import { type PostgresServer, startPostgres } from "./postgres-server.ts";
 
@@ -37,7 +37,7 @@ function declare(server: PostgresServer) {
         await stores[0]?.createSession({ id: "s1", location: "/a", provider: "p", model: "m" });
         expect((await stores[2]?.session("s1"))?.location).to.equal("/a");
         const error = await stores[1]?.session("nobody").catch((e: unknown) => e);
-        expect(error).to.be.an.instanceOf(UnknownSession);
+        expect(error).to.be.an.instanceOf(SessionNotFound);
         expect(stores[0]?.database).to.match(/^postgres:\/\/127\.0\.0\.1:\d+\/postgres \(schema open_\d+\)$/);
       } finally {
         for (const store of stores) await store?.close();

@@ -502,6 +502,40 @@ describe("SystemContext: replace", () => {
   });
 });
 
+describe("SystemContext: replaceOrReconcile", () => {
+  it("replaces with a fresh generation when it can, observing each source once", async () => {
+    const a = numberSource("a/x", 1);
+    const { snapshot } = await initialize(a.context);
+    a.state.value = 2;
+    const loads = a.state.loads;
+    expect(await SystemContext.replaceOrReconcile(a.context, snapshot)).to.deep.equal({
+      kind: "replaced",
+      generation: { baseline: "a/x is 2", snapshot: { "a/x": { value: 2, removed: "a/x (2) no longer applies" } } },
+    });
+    expect(a.state.loads - loads).to.equal(1);
+  });
+
+  it("while the replacement is blocked, reconciles the same observation: the epoch goes on with the changes", async () => {
+    const c = numberSource("c/z", 1);
+    const a = numberSource("a/x", 1);
+    const context = combine([c.context, a.context]);
+    const { snapshot } = await initialize(context);
+    c.state.value = unavailable;
+    a.state.value = 2;
+    const loads = [c.state.loads, a.state.loads];
+    expect(await SystemContext.replaceOrReconcile(context, snapshot)).to.deep.equal({
+      kind: "replacement-blocked",
+      keys: ["c/z"],
+      reconciled: {
+        kind: "updated",
+        text: "a/x is now 2 (was 1)",
+        snapshot: { "c/z": snapshot["c/z"], "a/x": { value: 2, removed: "a/x (2) no longer applies" } },
+      },
+    });
+    expect([c.state.loads - (loads[0] as number), a.state.loads - (loads[1] as number)]).to.deep.equal([1, 1]);
+  });
+});
+
 describe("SystemContext: errors and strictness", () => {
   for (const renderer of ["baseline", "update", "removed"] as const) {
     it(`an empty ${renderer} rendering is an error naming the key and the renderer`, async () => {

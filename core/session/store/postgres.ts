@@ -10,19 +10,19 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { ContextHostError, messageOf } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
 import type { ProviderContent, ProviderReply, TokenUsage, ToolCall } from "../provider.ts";
-import {
-  type BoundaryCommit,
-  CorruptSession,
-  type EpochReason,
-  type EpochRecord,
-  type MessageRole,
-  type PendingPrompt,
-  RevisionConflict,
-  type SessionRecord,
-  type SessionStore,
-  type StoredMessage,
-  UnknownSession,
+import type {
+  BoundaryCommit,
+  BoundaryCommitted,
+  EpochReason,
+  EpochRecord,
+  MessageRole,
+  PendingPrompt,
+  ReplyCommitted,
+  SessionRecord,
+  SessionStore,
+  StoredMessage,
 } from "./store.ts";
 
 /** The database cannot be reached or refused a statement; names the database and what was being done. */
@@ -37,9 +37,9 @@ export class StoreUnavailable extends ContextHostError {
 /** The store's own named errors pass through as they are; anything else is the database's. */
 const isStoreError = (error: unknown) =>
   error instanceof ContextHostError ||
-  error instanceof UnknownSession ||
+  error instanceof SessionNotFound ||
   error instanceof RevisionConflict ||
-  error instanceof CorruptSession;
+  error instanceof SessionCorrupt;
 
 /** Each entry moves the schema one version up; never edit a released one. */
 const migrations: readonly string[] = [
@@ -142,9 +142,9 @@ function column(
   try {
     value = JSON.parse(text);
   } catch (cause) {
-    throw new CorruptSession(id, `message ${row.seq} has unreadable ${name}`, { cause });
+    throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable ${name}`, cause });
   }
-  if (!schema.Check(value)) throw new CorruptSession(id, `message ${row.seq} has malformed ${name}`);
+  if (!schema.Check(value)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed ${name}` });
   return value;
 }
 
@@ -268,7 +268,7 @@ export class PostgresSessionStore implements SessionStore {
   async #sessionRow(id: string, query: Query = (sql, values) => this.#query(`reading session ${id}`, sql, values)) {
     const result = await query("SELECT * FROM sessions WHERE id = $1", [id]);
     const row = result.rows[0] as SessionRow | undefined;
-    if (row === undefined) throw new UnknownSession(id);
+    if (row === undefined) throw new SessionNotFound({ sessionId: id });
     return row;
   }
 
@@ -328,12 +328,7 @@ export class PostgresSessionStore implements SessionStore {
     return result.rows as PendingPrompt[];
   }
 
-  async messages(id: string): Promise<StoredMessage[]> {
-    return this.messagesSince(id, 0);
-  }
-
-  /** The messages after `afterSeq`, oldest first. */
-  async messagesSince(id: string, afterSeq: number): Promise<StoredMessage[]> {
+  async messages(id: string, afterSeq = 0): Promise<StoredMessage[]> {
     await this.#sessionRow(id);
     const result = await this.#query(
       `reading the messages of session ${id}`,
@@ -344,16 +339,17 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   #message(id: string, row: MessageRow): StoredMessage {
-    if (!roles.has(row.role)) throw new CorruptSession(id, `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}`);
+    if (!roles.has(row.role))
+      throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}` });
     let data: unknown = {};
     if (row.data !== null) {
       try {
         data = JSON.parse(row.data);
       } catch (cause) {
-        throw new CorruptSession(id, `message ${row.seq} has unreadable data`, { cause });
+        throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable data`, cause });
       }
     }
-    if (!MessageData.Check(data)) throw new CorruptSession(id, `message ${row.seq} has malformed data`);
+    if (!MessageData.Check(data)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed data` });
     const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
     const usage = column(id, row, "usage", UsageData) as TokenUsage | undefined;
     const providerContent = column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
@@ -371,28 +367,32 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
-    const result = await this.#query(
-      `reading the epoch of session ${id}`,
-      "SELECT * FROM epochs WHERE session_id = $1 ORDER BY number DESC LIMIT 1",
-      [id],
-    );
+    return this.#activeEpoch(id, (sql, values) => this.#query(`reading the epoch of session ${id}`, sql, values));
+  }
+
+  async #activeEpoch(id: string, query: Query): Promise<EpochRecord | undefined> {
+    const result = await query("SELECT * FROM epochs WHERE session_id = $1 ORDER BY number DESC LIMIT 1", [id]);
     const row = result.rows[0] as EpochRow | undefined;
     if (row === undefined) return undefined;
     let snapshot: Snapshot;
     try {
       snapshot = parseSnapshot(JSON.parse(row.snapshot));
     } catch (cause) {
-      throw new CorruptSession(id, `the Context Snapshot of epoch ${row.number} is corrupt: ${messageOf(cause)}`, { cause });
+      throw new SessionCorrupt({
+        sessionId: id,
+        reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${messageOf(cause)}`,
+        cause,
+      });
     }
     let systemPrompt: string | null | undefined;
     if (row.system_prompt !== null) {
       try {
         systemPrompt = JSON.parse(row.system_prompt);
       } catch (cause) {
-        throw new CorruptSession(id, `the system prompt of epoch ${row.number} is unreadable`, { cause });
+        throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is unreadable`, cause });
       }
       if (systemPrompt !== null && typeof systemPrompt !== "string")
-        throw new CorruptSession(id, `the system prompt of epoch ${row.number} is not text`);
+        throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is not text` });
     }
     return {
       number: row.number,
@@ -412,7 +412,7 @@ export class PostgresSessionStore implements SessionStore {
     ]);
     if (result.rowCount === 0) {
       await this.#sessionRow(id, query);
-      throw new RevisionConflict(id, expected);
+      throw new RevisionConflict({ sessionId: id, expected });
     }
   }
 
@@ -425,21 +425,38 @@ export class PostgresSessionStore implements SessionStore {
     return result.rows[0] as { seq: number; epoch: number };
   }
 
-  async #insertMessage(query: Query, id: string, seq: number, role: MessageRole, text: string, epoch: number, data?: object) {
-    await query("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES ($1, $2, $3, $4, $5, $6)", [
-      id,
+  async #insertMessage(
+    query: Query,
+    id: string,
+    seq: number,
+    role: MessageRole,
+    text: string,
+    epoch: number,
+    data?: object,
+    reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
+  ): Promise<StoredMessage> {
+    const row: MessageRow = {
       seq,
       role,
       text,
       epoch,
-      data === undefined ? null : JSON.stringify(data),
-    ]);
+      data: data === undefined ? null : JSON.stringify(data),
+      usage: reply?.usage === undefined ? null : JSON.stringify(reply.usage),
+      provider_content: reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
+    };
+    await query(
+      "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      [id, seq, role, text, epoch, row.data, row.usage, row.provider_content],
+    );
+    // Exactly what reading the row back gives.
+    return this.#message(id, row);
   }
 
-  async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
-    await this.#transaction(`committing a boundary of session ${id}`, async (query) => {
+  async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
+    return this.#transaction(`committing a boundary of session ${id}`, async (query) => {
       await this.#claim(query, id, revision, `, awaiting_reply = true${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
       let { seq, epoch } = await this.#next(query, id);
+      const appended: StoredMessage[] = [];
       if (commit.newEpoch !== undefined) {
         epoch += 1;
         await query(
@@ -460,17 +477,20 @@ export class PostgresSessionStore implements SessionStore {
           "UPDATE pending_prompts SET promoted_seq = $1 WHERE id = $2 AND session_id = $3 AND promoted_seq IS NULL",
           [seq, prompt.id, id],
         );
-        if (promoted.rowCount !== 1) throw new RevisionConflict(id, revision);
-        await this.#insertMessage(query, id, seq++, "user", prompt.text, epoch);
+        if (promoted.rowCount !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
+        appended.push(await this.#insertMessage(query, id, seq++, "user", prompt.text, epoch));
       }
       if (commit.systemUpdate !== undefined) {
-        await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, epoch);
+        appended.push(await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, epoch));
         await query("UPDATE epochs SET snapshot = $1 WHERE session_id = $2 AND number = $3", [
           JSON.stringify(commit.systemUpdate.snapshot),
           id,
           epoch,
         ]);
       }
+      const active = await this.#activeEpoch(id, query);
+      if (active === undefined) throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
+      return { revision: revision + 1, epoch: active, appended };
     });
   }
 
@@ -479,32 +499,32 @@ export class PostgresSessionStore implements SessionStore {
     revision: number,
     reply: ProviderReply,
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
-  ): Promise<void> {
-    await this.#transaction(`committing a reply of session ${id}`, async (query) => {
+  ): Promise<ReplyCommitted> {
+    return this.#transaction(`committing a reply of session ${id}`, async (query) => {
       await this.#claim(query, id, revision, ", awaiting_reply = false");
       let { seq, epoch } = await this.#next(query, id);
       const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
-      await this.#insertMessage(
-        query,
-        id,
-        seq,
-        "assistant",
-        reply.text,
-        epoch,
-        toolCalls === undefined ? undefined : { toolCalls },
-      );
-      if (reply.usage !== undefined || reply.providerContent !== undefined) {
-        await query("UPDATE messages SET usage = $1, provider_content = $2 WHERE session_id = $3 AND seq = $4", [
-          reply.usage === undefined ? null : JSON.stringify(reply.usage),
-          reply.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
+      const appended = [
+        await this.#insertMessage(
+          query,
           id,
-          seq,
-        ]);
-      }
-      seq++;
+          seq++,
+          "assistant",
+          reply.text,
+          epoch,
+          toolCalls === undefined ? undefined : { toolCalls },
+          {
+            usage: reply.usage,
+            providerContent: reply.providerContent,
+          },
+        ),
+      ];
       for (const result of toolResults) {
-        await this.#insertMessage(query, id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name });
+        appended.push(
+          await this.#insertMessage(query, id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name }),
+        );
       }
+      return { appended };
     });
   }
 
@@ -529,7 +549,7 @@ export class PostgresSessionStore implements SessionStore {
     await this.#transaction(`recording the instructions of session ${id}`, async (query) => {
       // Lock the session's row: discovery order is numbered one writer at a time.
       const locked = await query("SELECT id FROM sessions WHERE id = $1 FOR UPDATE", [id]);
-      if (locked.rows.length === 0) throw new UnknownSession(id);
+      if (locked.rows.length === 0) throw new SessionNotFound({ sessionId: id });
       const next = await query(
         "SELECT COALESCE(MAX(discovered), 0) + 1 AS n FROM discovered_instructions WHERE session_id = $1",
         [id],

@@ -8,19 +8,20 @@ import Database from "better-sqlite3";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import { SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 import {
   type BoundaryCommit,
-  CorruptSession,
+  type BoundaryCommitted,
   type EpochReason,
   type EpochRecord,
   type MessageRole,
   type PendingPrompt,
+  type ReplyCommitted,
   RevisionConflict,
   type SessionRecord,
   type SessionStore,
   type StoredMessage,
-  UnknownSession,
 } from "./store.ts";
 
 /** Each entry moves the schema one version up; never edit a released one. */
@@ -169,7 +170,7 @@ export class SqliteSessionStore implements SessionStore {
     const migrate = this.#db.transaction(() => {
       const version = this.schemaVersion;
       if (version > migrations.length) {
-        throw new Error(`${this.file}: schema version ${version} is newer than this context-host (${migrations.length})`);
+        throw new StoreSchemaNewer({ file: this.file, version, supported: migrations.length });
       }
       for (let v = version; v < migrations.length; v++) {
         this.#db.exec(migrations[v] as string);
@@ -185,7 +186,7 @@ export class SqliteSessionStore implements SessionStore {
 
   #sessionRow(id: string): SessionRow {
     const row = this.#prepare("SELECT * FROM sessions WHERE id = ?").get(id) as SessionRow | undefined;
-    if (row === undefined) throw new UnknownSession(id);
+    if (row === undefined) throw new SessionNotFound({ sessionId: id });
     return row;
   }
 
@@ -232,25 +233,26 @@ export class SqliteSessionStore implements SessionStore {
     ) as PendingPrompt[];
   }
 
-  async messages(id: string): Promise<StoredMessage[]> {
+  async messages(id: string, afterSeq = 0): Promise<StoredMessage[]> {
     this.#sessionRow(id);
     const rows = this.#prepare(
-      "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? ORDER BY seq",
-    ).all(id) as MessageRow[];
+      "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+    ).all(id, afterSeq) as MessageRow[];
     return rows.map((row) => this.#message(id, row));
   }
 
   #message(id: string, row: MessageRow): StoredMessage {
-    if (!roles.has(row.role)) throw new CorruptSession(id, `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}`);
+    if (!roles.has(row.role))
+      throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}` });
     let data: unknown = {};
     if (row.data !== null) {
       try {
         data = JSON.parse(row.data);
       } catch (cause) {
-        throw new CorruptSession(id, `message ${row.seq} has unreadable data`, { cause });
+        throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable data`, cause });
       }
     }
-    if (!MessageData.Check(data)) throw new CorruptSession(id, `message ${row.seq} has malformed data`);
+    if (!MessageData.Check(data)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed data` });
     const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
     const usage = this.#column(id, row, "usage", UsageData) as TokenUsage | undefined;
     const providerContent = this.#column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
@@ -280,39 +282,55 @@ export class SqliteSessionStore implements SessionStore {
     try {
       value = JSON.parse(text);
     } catch (cause) {
-      throw new CorruptSession(id, `message ${row.seq} has unreadable ${column}`, { cause });
+      throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable ${column}`, cause });
     }
-    if (!schema.Check(value)) throw new CorruptSession(id, `message ${row.seq} has malformed ${column}`);
+    if (!schema.Check(value)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed ${column}` });
     return value;
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
+    return this.#activeEpoch(id);
+  }
+
+  #activeEpoch(id: string): EpochRecord | undefined {
     const row = this.#prepare("SELECT * FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(id) as
       | EpochRow
       | undefined;
     if (row === undefined) return undefined;
-    // A boundary reads the epoch more than once; the same stored text parses to the same snapshot.
-    const cached = this.#parsedSnapshots.get(id);
-    let snapshot: Snapshot;
-    if (cached !== undefined && cached.text === row.snapshot) {
-      snapshot = cached.snapshot;
-    } else {
-      try {
-        snapshot = parseSnapshot(JSON.parse(row.snapshot));
-      } catch (cause) {
-        const reason = cause instanceof Error ? cause.message : String(cause);
-        throw new CorruptSession(id, `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`, { cause });
-      }
-      this.#parsedSnapshots.set(id, { text: row.snapshot, snapshot });
-    }
     return {
       number: row.number,
       baseline: row.baseline,
-      snapshot,
+      snapshot: this.#snapshotOf(id, row),
       startedSeq: row.started_seq,
       reason: row.reason,
       systemPrompt: this.#systemPromptOf(id, row),
     };
+  }
+
+  /** The parsed snapshot of an epoch row; the same stored text (read again, or just written) is not parsed again. */
+  #snapshotOf(id: string, row: EpochRow): Snapshot {
+    const cached = this.#parsedSnapshots.get(id);
+    if (cached !== undefined && cached.text === row.snapshot) return cached.snapshot;
+    let snapshot: Snapshot;
+    try {
+      snapshot = parseSnapshot(JSON.parse(row.snapshot));
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new SessionCorrupt({
+        sessionId: id,
+        reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`,
+        cause,
+      });
+    }
+    this.#parsedSnapshots.set(id, { text: row.snapshot, snapshot });
+    return snapshot;
+  }
+
+  /** Stores a snapshot's text and remembers the snapshot it came from, so reading it back parses nothing. */
+  #snapshotText(id: string, snapshot: Snapshot): string {
+    const text = JSON.stringify(snapshot);
+    this.#parsedSnapshots.set(id, { text, snapshot });
+    return text;
   }
 
   #systemPromptOf(id: string, row: EpochRow): string | null | undefined {
@@ -321,10 +339,10 @@ export class SqliteSessionStore implements SessionStore {
     try {
       prompt = JSON.parse(row.system_prompt);
     } catch (cause) {
-      throw new CorruptSession(id, `the system prompt of epoch ${row.number} is unreadable`, { cause });
+      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is unreadable`, cause });
     }
     if (prompt !== null && typeof prompt !== "string")
-      throw new CorruptSession(id, `the system prompt of epoch ${row.number} is not text`);
+      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is not text` });
     return prompt;
   }
 
@@ -350,26 +368,35 @@ export class SqliteSessionStore implements SessionStore {
     );
     if (result.changes === 0) {
       this.#sessionRow(id);
-      throw new RevisionConflict(id, expected);
+      throw new RevisionConflict({ sessionId: id, expected });
     }
   }
 
-  #insertMessage(id: string, seq: number, role: MessageRole, text: string, epoch: number, data?: object) {
-    this.#prepare("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES (?, ?, ?, ?, ?, ?)").run(
-      id,
-      seq,
-      role,
-      text,
-      epoch,
-      data === undefined ? null : JSON.stringify(data),
-    );
+  #insertMessage(
+    id: string,
+    seq: number,
+    role: MessageRole,
+    text: string,
+    epoch: number,
+    data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string },
+    reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
+  ): StoredMessage {
+    const json = data === undefined ? null : JSON.stringify(data);
+    const usage = reply?.usage === undefined ? null : JSON.stringify(reply.usage);
+    const providerContent = reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent);
+    this.#prepare(
+      "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    ).run(id, seq, role, text, epoch, json, usage, providerContent);
+    // Exactly what reading the row back gives, so a request built from it matches one built after a restart.
+    return this.#message(id, { seq, role, text, epoch, data: json, usage, provider_content: providerContent });
   }
 
-  async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
-    const run = this.#db.transaction(() => {
+  async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
+    const run = this.#db.transaction((): BoundaryCommitted => {
       this.#claim(id, revision, `, awaiting_reply = 1${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
       let seq = this.#nextSeq(id);
       let epoch = this.#currentEpochNumber(id);
+      const appended: StoredMessage[] = [];
       if (commit.newEpoch !== undefined) {
         epoch += 1;
         this.#prepare(
@@ -378,7 +405,7 @@ export class SqliteSessionStore implements SessionStore {
           id,
           epoch,
           commit.newEpoch.baseline,
-          JSON.stringify(commit.newEpoch.snapshot),
+          this.#snapshotText(id, commit.newEpoch.snapshot),
           seq,
           commit.newEpoch.reason,
           JSON.stringify(commit.newEpoch.systemPrompt),
@@ -388,19 +415,28 @@ export class SqliteSessionStore implements SessionStore {
         const promoted = this.#prepare(
           "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
         ).run(seq, prompt.id, id);
-        if (promoted.changes !== 1) throw new RevisionConflict(id, revision);
-        this.#insertMessage(id, seq++, "user", prompt.text, epoch);
+        if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
+        appended.push(this.#insertMessage(id, seq++, "user", prompt.text, epoch));
       }
       if (commit.systemUpdate !== undefined) {
-        this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, epoch);
+        appended.push(this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, epoch));
         this.#prepare("UPDATE epochs SET snapshot = ? WHERE session_id = ? AND number = ?").run(
-          JSON.stringify(commit.systemUpdate.snapshot),
+          this.#snapshotText(id, commit.systemUpdate.snapshot),
           id,
           epoch,
         );
       }
+      const active = this.#activeEpoch(id);
+      if (active === undefined) throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
+      return { revision: revision + 1, epoch: active, appended };
     });
-    run.immediate();
+    try {
+      return run.immediate();
+    } catch (error) {
+      // A rolled-back write must not leave its text remembered as the stored snapshot.
+      this.#parsedSnapshots.delete(id);
+      throw error;
+    }
   }
 
   async commitReply(
@@ -408,27 +444,24 @@ export class SqliteSessionStore implements SessionStore {
     revision: number,
     reply: { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent },
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
-  ): Promise<void> {
-    const run = this.#db.transaction(() => {
+  ): Promise<ReplyCommitted> {
+    const run = this.#db.transaction((): ReplyCommitted => {
       this.#claim(id, revision, ", awaiting_reply = 0");
       let seq = this.#nextSeq(id);
       const epoch = this.#currentEpochNumber(id);
       const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
-      this.#insertMessage(id, seq, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls });
-      if (reply.usage !== undefined || reply.providerContent !== undefined) {
-        this.#prepare("UPDATE messages SET usage = ?, provider_content = ? WHERE session_id = ? AND seq = ?").run(
-          reply.usage === undefined ? null : JSON.stringify(reply.usage),
-          reply.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
-          id,
-          seq,
-        );
-      }
-      seq++;
+      const appended = [
+        this.#insertMessage(id, seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls }, {
+          usage: reply.usage,
+          providerContent: reply.providerContent,
+        }),
+      ];
       for (const result of toolResults) {
-        this.#insertMessage(id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name });
+        appended.push(this.#insertMessage(id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name }));
       }
+      return { appended };
     });
-    run.immediate();
+    return run.immediate();
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {

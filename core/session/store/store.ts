@@ -5,6 +5,9 @@ import type { DiscoveryLog } from "../../sources/instructions/service.ts";
 import type { Snapshot } from "../../system-context/index.ts";
 import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 
+// The errors a store throws; the runtime tells them apart with `instanceof`.
+export { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
+
 /** Message roles, as `host.messages()` reports them. */
 export type MessageRole = "user" | "assistant" | "tool" | "system-update" | "summary";
 
@@ -79,35 +82,19 @@ export interface BoundaryCommit {
   readonly settlesEpochDue: boolean;
 }
 
-/** Another runtime committed first; re-read and plan again. */
-export class RevisionConflict extends Error {
-  override readonly name = "RevisionConflict";
-  constructor(
-    readonly sessionId: string,
-    readonly expected: number,
-  ) {
-    super(`session ${sessionId} changed since revision ${expected}: another runtime committed first`);
-  }
+/** What a boundary commit admitted, so the request can be built without reading again. */
+export interface BoundaryCommitted {
+  /** The session's revision after the commit. */
+  readonly revision: number;
+  /** The active Context Epoch after the commit (a new one, or the old one with its snapshot advanced). */
+  readonly epoch: EpochRecord;
+  /** The messages the commit appended to history, oldest first. */
+  readonly appended: readonly StoredMessage[];
 }
 
-/** No session with that id. */
-export class UnknownSession extends Error {
-  override readonly name = "UnknownSession";
-  constructor(readonly sessionId: string) {
-    super(`unknown session ${JSON.stringify(sessionId)}`);
-  }
-}
-
-/** A stored row cannot be read back (a corrupt snapshot, an unknown role): names the session. */
-export class CorruptSession extends Error {
-  override readonly name = "CorruptSession";
-  constructor(
-    readonly sessionId: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`session ${sessionId}: ${message}`, options);
-  }
+/** What a reply commit appended to history. */
+export interface ReplyCommitted {
+  readonly appended: readonly StoredMessage[];
 }
 
 /** The durable store of sessions, their messages, pending input and Context Epochs. */
@@ -121,17 +108,25 @@ export interface SessionStore extends DiscoveryLog {
   ): Promise<void>;
   addPrompt(id: string, text: string): Promise<void>;
   pendingPrompts(id: string): Promise<PendingPrompt[]>;
-  messages(id: string): Promise<StoredMessage[]>;
+  /**
+   * Durable history, oldest first; with `afterSeq`, only the messages after that sequence
+   * number (history is append-only, so a reader can keep what it read and ask for the rest).
+   */
+  messages(id: string, afterSeq?: number): Promise<StoredMessage[]>;
   activeEpoch(id: string): Promise<EpochRecord | undefined>;
-  /** Commits one boundary in one transaction if the session is still at `revision`; else `RevisionConflict`. */
-  commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void>;
+  /**
+   * Commits one boundary in one transaction if the session is still at `revision`; else
+   * `RevisionConflict`. Returns what it admitted: the new revision, the active epoch and
+   * the appended messages.
+   */
+  commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted>;
   /** Persists a provider reply and the tool results of its calls, if the session is still at `revision`. */
   commitReply(
     id: string,
     revision: number,
     reply: { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent },
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
-  ): Promise<void>;
+  ): Promise<ReplyCommitted>;
   /** Appends a compaction summary; the next boundary starts a new epoch. */
   commitSummary(id: string, revision: number, text: string): Promise<void>;
   close(): Promise<void>;

@@ -30,10 +30,11 @@ class MarkedStore extends SqliteSessionStore {
     super(file);
   }
 
-  override async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<void> {
+  override async commitBoundary(id: string, revision: number, commit: BoundaryCommit) {
     this.say(`${marks.commitStart} boundary ${revision}`);
-    await super.commitBoundary(id, revision, commit);
+    const committed = await super.commitBoundary(id, revision, commit);
     this.say(`${marks.commitEnd} boundary ${revision}`);
+    return committed;
   }
 
   override async commitReply(
@@ -41,10 +42,11 @@ class MarkedStore extends SqliteSessionStore {
     revision: number,
     reply: Parameters<SqliteSessionStore["commitReply"]>[2],
     toolResults: Parameters<SqliteSessionStore["commitReply"]>[3],
-  ): Promise<void> {
+  ) {
     this.say(`${marks.commitStart} reply ${revision}`);
-    await super.commitReply(id, revision, reply, toolResults);
+    const committed = await super.commitReply(id, revision, reply, toolResults);
     this.say(`${marks.commitEnd} reply ${revision}`);
+    return committed;
   }
 
   override async commitSummary(id: string, revision: number, text: string): Promise<void> {
