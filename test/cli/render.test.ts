@@ -8,11 +8,11 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
 import Type from "typebox";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { main } from "../../scripts/cli/main.ts";
 import { render } from "../../scripts/cli/render.ts";
 
-const bin = path.resolve("scripts/cli/context-host.js");
+const bin = path.resolve("scripts/cli/context-host.ts");
 const run = promisify(execFile);
 
 function plugin(name: string, keys: string[], extra = "") {
@@ -39,7 +39,7 @@ async function cli(args: string[], cwd: string) {
 /** Runs the real program in a child process. */
 async function spawned(args: string[], cwd: string) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd });
+    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", bin, ...args], { cwd });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
