@@ -12,7 +12,9 @@ import * as SystemContext from "../../core/system-context.ts";
 import { main } from "../../scripts/cli/main.ts";
 import { render } from "../../scripts/cli/render.ts";
 
-const bin = path.resolve("scripts/cli/context-host.ts");
+// The program from its source, under tsx (the compiled program is tested in test/package).
+const root = path.resolve(import.meta.dirname, "../..");
+const bin = path.join(root, "scripts/cli/context-host.ts");
 const run = promisify(execFile);
 
 function plugin(name: string, keys: string[], extra = "") {
@@ -124,7 +126,7 @@ describe("context-host render", function () {
   it("the program itself renders and exits with render's code (one spawned run)", async () => {
     writeFileSync(path.join(dir, "alpha.ts"), plugin("alpha", ["x"]));
     writeFileSync(path.join(dir, "broken.ts"), plugin("broken", ["x"], 'throw new Error("broken at import");'));
-    const { code, stdout, stderr } = await spawned(["render", "--plugins", dir, "--location", dir], dir);
+    const { code, stdout, stderr } = await spawned(["render", "--plugins", dir, "--location", dir], root);
     expect(code).to.equal(2);
     expect(stdout).to.contain("Today's date is").and.contain("alpha/x is x-value");
     expect(stderr).to.contain("broken at import");
