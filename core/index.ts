@@ -5,12 +5,12 @@
  * `context-host/providers`; the durable store is `context-host/store`.
  *
  * `definePlugin` and the `SystemContext` loader values are exported here as well, so
- * plugins written against this entry keep working.
+ * plugins written against this entry keep working. The service types a host shares with
+ * plugins (`Clock`, `Logger`, `SourceEnv`) are exported from `context-host/plugin`.
  *
  * @module
  */
 
-export type { Clock, Logger } from "./base/clock.ts";
 export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/diagnostics.ts";
 export { ContextHostError, SettingInvalid } from "./base/errors.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
@@ -28,7 +28,6 @@ export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "
 export { defaultRetryPolicy, type RetryPolicy } from "./providers/retry.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { ConnectionOptions } from "./providers/transport.ts";
-export type { SourceEnv } from "./registry/registry.ts";
 export type { Provider, ProviderReply, ProviderRequest, RequestMessage, ToolCall } from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export { type StepResult, type Tool, type ToolContext, UnknownProvider } from "./session/runtime.ts";
