@@ -1,85 +1,51 @@
 /**
- * context-host: keeps an AI agent's System Context correct and prompt-cache
- * friendly while its environment changes.
+ * context-host, for hosts: `createHost` and what it takes and returns, the providers a
+ * host passes it, and the errors it throws. Plugin authors import `context-host/plugin`;
+ * the pure core is `context-host/system-context`; lowering for custom adapters is
+ * `context-host/providers`; the durable store is `context-host/store`.
+ *
+ * `definePlugin` and the `SystemContext` loader values are exported here as well, so
+ * plugins written against this entry keep working. The service types a host shares with
+ * plugins (`Clock`, `Logger`, `SourceEnv`) are exported from `context-host/plugin`.
  *
  * @module
  */
 
-export type { Clock, Logger } from "./base/clock.ts";
-export type { Diagnostic, DiagnosticPhase } from "./base/diagnostics.ts";
-export { SettingInvalid } from "./base/errors.ts";
+export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/diagnostics.ts";
+export { ContextHostError, SettingInvalid } from "./base/errors.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
-export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./plugins/define.ts";
-export type { PluginServices } from "./plugins/services.ts";
+export { definePlugin, SystemContext } from "./plugins/api.ts";
+export type { PluginEvent, PluginInfo } from "./plugins/plugin-set.ts";
+export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";
 export {
-  type AnthropicProviderOptions,
   ApiKeyMissing,
-  anthropicModels,
-  anthropicProvider,
-  type CapabilityTable,
-  costOf,
-  explainPrefix,
-  lowerAnthropic,
-  lowerOpenAI,
-  type ModelPrice,
-  type OpenAICompatibleProviderOptions,
-  openAICompatibleProvider,
-  openAIModels,
-  type PrefixExplanation,
-  type PriceRow,
-  type Provider,
   ProviderRejected,
-  type ProviderReply,
   ProviderReplyInvalid,
-  type ProviderRequest,
   ProviderTimedOut,
   ProviderUnavailable,
-  priceOf,
-  pricingTable,
-  type RequestMessage,
-  type TokenUsage,
-  type ToolCall,
-  type ToolDefinition,
-} from "./providers/index.ts";
+} from "./providers/errors.ts";
+export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "./providers/openai-compatible-provider.ts";
+export { defaultRetryPolicy, type RetryPolicy } from "./providers/retry.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
-export type { SourceEnv } from "./registry/registry.ts";
-export { BoundaryContended, ProviderNotFound, SessionBusy, ToolInputInvalid } from "./session/errors.ts";
+export type { ConnectionOptions } from "./providers/transport.ts";
+export {
+  BoundaryContended,
+  ProjectFilesUnavailable,
+  ProviderNotFound,
+  SessionBusy,
+  ToolInputInvalid,
+} from "./session/errors.ts";
+export type {
+  Provider,
+  ProviderContent,
+  ProviderReply,
+  ProviderRequest,
+  RequestMessage,
+  TokenUsage,
+  ToolCall,
+} from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
-export { SqliteSessionStore } from "./session/store/sqlite.ts";
-export type { BoundaryCommitted, ReplyCommitted } from "./session/store/store.ts";
-export {
-  type BoundaryCommit,
-  type EpochReason,
-  type EpochRecord,
-  type MessageRole,
-  type PendingPrompt,
-  RevisionConflict,
-  SessionCorrupt,
-  SessionNotFound,
-  type SessionRecord,
-  type SessionStore,
-  type StoredMessage,
-} from "./session/store/store.ts";
+export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";
-export * as SystemContext from "./system-context/index.ts";
-export {
-  absent,
-  DuplicateKeyError,
-  type Generation,
-  InitializationBlocked,
-  isKey,
-  type Json,
-  type Key,
-  parseSnapshot,
-  type ReconcileResult,
-  RenderError,
-  type ReplacementResult,
-  Snapshot,
-  SnapshotInvalid,
-  type Source,
-  type SystemContext as SystemContextCarrier,
-  unavailable,
-  ValueRejected,
-} from "./system-context/index.ts";

@@ -3,7 +3,7 @@
 // would admit. `npm start` runs it.
 
 import Type from "typebox";
-import { SystemContext } from "../core/index.ts";
+import * as SystemContext from "../core/system-context.ts";
 
 const world = {
   date: "2026-12-02",

@@ -21,8 +21,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
-import { createHost, type Provider, SystemContext } from "../../core/index.ts";
+import { createHost, type Provider } from "../../core/index.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, timeMedians } from "./measure.ts";
 
 const isQuick = process.env.BENCH_QUICK === "1";

@@ -19,9 +19,9 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { SystemContext } from "../../core/index.ts";
 import { PluginSet } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
 

@@ -4,10 +4,11 @@
 // step it ran go to the line too, for p50/p99.
 
 import Type from "typebox";
-import { createHost, SystemContext } from "../../core/index.ts";
+import { createHost } from "../../core/index.ts";
 import type { Provider } from "../../core/session/provider.ts";
 import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
 import { SqliteSessionStore } from "../../core/session/store/sqlite.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { seededRandom } from "./measure.ts";
 
 const [kind, where, idsJson, stepsText, seedText] = process.argv.slice(2);

@@ -30,11 +30,11 @@ import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
-import { SystemContext } from "../../core/index.ts";
 import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
 import { guardedRegistration } from "../../core/plugins/guarded-source.ts";
 import { PluginSet } from "../../core/plugins/plugin-set.ts";
 import { type Registration, Registry } from "../../core/registry/registry.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
 

@@ -20,9 +20,9 @@ import { writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { SystemContext } from "../../core/index.ts";
 import { type PluginEvent, PluginSet } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
 

@@ -13,16 +13,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
-import {
-  createHost,
-  type ProviderReply,
-  type ProviderRequest,
-  readToolDefinition,
-  SystemContext,
-  scriptedProvider,
-} from "../../core/index.ts";
+import { createHost, type ProviderReply, type ProviderRequest, readToolDefinition, scriptedProvider } from "../../core/index.ts";
 import type { ToolDefinition } from "../../core/providers/index.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { seededRandom } from "./measure.ts";
 
 /** Options of `runScriptedSession`. */

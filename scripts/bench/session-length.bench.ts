@@ -23,9 +23,10 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import Type from "typebox";
-import { createHost, type Provider, type ProviderRequest, SystemContext } from "../../core/index.ts";
+import { createHost, type Provider, type ProviderRequest } from "../../core/index.ts";
 import { sessionsFile } from "../../core/session/store/sqlite.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, seededRandom, timeMedians } from "./measure.ts";
 
 const isQuick = process.env.BENCH_QUICK === "1";

@@ -10,7 +10,7 @@
 // BENCH_GC=0 to skip the full GC before each timed call [1].
 
 import Type from "typebox";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, timeMedians } from "./measure.ts";
 
 const size = envInt("BENCH_SIZE", 1000);

@@ -1,11 +1,15 @@
 // Owns the command line: `context-host <command> [options]`.
 
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { check, parseCheckArgs } from "./check.ts";
 import { inspect, parseInspectArgs } from "./inspect.ts";
 import { parseRenderArgs, render, UsageError } from "./render.ts";
 
 const usage = `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--config FILE]
        context-host check PLUGIN... [--json] [--location DIR]
+       context-host inspect SESSION [--data DIR] [--json]
+       context-host --version
 
   render   load the plugins, initialize, and print the Baseline System Context
            (core sources first, then plugin sources in key order).
@@ -50,6 +54,10 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
     }
     if (command === "check") return await check(parseCheckArgs(rest, io.cwd), io);
     if (command === "inspect") return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
+    if (command === "--version" || command === "version") {
+      io.out(packageVersion());
+      return 0;
+    }
     if (command === undefined || command === "help" || command === "--help") {
       io.out(usage);
       return command === undefined ? 64 : 0;
@@ -61,5 +69,21 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
       return 64;
     }
     throw error;
+  }
+}
+
+/**
+ * The version in this package's package.json: the nearest one up from this file named
+ * `context-host` (scripts/cli/ in the repository, dist/scripts/cli/ in an install).
+ */
+export function packageVersion(from: string = import.meta.dirname): string {
+  for (let folder = from; ; folder = path.dirname(folder)) {
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(folder, "package.json"), "utf8")) as { name?: string; version?: string };
+      if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+    if (path.dirname(folder) === folder) throw new Error(`no context-host package.json above ${from}`);
   }
 }

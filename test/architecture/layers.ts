@@ -42,7 +42,15 @@ export const layers: readonly Layer[] = [
   },
   {
     name: "entry",
-    paths: ["core/index.ts"],
+    // One file per package entry point (package.json `exports`).
+    paths: [
+      "core/index.ts",
+      "core/plugin.ts",
+      "core/system-context.ts",
+      "core/providers.ts",
+      "core/store.ts",
+      "core/conformance.ts",
+    ],
     imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host", "conformance"],
     packages: [],
   },

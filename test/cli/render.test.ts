@@ -8,11 +8,13 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
 import Type from "typebox";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { main } from "../../scripts/cli/main.ts";
 import { render } from "../../scripts/cli/render.ts";
 
-const bin = path.resolve("scripts/cli/context-host.js");
+// The program from its source, under tsx (the compiled program is tested in test/package).
+const root = path.resolve(import.meta.dirname, "../..");
+const bin = path.join(root, "scripts/cli/context-host.ts");
 const run = promisify(execFile);
 
 function plugin(name: string, keys: string[], extra = "") {
@@ -39,7 +41,7 @@ async function cli(args: string[], cwd: string) {
 /** Runs the real program in a child process. */
 async function spawned(args: string[], cwd: string) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd });
+    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", bin, ...args], { cwd });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -124,7 +126,7 @@ describe("context-host render", function () {
   it("the program itself renders and exits with render's code (one spawned run)", async () => {
     writeFileSync(path.join(dir, "alpha.ts"), plugin("alpha", ["x"]));
     writeFileSync(path.join(dir, "broken.ts"), plugin("broken", ["x"], 'throw new Error("broken at import");'));
-    const { code, stdout, stderr } = await spawned(["render", "--plugins", dir, "--location", dir], dir);
+    const { code, stdout, stderr } = await spawned(["render", "--plugins", dir, "--location", dir], root);
     expect(code).to.equal(2);
     expect(stdout).to.contain("Today's date is").and.contain("alpha/x is x-value");
     expect(stderr).to.contain("broken at import");

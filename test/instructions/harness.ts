@@ -14,9 +14,9 @@ import {
   type RequestMessage,
   type ScriptedProvider,
   type ScriptedTurn,
-  type StoredMessage,
   scriptedProvider,
 } from "../../core/index.ts";
+import type { StoredMessage } from "../../core/store.ts";
 
 /** A fresh temporary folder (real path) that every user may enter; `remove` deletes it. */
 export function tempFolder(prefix: string): { readonly path: string; remove(): void } {

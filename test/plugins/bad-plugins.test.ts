@@ -7,7 +7,7 @@ import path from "node:path";
 import { expect } from "chai";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
 import { formatDiagnostic } from "../../core/base/diagnostics.ts";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import {
   baselineOf,
   eventually,

@@ -8,9 +8,9 @@ import path from "node:path";
 import { asValue, createContainer } from "awilix";
 import type { Clock, Logger } from "../../core/base/clock.ts";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
-import { SystemContext } from "../../core/index.ts";
 import { type PluginEvent, PluginSet, type PluginSetOptions } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
+import * as SystemContext from "../../core/system-context.ts";
 
 /** A started host with what a test observes of it. */
 export interface RunningHost {

@@ -10,8 +10,9 @@ import { promisify } from "node:util";
 import { expect } from "chai";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import { definePlugin, SystemContext } from "../../core/index.ts";
+import { definePlugin } from "../../core/index.ts";
 import * as pluginApi from "../../core/plugins/api.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { baselineOf, logLines, textPlugin, usePluginHarness, write } from "./harness.ts";
 
 const run = promisify(execFile);

@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import {
   baselineOf,
   eventually,

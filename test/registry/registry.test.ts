@@ -6,8 +6,8 @@ import { expect } from "chai";
 import fc from "fast-check";
 import Type from "typebox";
 import { Scope } from "../../core/base/scope.ts";
-import { SystemContext } from "../../core/index.ts";
 import { type Registration, Registry, type RegistryState } from "../../core/registry/registry.ts";
+import * as SystemContext from "../../core/system-context.ts";
 
 const env = { location: "/work/project" };
 

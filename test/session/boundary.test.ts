@@ -5,8 +5,9 @@
 import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { type Host, type ScriptedProvider, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { type Host, type ScriptedProvider, scriptedProvider } from "../../core/index.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, requestOf, sent, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 describe("session runtime: the Safe Provider-Turn Boundary", () => {

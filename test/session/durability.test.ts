@@ -9,10 +9,11 @@ import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { expect } from "chai";
 import Type from "typebox";
-import { type ProviderRequest, SystemContext, scriptedProvider } from "../../core/index.ts";
+import { type ProviderRequest, scriptedProvider } from "../../core/index.ts";
 import { sessionsFile } from "../../core/session/store/sqlite.ts";
 import { SessionCorrupt } from "../../core/session/store/store.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, requestOf, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -3,8 +3,9 @@
 
 import path from "node:path";
 import { expect } from "chai";
-import { SystemContext, scriptedProvider } from "../../core/index.ts";
+import { scriptedProvider } from "../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, locationSource, requestOf, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 describe("session runtime: Context Epochs", () => {

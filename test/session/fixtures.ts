@@ -14,10 +14,10 @@ import {
   type ProviderRequest,
   type RequestMessage,
   type ScriptedProvider,
-  type StoredMessage,
-  SystemContext,
 } from "../../core/index.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import type { StoredMessage } from "../../core/store.ts";
+import * as SystemContext from "../../core/system-context.ts";
 
 /** A fresh temporary folder (real path); `remove` deletes it. */
 export function tempFolder(prefix: string): { readonly path: string; remove(): void } {

@@ -4,8 +4,9 @@
 // never parsed again.
 
 import { expect } from "chai";
-import { SystemContext, scriptedProvider } from "../../core/index.ts";
+import { scriptedProvider } from "../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, requestOf, tempFolder, testSource, transcript } from "./fixtures.ts";
 
 /** A SQLite store that records every read the runtime makes of it. */

@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import Type from "typebox";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 
 type Key = string;
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -1,7 +1,7 @@
 // Test fixtures: small Context Sources over mutable values, with counters.
 
 import Type from "typebox";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 
 export type Value = number | typeof SystemContext.unavailable | typeof SystemContext.absent;
 

@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
 import Type from "typebox";
-import { SystemContext } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { numberSource } from "./sources.ts";
 
 const { make, combine, empty, initialize, reconcile, replace, unavailable, absent } = SystemContext;

@@ -135,6 +135,7 @@ export function sessionsFile(dataDir: string): string {
   return path.join(dataDir, "sessions.db");
 }
 
+/** The default `SessionStore`: one SQLite file (WAL), each boundary one transaction guarded by the session's revision. */
 export class SqliteSessionStore implements SessionStore {
   readonly #db: Database.Database;
   /** The last parsed snapshot per session, by its stored text (never mutated by readers). */

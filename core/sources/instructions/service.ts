@@ -31,6 +31,7 @@ export function defaultGlobalFile(env: NodeJS.ProcessEnv = process.env): string 
   return path.join(configHome, "context-host", instructionFileName);
 }
 
+/** The instruction service's settings (`createHost({ instructions })`): global file, project discovery, size limits. */
 export interface InstructionSettings {
   /** The global instruction file (default `defaultGlobalFile()`); `false` for none. */
   readonly globalFile?: string | false;

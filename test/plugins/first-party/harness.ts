@@ -9,9 +9,9 @@ import { fileURLToPath } from "node:url";
 import { asValue, createContainer } from "awilix";
 import { type Logger, systemClock } from "../../../core/base/clock.ts";
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import { SystemContext, type SystemContextCarrier } from "../../../core/index.ts";
 import { PluginSet } from "../../../core/plugins/plugin-set.ts";
 import { Registry } from "../../../core/registry/registry.ts";
+import * as SystemContext from "../../../core/system-context.ts";
 
 export const pluginsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../plugins");
 
@@ -21,7 +21,7 @@ export interface LoadedPlugin {
   /** What the plugins logged, as `level: message`. */
   readonly logged: string[];
   /** The composed System Context of the sources whose key starts with `namespace/`, for `location`. */
-  compose(location: string): Promise<SystemContextCarrier>;
+  compose(location: string): Promise<SystemContext.SystemContext>;
   close(): Promise<void>;
 }
 

@@ -1,0 +1,18 @@
+/**
+ * context-host/conformance: the conformance kit — the checks of `context-host check` as a
+ * function and as test cases, and the registry rules as a suite any registry can run.
+ *
+ * @module
+ */
+
+export {
+  type CheckName,
+  type CheckPluginOptions,
+  checkPlugin,
+  formatFinding,
+  type PluginCheckName,
+  type PluginFinding,
+} from "./conformance/check-plugin.ts";
+export { checkNames, describePluginConformance, type TestRunner } from "./conformance/plugin-suite.ts";
+export { describeRegistryConformance, type RegistryUnderTest } from "./conformance/registry-suite.ts";
+export { type CheckedSource, checkSource, type Finding, type SourceCheckOptions } from "./conformance/source-checks.ts";

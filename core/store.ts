@@ -1,0 +1,25 @@
+/**
+ * context-host/store: the durable session store. `SessionStore` is the interface the
+ * host's session runtime is built on (pass one as `createHost({ store })`);
+ * `SqliteSessionStore` is the default, one SQLite file. The errors are the ones a
+ * store raises.
+ *
+ * @module
+ */
+
+export { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "./session/errors.ts";
+export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";
+export { SqliteSessionStore } from "./session/store/sqlite.ts";
+export type {
+  BoundaryCommit,
+  BoundaryCommitted,
+  EpochReason,
+  EpochRecord,
+  MessageRole,
+  PendingPrompt,
+  ReplyCommitted,
+  SessionRecord,
+  SessionStore,
+  StoredMessage,
+} from "./session/store/store.ts";
+export type { DiscoveryLog } from "./sources/instructions/service.ts";

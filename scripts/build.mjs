@@ -1,0 +1,76 @@
+// Builds the package into dist/ (`npm run build`; `prepare` runs it, so `npm ci`,
+// `npm pack` and git installs build too). Plain JavaScript so that it needs nothing but
+// Node and the project's TypeScript.
+//
+// 1. tsconfig.build.json: core/ and the command line as ESM JavaScript with source maps,
+//    comments left out (they would double the JavaScript).
+// 2. tsconfig.types.json: declarations of core/, with their TSDoc.
+// 3. Leaves out what no entry point reaches: declarations no entry's declarations import
+//    (internal modules' types), and JavaScript no entry or `bin` imports (modules that
+//    hold only types compile to empty files). The package holds what its API reaches.
+//
+// Both compiler runs skip type checking (`--noCheck`): `npm test` type-checks the whole
+// project first (`npm run typecheck`), and checking core/ twice more would triple the cost.
+
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "..");
+const dist = path.join(root, "dist");
+const typescript = createRequire(import.meta.url).resolve("typescript/package.json");
+const tsc = path.join(path.dirname(typescript), JSON.parse(readFileSync(typescript, "utf8")).bin.tsc);
+
+rmSync(dist, { recursive: true, force: true });
+for (const config of ["tsconfig.build.json", "tsconfig.types.json"]) {
+  const result = spawnSync(process.execPath, [tsc, "-p", config, "--noCheck"], { cwd: root, stdio: "inherit" });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
+const entries = Object.values(manifest.exports).filter((target) => typeof target === "object");
+const javascript = reachable([...entries.map((e) => e.default), ...Object.values(manifest.bin)], (file) => file);
+const declarations = reachable(
+  entries.map((e) => e.types),
+  (file) => file.replace(/\.(ts|js)$/, ".d.ts"),
+);
+
+let left = 0;
+for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" }).map((f) => path.join(dist, f))) {
+  const kept = file.endsWith(".d.ts")
+    ? declarations.has(file)
+    : file.endsWith(".js.map")
+      ? javascript.has(file.slice(0, -".map".length))
+      : file.endsWith(".js")
+        ? javascript.has(file)
+        : true;
+  if (!kept) {
+    rmSync(file);
+    left++;
+  }
+}
+process.stdout.write(
+  `dist/: ${javascript.size} modules, ${declarations.size} declaration files (${left} unreachable files left out)\n`,
+);
+
+/**
+ * Files reachable from `starts` (paths relative to the project) through relative
+ * imports and re-exports; `target` maps an import specifier's file to the file to follow.
+ */
+function reachable(starts, target) {
+  const seen = new Set();
+  const pending = starts.map((file) => path.join(root, file));
+  while (pending.length > 0) {
+    const file = pending.pop();
+    if (seen.has(file)) continue;
+    if (!existsSync(file))
+      throw new Error(`build: ${path.relative(root, file)} is named by package.json or imported, but was not built`);
+    seen.add(file);
+    const code = readFileSync(file, "utf8");
+    for (const match of code.matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g)) {
+      pending.push(target(path.resolve(path.dirname(file), match[1])));
+    }
+  }
+  return seen;
+}

@@ -1,0 +1,196 @@
+// The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), the
+// tarball installed into a temp project that has no dev tools, then plain `node` runs a
+// host with a plugin of the consumer's own, `tsc` type-checks a consumer of every entry
+// point, and the `context-host` program runs through `npx`.
+//
+// Installing is done the way npm lays a tarball out, without the network and without
+// rebuilding better-sqlite3 (50 s): the tarball is unpacked into node_modules/context-host,
+// each of its `dependencies` is linked from this project's node_modules, and its `bin`
+// is linked into node_modules/.bin. Only what the tarball's package.json declares is
+// there, so a missing dependency fails here as it would for a user.
+
+import { execFile } from "node:child_process";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { expect } from "chai";
+
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, "../..");
+const fixture = path.join(import.meta.dirname, "consumer");
+const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { name: string; version: string };
+
+interface PackedFile {
+  readonly path: string;
+  readonly size: number;
+}
+
+interface Installed {
+  readonly folder: string;
+  readonly project: string;
+  readonly files: readonly PackedFile[];
+  readonly unpackedSize: number;
+}
+
+/** Packs the package (building it) into `folder` and returns the tarball and what it lists. */
+async function pack(folder: string): Promise<{ tarball: string; files: PackedFile[]; unpackedSize: number }> {
+  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", folder], { cwd: root, maxBuffer: 16 << 20 });
+  // `prepare` prints the build's output before npm's JSON.
+  const [report] = JSON.parse(stdout.slice(stdout.indexOf("[\n"))) as {
+    filename: string;
+    files: PackedFile[];
+    unpackedSize: number;
+  }[];
+  if (report === undefined) throw new Error(`npm pack printed no report: ${stdout}`);
+  return { tarball: path.join(folder, report.filename), files: report.files, unpackedSize: report.unpackedSize };
+}
+
+/** Installs `tarball` into `project` as npm would lay it out (see the file comment). */
+async function install(tarball: string, project: string): Promise<void> {
+  const modules = path.join(project, "node_modules");
+  const target = path.join(modules, manifest.name);
+  mkdirSync(target, { recursive: true });
+  await run("tar", ["-xzf", tarball, "-C", target, "--strip-components=1"]);
+  const installed = JSON.parse(readFileSync(path.join(target, "package.json"), "utf8")) as {
+    dependencies?: Record<string, string>;
+    bin?: Record<string, string>;
+  };
+  for (const dependency of Object.keys(installed.dependencies ?? {})) {
+    const link = path.join(modules, dependency);
+    mkdirSync(path.dirname(link), { recursive: true });
+    symlinkSync(realpathSync(path.join(root, "node_modules", dependency)), link, "dir");
+  }
+  mkdirSync(path.join(modules, ".bin"), { recursive: true });
+  for (const [name, file] of Object.entries(installed.bin ?? {})) {
+    chmodSync(path.join(target, file), 0o755);
+    symlinkSync(path.join("..", manifest.name, file), path.join(modules, ".bin", name));
+  }
+}
+
+/** Runs a command in the consumer project; resolves with its exit code and output, never rejects on a non-zero exit. */
+async function inProject(project: string, command: string, args: readonly string[]) {
+  try {
+    const { stdout, stderr } = await run(command, args, {
+      cwd: project,
+      // No network: npx must find the program in the project, never download one.
+      env: { ...process.env, npm_config_offline: "true", NODE_OPTIONS: "" },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe("package: a consumer project using the packed tarball", function () {
+  this.timeout(60_000);
+  let installed: Installed;
+
+  before(async () => {
+    const folder = realpathSync(mkdtempSync(path.join(os.tmpdir(), "context-host-consumer-")));
+    const project = path.join(folder, "project");
+    cpSync(fixture, project, { recursive: true });
+    const packed = await pack(folder);
+    await install(packed.tarball, project);
+    installed = { folder, project, files: packed.files, unpackedSize: packed.unpackedSize };
+  });
+  after(() => {
+    if (installed !== undefined) rmSync(installed.folder, { recursive: true, force: true });
+  });
+
+  it("the tarball holds only dist/, README.md, LICENSE and package.json, under 450 KB unpacked (the 400 KB goal is tracked by the package-size bench)", () => {
+    const outside = installed.files.map((file) => file.path).filter((file) => !file.startsWith("dist/"));
+    expect(outside.sort()).to.deep.equal(["LICENSE", "README.md", "package.json"]);
+    const kinds = new Set(
+      installed.files.filter((f) => f.path.startsWith("dist/")).map((f) => f.path.replace(/^.*?(\.d\.ts|\.js\.map|\.js)$/, "$1")),
+    );
+    expect([...kinds].sort()).to.deep.equal([".d.ts", ".js", ".js.map"]);
+    expect(installed.unpackedSize).to.be.below(450 * 1024);
+  });
+
+  it("the declarations import only declarations that ship, declared dependencies and node built-ins", () => {
+    const target = path.join(installed.project, "node_modules", manifest.name);
+    const shipped = new Set(installed.files.map((file) => file.path));
+    const installedManifest = JSON.parse(readFileSync(path.join(target, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+    };
+    const dependencies = Object.keys(installedManifest.dependencies ?? {});
+    const problems: string[] = [];
+    for (const file of [...shipped].filter((f) => f.endsWith(".d.ts"))) {
+      // TSDoc examples mention imports too; only the code counts.
+      const code = readFileSync(path.join(target, file), "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
+      for (const [, specifier] of code.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
+        if (specifier === undefined) continue;
+        if (specifier.startsWith(".")) {
+          const imported = path.posix.join(path.posix.dirname(file), specifier).replace(/\.(ts|js)$/, ".d.ts");
+          if (!shipped.has(imported)) problems.push(`${file} imports ${specifier}, which does not ship`);
+        } else if (!specifier.startsWith("node:")) {
+          const name = specifier.startsWith("@")
+            ? specifier.split("/").slice(0, 2).join("/")
+            : (specifier.split("/")[0] as string);
+          if (!dependencies.includes(name)) problems.push(`${file} imports ${specifier}, not a dependency`);
+        }
+      }
+    }
+    expect(problems).to.deep.equal([]);
+  });
+
+  it("plain node runs a host end to end: the consumer's plugin, imported through context-host/plugin, reaches the Baseline", async () => {
+    const dataDir = path.join(installed.folder, "data");
+    const { code, stdout, stderr } = await inProject(installed.project, process.execPath, ["host.mjs", dataDir]);
+    expect(stderr).to.equal("");
+    expect(code).to.equal(0);
+    const output = JSON.parse(stdout) as {
+      system: string[];
+      reply: string;
+      roles: string[];
+      plugins: string[];
+      diagnostics: string[];
+    };
+    expect(output.system[0]).to.equal("You are a weather agent.");
+    expect(output.system[1]).to.contain("Today's date is").and.contain("The sky over weather is clear.");
+    // `SystemContext.absent` from the plugin's own import is the host's value: the source is left out.
+    expect(output.system[1]).not.to.contain("Weather alert");
+    expect(output.reply).to.equal("It is clear today.");
+    expect(output.roles).to.deep.equal(["user", "assistant"]);
+    expect(output.plugins).to.deep.equal(["weather"]);
+    expect(output.diagnostics).to.deep.equal([]);
+  });
+
+  it("nothing internal is reachable: a module inside dist/ is not exported", async () => {
+    const { code, stderr } = await inProject(installed.project, process.execPath, [
+      "--input-type=module",
+      "--eval",
+      'await import("context-host/dist/core/host/host.js");',
+    ]);
+    expect(code).to.equal(1);
+    expect(stderr).to.contain("ERR_PACKAGE_PATH_NOT_EXPORTED");
+  });
+
+  it("tsc (module NodeNext, strict) type-checks a consumer of every entry point and its plugin", async () => {
+    const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc");
+    const { code, stdout, stderr } = await inProject(installed.project, process.execPath, [tsc, "--noEmit", "-p", "."]);
+    expect(stdout + stderr).to.equal("");
+    expect(code).to.equal(0);
+  });
+
+  it("npx context-host --version prints the package's version", async () => {
+    const { code, stdout } = await inProject(installed.project, "npx", ["--no-install", "context-host", "--version"]);
+    expect(code).to.equal(0);
+    expect(stdout.trim()).to.equal(manifest.version);
+  });
+
+  it("npx context-host render prints the Baseline with the consumer's plugin and exits 0", async () => {
+    const { code, stdout, stderr } = await inProject(installed.project, "npx", [
+      "--no-install",
+      "context-host",
+      "render",
+      "--plugins",
+      "plugins",
+    ]);
+    expect(stderr).to.equal("");
+    expect(code).to.equal(0);
+    expect(stdout).to.contain("Today's date is").and.contain("The sky over weather is clear.");
+  });
+});
