@@ -14,6 +14,7 @@ import { type CheckedSource, checkSource, type CheckName as SourceCheckName } fr
 
 /** Checks of the plugin as a whole, besides the per-source ones. */
 export type PluginCheckName = "plugin-loads" | "setup-repeats" | "import-side-effects" | "dispose-releases";
+/** Every check `context-host check` runs, by the name its findings print. */
 export type CheckName = PluginCheckName | SourceCheckName;
 
 /** One finding of `check`. */
@@ -28,6 +29,7 @@ export interface PluginFinding {
   readonly fix: string;
 }
 
+/** How `checkPlugin` loads and drives a plugin. */
 export interface CheckPluginOptions {
   /** The location loaders observe (default the working folder). */
   readonly location?: string;

@@ -42,6 +42,7 @@ export interface Finding {
 /** A source as the checks see it: a plugin source (with its optional `examples`). */
 export type CheckedSource = PluginSource;
 
+/** How `checkSource` drives a source: its env, deadline, text limit and generated inputs. */
 export interface SourceCheckOptions {
   /** The env the loader is called with. */
   readonly env: SourceEnv;

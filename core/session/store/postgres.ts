@@ -157,6 +157,7 @@ interface EpochRow {
   system_prompt: string | null;
 }
 
+/** How `PostgresSessionStore.open` connects: the server, the schema, the pool. */
 export interface PostgresSessionStoreOptions {
   /** A `postgres://` URL; default the `DATABASE_URL` environment variable. */
   readonly connectionString?: string;

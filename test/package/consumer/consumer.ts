@@ -10,10 +10,10 @@ import {
   type HostOptions,
   type PluginEvent,
   type PluginInfo,
+  ProviderNotFound,
   type ProviderRequest,
   SettingInvalid,
   scriptedProvider,
-  UnknownProvider,
 } from "context-host";
 // @ts-expect-error internal modules are not reachable through the package
 import type { Host as InternalHost } from "context-host/dist/core/host/host.js";
@@ -76,7 +76,7 @@ export async function converse(options: Omit<HostOptions, "providers">): Promise
 
 /** The errors a host meets are classes it can tell apart. */
 export function isMisconfiguration(error: unknown): boolean {
-  return error instanceof SettingInvalid || error instanceof UnknownProvider;
+  return error instanceof SettingInvalid || error instanceof ProviderNotFound;
 }
 
 /** Lowering through the providers entry. */
