@@ -8,8 +8,7 @@
 
 import path from "node:path";
 import readline from "node:readline";
-import { formatDiagnostic } from "../core/base/diagnostics.ts";
-import { createHost, scriptedProvider } from "../core/index.ts";
+import { createHost, formatDiagnostic, scriptedProvider } from "../core/index.ts";
 
 const cwd = process.cwd();
 const host = await createHost({

@@ -86,6 +86,8 @@ async function inProject(project: string, command: string, args: readonly string
 describe("package: a consumer project using the packed tarball", function () {
   this.timeout(60_000);
   let installed: Installed;
+  /** The consumer's commands, started together once installed (each never rejects); the tests check their results. */
+  let runs: Record<"host" | "internal" | "tsc" | "version" | "render", ReturnType<typeof inProject>>;
 
   before(async () => {
     const folder = realpathSync(mkdtempSync(path.join(os.tmpdir(), "context-host-consumer-")));
@@ -94,6 +96,19 @@ describe("package: a consumer project using the packed tarball", function () {
     const packed = await pack(folder);
     await install(packed.tarball, project);
     installed = { folder, project, files: packed.files, unpackedSize: packed.unpackedSize };
+    const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc");
+    runs = {
+      host: inProject(project, process.execPath, ["host.mjs", path.join(folder, "data")]),
+      internal: inProject(project, process.execPath, [
+        "--input-type=module",
+        "--eval",
+        'await import("context-host/dist/core/host/host.js");',
+      ]),
+      tsc: inProject(project, process.execPath, [tsc, "--noEmit", "-p", "."]),
+      version: inProject(project, "npx", ["--no-install", "context-host", "--version"]),
+      render: inProject(project, "npx", ["--no-install", "context-host", "render", "--plugins", "plugins"]),
+    };
+    await Promise.all(Object.values(runs));
   });
   after(() => {
     if (installed !== undefined) rmSync(installed.folder, { recursive: true, force: true });
@@ -138,8 +153,7 @@ describe("package: a consumer project using the packed tarball", function () {
   });
 
   it("plain node runs a host end to end: the consumer's plugin, imported through context-host/plugin, reaches the Baseline", async () => {
-    const dataDir = path.join(installed.folder, "data");
-    const { code, stdout, stderr } = await inProject(installed.project, process.execPath, ["host.mjs", dataDir]);
+    const { code, stdout, stderr } = await runs.host;
     expect(stderr).to.equal("");
     expect(code).to.equal(0);
     const output = JSON.parse(stdout) as {
@@ -160,36 +174,25 @@ describe("package: a consumer project using the packed tarball", function () {
   });
 
   it("nothing internal is reachable: a module inside dist/ is not exported", async () => {
-    const { code, stderr } = await inProject(installed.project, process.execPath, [
-      "--input-type=module",
-      "--eval",
-      'await import("context-host/dist/core/host/host.js");',
-    ]);
+    const { code, stderr } = await runs.internal;
     expect(code).to.equal(1);
     expect(stderr).to.contain("ERR_PACKAGE_PATH_NOT_EXPORTED");
   });
 
   it("tsc (module NodeNext, strict) type-checks a consumer of every entry point and its plugin", async () => {
-    const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc");
-    const { code, stdout, stderr } = await inProject(installed.project, process.execPath, [tsc, "--noEmit", "-p", "."]);
+    const { code, stdout, stderr } = await runs.tsc;
     expect(stdout + stderr).to.equal("");
     expect(code).to.equal(0);
   });
 
   it("npx context-host --version prints the package's version", async () => {
-    const { code, stdout } = await inProject(installed.project, "npx", ["--no-install", "context-host", "--version"]);
+    const { code, stdout } = await runs.version;
     expect(code).to.equal(0);
     expect(stdout.trim()).to.equal(manifest.version);
   });
 
   it("npx context-host render prints the Baseline with the consumer's plugin and exits 0", async () => {
-    const { code, stdout, stderr } = await inProject(installed.project, "npx", [
-      "--no-install",
-      "context-host",
-      "render",
-      "--plugins",
-      "plugins",
-    ]);
+    const { code, stdout, stderr } = await runs.render;
     expect(stderr).to.equal("");
     expect(code).to.equal(0);
     expect(stdout).to.contain("Today's date is").and.contain("The sky over weather is clear.");

@@ -1,0 +1,52 @@
+// Bench `package-size`, metric `unpacked-bytes`: the unpacked size of the tarball
+// `npm pack` makes (its `unpackedSize`; `prepare` builds dist/ first): the `files`
+// allow-list (dist/) plus README, LICENSE and package.json. Goal: at most 400 KB.
+//
+// Baseline, in the same run: what the package shipped without an allow-list — every file
+// git tracks (npm falls back to .gitignore), sources, tests, docs and configs, as the
+// tarball was before the package was built (`git ls-files`, sizes on disk).
+//
+// One measurement of each: both are deterministic for a given checkout.
+
+import { execFileSync } from "node:child_process";
+import { statSync } from "node:fs";
+import path from "node:path";
+import { emit } from "./measure.ts";
+import { runBenchProcess } from "./plugin-fixtures.ts";
+
+const bench = "package-size";
+const projectRoot = path.resolve(import.meta.dirname, "../..");
+
+/** `npm pack --dry-run --json`'s report: what the tarball would hold, unpacked. */
+function packedSize(): { unpackedSize: number; entryCount: number } {
+  const stdout = execFileSync("npm", ["pack", "--dry-run", "--json"], {
+    cwd: projectRoot,
+    encoding: "utf8",
+    maxBuffer: 16 << 20,
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  // `prepare` prints the build's output before npm's JSON.
+  const [report] = JSON.parse(stdout.slice(stdout.indexOf("[\n"))) as { unpackedSize: number; entryCount: number }[];
+  if (report === undefined) throw new Error(`npm pack printed no report: ${stdout}`);
+  return report;
+}
+
+/** Bytes of every file git tracks (what npm packs when there is no `files` list). */
+function trackedSize(): number {
+  const files = execFileSync("git", ["ls-files", "-z"], { cwd: projectRoot, encoding: "utf8" }).split("\0").filter(Boolean);
+  return files.reduce((sum, file) => {
+    try {
+      return sum + statSync(path.join(projectRoot, file)).size;
+    } catch {
+      return sum; // deleted in the work tree, not yet in the index
+    }
+  }, 0);
+}
+
+async function main(): Promise<void> {
+  const packed = packedSize();
+  if (process.env.BENCH_VERBOSE === "1") process.stderr.write(`[${bench}] ${packed.entryCount} files in the tarball\n`);
+  emit({ bench, metric: "unpacked-bytes", value: packed.unpackedSize, unit: "B", baseline: trackedSize() });
+}
+
+await runBenchProcess(bench, main);
