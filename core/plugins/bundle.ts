@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import * as esbuild from "esbuild";
+import { ContextHostError } from "../base/errors.ts";
 import type { Location } from "./locations.ts";
 
 /** A bundled plugin generation, not yet evaluated. */
@@ -20,19 +21,25 @@ export interface PluginBundle {
 }
 
 /** esbuild could not bundle the plugin; `location` points at the first error. */
-export class BundleError extends Error {
-  override readonly name = "BundleError";
-  constructor(
-    message: string,
-    readonly location: Location | undefined,
-    /** Files esbuild read before failing, so a fix to any of them triggers a reload. */
-    readonly inputs: readonly string[],
-  ) {
-    super(message);
+export class BundleFailed extends ContextHostError {
+  readonly entry: string;
+  readonly location: Location | undefined;
+  /** Files esbuild read before failing, so a fix to any of them triggers a reload. */
+  readonly inputs: readonly string[];
+  constructor(options: {
+    readonly entry: string;
+    readonly reason: string;
+    readonly location?: Location | undefined;
+    readonly inputs: readonly string[];
+  }) {
+    super(options.reason);
+    this.entry = options.entry;
+    this.location = options.location;
+    this.inputs = options.inputs;
   }
 }
 
-/** Bundles one plugin entry. Throws `BundleError` with the location of the first error. */
+/** Bundles one plugin entry. Throws `BundleFailed` with the location of the first error. */
 export async function bundlePlugin(entry: string): Promise<PluginBundle> {
   const baseDir = path.dirname(entry);
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
@@ -71,10 +78,10 @@ export async function bundlePlugin(entry: string): Promise<PluginBundle> {
       .map((e) => e.location?.file)
       .filter((file): file is string => file !== undefined)
       .map((file) => path.resolve(baseDir, file));
-    throw new BundleError(first.text, location, [...new Set([entry, ...inputs])]);
+    throw new BundleFailed({ entry, reason: first.text, location, inputs: [...new Set([entry, ...inputs])] });
   }
   const output = result.outputFiles[0];
-  if (output === undefined) throw new BundleError("esbuild produced no output", undefined, [entry]);
+  if (output === undefined) throw new BundleFailed({ entry, reason: "esbuild produced no output", inputs: [entry] });
   const inputs = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes(":"))
     .map((input) => path.resolve(baseDir, input));

@@ -9,6 +9,7 @@ import { Compile } from "typebox/compile";
 import { Default } from "typebox/value";
 import { withinDeadline } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
+import { ContextHostError, messageOf } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import { isKey } from "../system-context/index.ts";
 import { isPlugin, type Plugin, type PluginApi, type PluginSource } from "./define.ts";
@@ -26,16 +27,32 @@ export interface ActivatedGeneration {
 }
 
 /** Why a generation could not be activated. `key` names the source when one is at fault. */
-export class ActivationError extends Error {
-  override readonly name = "ActivationError";
-  constructor(
-    readonly phase: DiagnosticPhase,
-    message: string,
-    readonly plugin: string | undefined,
-    readonly key?: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+export class ActivationFailed extends ContextHostError {
+  readonly phase: DiagnosticPhase;
+  readonly plugin: string | undefined;
+  readonly key: string | undefined;
+  constructor(options: {
+    readonly phase: DiagnosticPhase;
+    readonly reason: string;
+    readonly plugin?: string | undefined;
+    readonly key?: string | undefined;
+    readonly cause?: unknown;
+  }) {
+    super(options.reason, options.cause === undefined ? undefined : { cause: options.cause });
+    this.phase = options.phase;
+    this.plugin = options.plugin;
+    this.key = options.key;
+  }
+}
+
+/** `api.source()` was called after `setup` finished: sources belong to a generation's setup. */
+export class SourceDeclaredAfterSetup extends ContextHostError {
+  readonly plugin: string;
+  readonly key: string;
+  constructor(options: { readonly plugin: string; readonly key: string }) {
+    super(`${options.plugin}: api.source(${JSON.stringify(options.key)}) after setup finished; register sources inside setup`);
+    this.plugin = options.plugin;
+    this.key = options.key;
   }
 }
 
@@ -52,31 +69,30 @@ export interface ActivationInput {
   readonly reservedNamespaces?: ReadonlySet<string>;
 }
 
-/** The definition a plugin module default-exports, or an `ActivationError` saying what is wrong. */
+/** The definition a plugin module default-exports, or an `ActivationFailed` saying what is wrong. */
 export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet<string> = new Set(["core"])): Plugin {
   const candidate = exports.default;
   if (!isPlugin(candidate)) {
-    throw new ActivationError(
-      "evaluate",
-      "the module does not default-export a plugin: write `export default definePlugin({ name, setup })`",
-      undefined,
-    );
+    throw new ActivationFailed({
+      phase: "evaluate",
+      reason: "the module does not default-export a plugin: write `export default definePlugin({ name, setup })`",
+    });
   }
   if (typeof candidate.name !== "string" || !pluginNamePattern.test(candidate.name)) {
-    throw new ActivationError(
-      "setup",
-      `invalid plugin name ${JSON.stringify(candidate.name)}: expected ${pluginNamePattern}`,
-      undefined,
-    );
+    throw new ActivationFailed({
+      phase: "setup",
+      reason: `invalid plugin name ${JSON.stringify(candidate.name)}: expected ${pluginNamePattern}`,
+    });
   }
   if (reserved.has(candidate.name)) {
-    throw new ActivationError(
-      "namespace",
-      `the namespace "${candidate.name}" is reserved for the host's core sources`,
-      candidate.name,
-    );
+    throw new ActivationFailed({
+      phase: "namespace",
+      reason: `the namespace "${candidate.name}" is reserved for the host's core sources`,
+      plugin: candidate.name,
+    });
   }
-  if (typeof candidate.setup !== "function") throw new ActivationError("setup", "setup is not a function", candidate.name);
+  if (typeof candidate.setup !== "function")
+    throw new ActivationFailed({ phase: "setup", reason: "setup is not a function", plugin: candidate.name });
   return candidate;
 }
 
@@ -91,18 +107,18 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
   const validator = Compile(schema);
   if (!validator.Check(value)) {
     const first = validator.Errors(value)[0];
-    throw new ActivationError(
-      "config",
-      `config rejected at ${first?.instancePath || "/"}: ${first?.message ?? "does not match the plugin's config schema"}`,
-      plugin.name,
-    );
+    throw new ActivationFailed({
+      phase: "config",
+      reason: `config rejected at ${first?.instancePath || "/"}: ${first?.message ?? "does not match the plugin's config schema"}`,
+      plugin: plugin.name,
+    });
   }
   return value;
 }
 
 /**
  * Runs `setup` of a plugin in a fresh scope. On failure the scope is closed (so a
- * half-built generation releases what it took) and an `ActivationError` thrown.
+ * half-built generation releases what it took) and an `ActivationFailed` thrown.
  */
 export async function activateGeneration(input: ActivationInput): Promise<ActivatedGeneration> {
   const plugin = pluginOf(input.exports, input.reservedNamespaces);
@@ -117,24 +133,17 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
   const api: PluginApi<unknown> = {
     name: plugin.name,
     source<S extends TSchema>(source: PluginSource<S>) {
-      if (isSetUp) throw new Error(`${plugin.name}: api.source() after setup finished; register sources inside setup`);
       const key = source?.key;
-      if (!isKey(key)) throw new ActivationError("setup", `invalid source key ${JSON.stringify(key)}`, plugin.name, String(key));
+      if (isSetUp) throw new SourceDeclaredAfterSetup({ plugin: plugin.name, key: String(key) });
+      const failed = (reason: string, at: string) =>
+        new ActivationFailed({ phase: "setup", reason, plugin: plugin.name, key: at });
+      if (!isKey(key)) throw failed(`invalid source key ${JSON.stringify(key)}`, String(key));
       if (!key.startsWith(`${plugin.name}/`)) {
-        throw new ActivationError(
-          "setup",
-          `source key "${key}" is outside the plugin's namespace "${plugin.name}/"`,
-          plugin.name,
-          key,
-        );
+        throw failed(`source key "${key}" is outside the plugin's namespace "${plugin.name}/"`, key);
       }
-      if (sources.some((s) => s.key === key)) {
-        throw new ActivationError("setup", `source key "${key}" is declared twice`, plugin.name, key);
-      }
+      if (sources.some((s) => s.key === key)) throw failed(`source key "${key}" is declared twice`, key);
       for (const renderer of ["load", "baseline", "update"] as const) {
-        if (typeof source[renderer] !== "function") {
-          throw new ActivationError("setup", `source "${key}" has no ${renderer} function`, plugin.name, key);
-        }
+        if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`, key);
       }
       sources.push(source as unknown as PluginSource);
     },
@@ -148,16 +157,8 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
     await withinDeadline(() => plugin.setup(api as PluginApi<never>, config as never), input.setupDeadlineMs, "setup");
   } catch (error) {
     await scope.close().catch(() => {});
-    if (error instanceof ActivationError) throw error;
-    throw new ActivationError(
-      "setup",
-      `setup threw: ${error instanceof Error ? error.message : String(error)}`,
-      plugin.name,
-      undefined,
-      {
-        cause: error,
-      },
-    );
+    if (error instanceof ActivationFailed) throw error;
+    throw new ActivationFailed({ phase: "setup", reason: `setup threw: ${messageOf(error)}`, plugin: plugin.name, cause: error });
   } finally {
     isSetUp = true;
   }

@@ -1,35 +1,70 @@
 // Owns the guard around a plugin's Context Source: a loader deadline and fault
 // containment, so a broken plugin makes its source unavailable, never the host fail.
+// The contained source (codec, validator, closures) is built once per session env and
+// reused at every boundary, not rebuilt per boundary.
 
 import { withinDeadline } from "../base/deadline.ts";
-import type { Registration } from "../registry/registry.ts";
-import { contain, type SourceFault } from "../system-context/index.ts";
+import type { Registration, SourceEnv } from "../registry/registry.ts";
+import { contain, type SourceFault, type SystemContext } from "../system-context/index.ts";
 import type { PluginSource } from "./define.ts";
 
 export interface Guard {
   readonly deadlineMs: number;
   readonly maxTextLength: number;
   report(fault: SourceFault): void;
+  /** The loader of `key` returned without throwing: its earlier load faults may no longer hold. */
+  observed(key: string): void;
 }
+
+/** How many distinct session envs one source keeps a contained context for. */
+const maxContexts = 256;
 
 /** A plugin-origin registration whose loader and renderers are contained. */
 export function guardedRegistration(source: PluginSource, guard: Guard): Registration {
-  const deadlineMs = source.deadlineMs ?? guard.deadlineMs;
-  const removed = source.removed;
+  const contexts = new Map<string, SystemContext>();
   return {
     key: source.key,
     origin: "plugin",
-    load: (env) =>
-      contain(
-        {
-          key: source.key,
-          schema: source.schema,
-          load: () => withinDeadline(() => source.load(env), deadlineMs, `loader ${source.key}`),
-          baseline: (current) => source.baseline(current),
-          update: (previous, current) => source.update(previous, current),
-          ...(removed === undefined ? {} : { removed: (previous: unknown) => removed.call(source, previous) }),
-        },
-        { report: guard.report, maxTextLength: guard.maxTextLength },
-      ),
+    load: (env) => contextFor(contexts, source, guard, env),
   };
+}
+
+function contextFor(contexts: Map<string, SystemContext>, source: PluginSource, guard: Guard, env: SourceEnv): SystemContext {
+  const id = env.sessionId === undefined ? env.location : `${env.location}\u0000${env.sessionId}`;
+  let context = contexts.get(id);
+  if (context === undefined) {
+    // A frozen copy: a plugin cannot change what another plugin's loader is told.
+    context = containedFor(source, guard, Object.freeze({ ...env }));
+    if (contexts.size >= maxContexts) contexts.delete(contexts.keys().next().value as string);
+    contexts.set(id, context);
+  }
+  return context;
+}
+
+function containedFor(source: PluginSource, guard: Guard, env: SourceEnv): SystemContext {
+  const deadlineMs = source.deadlineMs ?? guard.deadlineMs;
+  const removed = source.removed;
+  const what = `loader ${source.key}`;
+  return contain(
+    {
+      key: source.key,
+      schema: source.schema,
+      load: () => {
+        // A loader that returns at once needs no timer (in-process, nothing could interrupt it anyway).
+        const loaded = source.load(env);
+        if (!(loaded instanceof Promise)) {
+          guard.observed(source.key);
+          return loaded;
+        }
+        return withinDeadline(() => loaded, deadlineMs, what).then((value) => {
+          guard.observed(source.key);
+          return value;
+        });
+      },
+      baseline: (current) => source.baseline(current),
+      update: (previous, current) => source.update(previous, current),
+      ...(removed === undefined ? {} : { removed: (previous: unknown) => removed.call(source, previous) }),
+    },
+    { report: guard.report, maxTextLength: guard.maxTextLength },
+  );
 }

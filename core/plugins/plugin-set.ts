@@ -1,21 +1,24 @@
-// Owns the plugin host: discovery, the load pipeline bundle → evaluate → activate
-// → swap, per-plugin generations, namespaces, watching and hot reload. A plugin
-// never takes the host down: every failure becomes a diagnostic and the last good
-// generation stays active.
+// Owns the plugin set: one entry per discovered plugin file, each with its own queue of
+// loads, the swap of a loaded generation into the registry, and the events the host
+// hears. Loading (`load.ts`), watching (`watching.ts`) and namespace ownership
+// (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
+// becomes a diagnostic and the last good generation stays active.
 
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
-import { type FSWatcher, watch } from "chokidar";
+import { withinDeadline } from "../base/deadline.ts";
 import { type Diagnostic, Diagnostics } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
+import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
-import { BundleError, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import { discoverPlugins } from "./discover.ts";
-import { evaluateBundle, locationsOf } from "./evaluate.ts";
-import { type ActivatedGeneration, ActivationError, activateGeneration } from "./generation.ts";
-import { guardedRegistration } from "./guarded-source.ts";
+import type { ActivatedGeneration } from "./generation.ts";
+import { type Guard, guardedRegistration } from "./guarded-source.ts";
+import { type LoadContext, type LoadFault, loadGeneration } from "./load.ts";
 import type { BundleLocations } from "./locations.ts";
+import { Namespaces } from "./namespaces.ts";
+import { PluginWatcher, type ReloadCause, ReloadSchedule } from "./watching.ts";
 
 export interface PluginSetOptions {
   /** Plugin folders (absolute or relative to the working folder). */
@@ -27,7 +30,10 @@ export interface PluginSetOptions {
   readonly settings?: Readonly<Record<string, unknown>>;
   /** Hot reload on file changes (default true). */
   readonly watch?: boolean;
-  /** Quiet time after a change before reloading (default 50 ms). */
+  /**
+   * Quiet time after the last change of a burst before the plugin is checked once more
+   * (default 50 ms). The first change of a burst reloads at once.
+   */
   readonly debounceMs?: number;
   /** Default loader deadline (default 2 s); a source may set its own. */
   readonly deadlineMs?: number;
@@ -35,6 +41,8 @@ export interface PluginSetOptions {
   readonly maxTextLength?: number;
   /** How long `setup` may run (default 10 s). */
   readonly setupDeadlineMs?: number;
+  /** How long a generation's disposers may run before it is given up on (default 5 s). */
+  readonly disposeDeadlineMs?: number;
   /**
    * Namespaces of the host's core sources (`core` always): a plugin may not take them, so a
    * plugin key can never collide with a core source at composition.
@@ -58,12 +66,12 @@ export interface PluginInfo {
   readonly keys: readonly string[];
 }
 
+/** The generation of a plugin that is swapped in. */
 interface Active {
   readonly name: string;
   readonly generation: number;
-  readonly hash: string;
-  readonly scope: ActivatedGeneration["scope"];
-  readonly registrations: readonly Registration[];
+  readonly scope: Scope;
+  readonly keys: readonly string[];
 }
 
 /** One discovered plugin file and its life. */
@@ -75,21 +83,25 @@ interface PluginEntry {
   attemptedHash: string | undefined;
   /** Files the last bundle attempt read: a change to any of them reloads the plugin. */
   inputs: readonly string[];
+  /** Generation numbers handed out so far. */
   attempts: number;
   /** The last load attempt failed (its diagnostic was emitted). */
   failed: Diagnostic | undefined;
-  /** Another file holds this plugin's namespace. */
-  displacedBy: string | undefined;
   /** A change arrived that no load has seen yet. */
   isDirty: boolean;
+  /** The load that is due was caused by the first event of a burst: its failures are not final. */
+  isProvisional: boolean;
   isRemoved: boolean;
-  timer: NodeJS.Timeout | undefined;
-  /** Whether the post-burst re-check (for writes the watcher coalesced) is still due. */
-  isVerifyDue: boolean;
+  /** Source keys whose faults are in the current diagnostics. */
+  readonly faulted: Set<string>;
+  readonly schedule: ReloadSchedule | undefined;
   queue: Promise<void>;
 }
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The phases of a source's faults at a boundary (as opposed to its generation's). */
+const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"]);
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
@@ -97,27 +109,50 @@ export class PluginSet {
   readonly #entries = new Map<string, PluginEntry>();
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
-  #watcher: FSWatcher | undefined;
+  readonly #namespaces = new Namespaces();
+  readonly #loadContext: LoadContext;
+  #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
-  /** Scopes of generations swapped out, closed after the swap (their disposers may be slow). */
-  #pendingClose: Array<ActivatedGeneration["scope"]> = [];
-  /** Files the watcher is asked to watch. */
-  #watched = new Set<string>();
 
   private constructor(options: PluginSetOptions) {
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
     this.#folders = options.folders.map((folder) => path.resolve(folder));
+    this.#loadContext = {
+      container: options.container,
+      settings: options.settings ?? {},
+      setupDeadlineMs: options.setupDeadlineMs ?? 10_000,
+      reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
+    };
   }
 
   /** Discovers and loads every plugin (sorted by name), then starts watching if asked. */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
-    const host = new PluginSet(options);
-    if (options.watch ?? true) await host.#startWatching();
-    host.#rescan();
-    await host.settled();
-    return host;
+    const set = new PluginSet(options);
+    if (options.watch ?? true) {
+      set.#watcher = await PluginWatcher.start({
+        folders: set.#folders,
+        onFolderChange: () => set.#scheduleRescan(),
+        onFileChange: (file) => {
+          for (const entry of set.#entries.values()) if (entry.inputs.includes(file)) entry.schedule?.event();
+        },
+        // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
+        onError: (error) =>
+          set.#emit({
+            kind: "diagnostic",
+            diagnostic: {
+              plugin: "host",
+              file: set.#folders.join(", "),
+              phase: "discover",
+              message: `watcher: ${messageOf(error)}`,
+            },
+          }),
+      });
+    }
+    set.#rescan();
+    await set.settled();
+    return set;
   }
 
   /** Receives every later event. Returns an unsubscribe. */
@@ -133,18 +168,13 @@ export class PluginSet {
 
   /** Active plugins in name order. */
   plugins(): PluginInfo[] {
-    return [...this.#entries.values()]
-      .filter((entry) => entry.active !== undefined)
-      .map((entry) => {
-        const active = entry.active as Active;
-        return {
-          name: active.name,
-          file: entry.file,
-          generation: active.generation,
-          keys: active.registrations.map((r) => r.key),
-        };
-      })
-      .sort((a, b) => compareText(a.name, b.name));
+    const infos: PluginInfo[] = [];
+    for (const entry of this.#entries.values()) {
+      const active = entry.active;
+      if (active !== undefined)
+        infos.push({ name: active.name, file: entry.file, generation: active.generation, keys: active.keys });
+    }
+    return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
   /** Plugin files whose latest load failed, with the diagnostic that says why. */
@@ -154,23 +184,21 @@ export class PluginSet {
       .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic }));
   }
 
-  /** Resolves once no load is queued or running. */
+  /** Resolves once no load is queued or running and no re-check is due. */
   async settled(): Promise<void> {
     for (;;) {
-      const pending = [...this.#entries.values()].map((entry) => entry.queue);
-      await Promise.all(pending);
-      const isBusy = [...this.#entries.values()].some((entry) => entry.timer !== undefined || entry.isDirty);
+      await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
+      const isBusy = [...this.#entries.values()].some((entry) => entry.schedule?.isPending === true || entry.isDirty);
       if (!isBusy && this.#rescanTimer === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 
-  /** Reloads one plugin (by entry file) now, bypassing the debounce. */
+  /** Reloads one plugin (by entry file) now, bypassing the watcher. */
   reload(file: string): Promise<void> {
     const entry = this.#entries.get(path.resolve(file));
     if (entry === undefined) return Promise.resolve();
-    entry.isDirty = true;
-    return this.#drain(entry);
+    return this.#markDirty(entry, false);
   }
 
   /** Stops watching and closes every generation; releases every watcher, timer and scope. */
@@ -181,12 +209,11 @@ export class PluginSet {
     this.#rescanTimer = undefined;
     await this.#watcher?.close();
     for (const entry of this.#entries.values()) {
-      clearTimeout(entry.timer);
-      entry.timer = undefined;
+      entry.schedule?.cancel();
       entry.isRemoved = true;
     }
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
-    for (const entry of this.#entries.values()) await this.#deactivate(entry, false);
+    for (const entry of this.#entries.values()) await this.#deactivate(entry);
     this.#entries.clear();
     this.#listeners.clear();
   }
@@ -213,6 +240,11 @@ export class PluginSet {
     return full;
   }
 
+  #diagnoseFault(entry: PluginEntry, fault: LoadFault) {
+    const { location, ...rest } = fault;
+    return this.#diagnose(entry, { ...rest, ...location });
+  }
+
   // ── discovery ────────────────────────────────────────────────────────────
 
   #rescan() {
@@ -224,21 +256,7 @@ export class PluginSet {
         if (seen.has(found.file)) continue;
         seen.add(found.file);
         if (!this.#entries.has(found.file)) {
-          const entry: PluginEntry = {
-            id: found.id,
-            file: found.file,
-            active: undefined,
-            attemptedHash: undefined,
-            inputs: [found.file],
-            attempts: 0,
-            failed: undefined,
-            displacedBy: undefined,
-            isDirty: true,
-            isRemoved: false,
-            timer: undefined,
-            isVerifyDue: false,
-            queue: Promise.resolve(),
-          };
+          const entry = this.#newEntry(found.id, found.file);
           this.#entries.set(found.file, entry);
           created.add(entry);
         }
@@ -257,261 +275,31 @@ export class PluginSet {
           () => {},
         );
         previous = this.#drain(entry);
-      } else if (entry.isDirty && entry.attempts === 0) {
-        void this.#drain(entry);
       }
     }
   }
 
-  #remove(entry: PluginEntry) {
-    entry.isRemoved = true;
-    clearTimeout(entry.timer);
-    entry.timer = undefined;
-    entry.queue = entry.queue.then(async () => {
-      this.#entries.delete(entry.file);
-      await this.#deactivate(entry, true);
-      this.#watchInputs();
-    });
-  }
-
-  // ── the load pipeline ───────────────────────────────────────────────────
-
-  /** Runs loads of one plugin one at a time until no change is left unseen. */
-  #drain(entry: PluginEntry): Promise<void> {
-    entry.queue = entry.queue.then(async () => {
-      while (entry.isDirty && !entry.isRemoved && !this.#isClosed) {
-        entry.isDirty = false;
-        await this.#loadOnce(entry);
-      }
-    });
-    return entry.queue;
-  }
-
-  async #loadOnce(entry: PluginEntry): Promise<void> {
-    let bundle: PluginBundle;
-    try {
-      bundle = await bundlePlugin(entry.file);
-    } catch (error) {
-      const location = error instanceof BundleError ? error.location : undefined;
-      if (error instanceof BundleError) this.#setInputs(entry, [...new Set([...entry.inputs, ...error.inputs])]);
-      entry.failed = this.#diagnose(entry, { phase: "bundle", message: messageOf(error), ...location });
-      return;
-    }
-    this.#setInputs(entry, bundle.inputs);
-    if (entry.attemptedHash === bundle.hash) return; // identical content: nothing to reload
-    entry.attemptedHash = bundle.hash;
-    const generation = ++entry.attempts;
-    const locations = locationsOf(bundle, generation);
-    let activated: ActivatedGeneration;
-    try {
-      let exports: Record<string, unknown>;
-      try {
-        exports = evaluateBundle(bundle, generation);
-      } catch (error) {
-        throw new ActivationError("evaluate", `module code threw: ${messageOf(error)}`, undefined, undefined, { cause: error });
-      }
-      activated = await activateGeneration({
-        exports,
-        generation,
-        container: this.#options.container,
-        settings: this.#options.settings ?? {},
-        setupDeadlineMs: this.#options.setupDeadlineMs ?? 10_000,
-        reservedNamespaces: new Set(["core", ...(this.#options.reservedNamespaces ?? [])]),
-      });
-    } catch (error) {
-      const failure = error instanceof ActivationError ? error : new ActivationError("evaluate", messageOf(error), undefined);
-      const cause = failure.cause ?? failure;
-      const location = locations.locate(cause);
-      entry.failed = this.#diagnose(entry, {
-        phase: failure.phase,
-        message: failure.message,
-        ...(failure.plugin === undefined ? {} : { plugin: failure.plugin }),
-        ...(failure.key === undefined ? {} : { key: failure.key }),
-        ...location,
-      });
-      return;
-    }
-    // A change arrived while this generation was being built: it is stale, the next load wins.
-    if (entry.isDirty || entry.isRemoved || this.#isClosed) {
-      await activated.scope.close().catch(() => {});
-      return;
-    }
-    this.#swap(entry, activated, bundle, locations);
-    await this.#afterSwap(entry);
-  }
-
-  /** Atomically replaces the entry's generation in the registry; settles namespace ownership. */
-  #swap(entry: PluginEntry, next: ActivatedGeneration, bundle: PluginBundle, locations: BundleLocations) {
-    const holder = [...this.#entries.values()].find((other) => other !== entry && other.active?.name === next.name);
-    if (holder !== undefined && compareText(holder.file, entry.file) < 0) {
-      entry.displacedBy = holder.file;
-      entry.failed = this.#diagnose(entry, {
-        plugin: next.name,
-        phase: "namespace",
-        message: `namespace "${next.name}" is already taken by ${holder.file}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
-      });
-      this.#pendingClose.push(next.scope);
-      return;
-    }
-    const guard = this.#guardFor(entry, next.name, locations);
-    const registrations = next.sources.map((source) => guardedRegistration(source, guard));
-    const previous = entry.active;
-    try {
-      this.#options.registry.batch((batch) => {
-        if (holder?.active !== undefined) for (const r of holder.active.registrations) batch.unregister(r);
-        if (previous !== undefined) for (const r of previous.registrations) batch.unregister(r);
-        for (const r of registrations) batch.register(next.scope, r);
-      });
-    } catch (error) {
-      // A key the host already registers (a core source): nothing of this generation is applied.
-      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
-      this.#pendingClose.push(next.scope);
-      return;
-    }
-    if (holder?.active !== undefined) {
-      const displaced = holder.active;
-      holder.active = undefined;
-      holder.displacedBy = entry.file;
-      holder.failed = this.#diagnose(holder, {
-        plugin: next.name,
-        phase: "namespace",
-        message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
-      });
-      this.#emit({ kind: "removed", plugin: displaced.name, file: holder.file });
-      this.#pendingClose.push(displaced.scope);
-    }
-    entry.active = { name: next.name, generation: next.generation, hash: bundle.hash, scope: next.scope, registrations };
-    entry.failed = undefined;
-    entry.displacedBy = undefined;
-    if (previous !== undefined) this.#pendingClose.push(previous.scope);
-    this.#resolveProblems(entry, next.name);
-    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation });
-    if (previous !== undefined && previous.name !== next.name) this.#reviveDisplaced(entry.file);
-  }
-
-  /**
-   * The fault guard of one generation's sources. It is built here, not inside `#swap`, on
-   * purpose: closures created in one function share one V8 context, so a `report` closure
-   * made in `#swap` would hold `#swap`'s `previous` (captured by the batch callback) for as
-   * long as the registration lives, and every generation would keep the one before it alive.
-   */
-  #guardFor(entry: PluginEntry, plugin: string, locations: BundleLocations) {
-    return {
-      deadlineMs: this.#options.deadlineMs ?? 2000,
-      maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
-      report: (fault: SourceFault) => {
-        const location = locations.locate(fault.error);
-        this.#diagnose(entry, {
-          plugin,
-          key: fault.key,
-          phase: fault.phase,
-          message: messageOf(fault.error),
-          ...location,
-        });
-      },
+  #newEntry(id: string, file: string): PluginEntry {
+    const quietMs = Math.max(100, (this.#options.debounceMs ?? 50) * 2);
+    const entry: PluginEntry = {
+      id,
+      file,
+      active: undefined,
+      attemptedHash: undefined,
+      inputs: [file],
+      attempts: 0,
+      failed: undefined,
+      isDirty: true,
+      isProvisional: false,
+      isRemoved: false,
+      faulted: new Set(),
+      schedule:
+        this.#watcher === undefined
+          ? undefined
+          : new ReloadSchedule(quietMs, (cause: ReloadCause) => void this.#markDirty(entry, cause === "first-event")),
+      queue: Promise.resolve(),
     };
-  }
-
-  async #afterSwap(entry: PluginEntry) {
-    const scopes = this.#pendingClose.splice(0);
-    for (const scope of scopes) {
-      try {
-        await scope.close();
-      } catch (error) {
-        this.#diagnose(entry, { phase: "dispose", message: messageOf(error) });
-      }
-    }
-  }
-
-  /** Removes an entry's generation from the registry and closes its scope. */
-  async #deactivate(entry: PluginEntry, shouldReviveDisplaced: boolean) {
-    const active = entry.active;
-    if (active === undefined) return;
-    entry.active = undefined;
-    this.#options.registry.batch((batch) => {
-      for (const r of active.registrations) batch.unregister(r);
-    });
-    this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
-    if (entry.isRemoved) this.#resolveProblems(entry, active.name);
-    try {
-      await active.scope.close();
-    } catch (error) {
-      this.#diagnose(entry, { plugin: active.name, phase: "dispose", message: messageOf(error) });
-    }
-    if (shouldReviveDisplaced) this.#reviveDisplaced(entry.file);
-  }
-
-  /** A generation took over (or the plugin left): the problems of earlier generations no longer hold. */
-  #resolveProblems(entry: PluginEntry, plugin: string) {
-    this.#diagnostics.resolve((d) => d.file === entry.file || entry.inputs.includes(d.file) || d.plugin === plugin);
-  }
-
-  /** Plugins that lost their namespace to `file` try again now that it let go. */
-  #reviveDisplaced(file: string) {
-    for (const other of this.#entries.values()) {
-      if (other.displacedBy === file && !other.isRemoved) {
-        other.displacedBy = undefined;
-        other.attemptedHash = undefined;
-        other.isDirty = true;
-        void this.#drain(other);
-      }
-    }
-  }
-
-  // ── watching ────────────────────────────────────────────────────────────
-
-  async #startWatching() {
-    const watcher = watch([...this.#folders], { ignoreInitial: true, depth: 1, atomic: true });
-    this.#watcher = watcher;
-    watcher.on("all", (event, changed) => this.#onFileEvent(event, path.resolve(changed)));
-    // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
-    watcher.on("error", (error) =>
-      this.#emit({
-        kind: "diagnostic",
-        diagnostic: {
-          plugin: "host",
-          file: this.#folders.join(", "),
-          phase: "discover",
-          message: `watcher: ${messageOf(error)}`,
-        },
-      }),
-    );
-    await new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
-  }
-
-  #setInputs(entry: PluginEntry, inputs: readonly string[]) {
-    entry.inputs = inputs;
-    this.#watchInputs();
-  }
-
-  /** Keeps the watcher on exactly the entry files and their imported files. */
-  #watchInputs() {
-    const watcher = this.#watcher;
-    if (watcher === undefined || this.#isClosed) return;
-    const wanted = new Set<string>();
-    for (const entry of this.#entries.values()) for (const input of entry.inputs) wanted.add(input);
-    const added = [...wanted].filter((file) => !this.#watched.has(file));
-    const dropped = [...this.#watched].filter((file) => !wanted.has(file));
-    if (added.length > 0) {
-      // A file the watcher did not cover yet may change after the load read it and before
-      // its watch is up; such plugins are checked again shortly (the bundle hash makes it cheap).
-      const watched = watcher.getWatched();
-      const unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
-      watcher.add(added);
-      for (const entry of this.#entries.values()) {
-        if (entry.inputs.some((input) => unseen.has(input))) this.#scheduleLoad(entry);
-      }
-    }
-    if (dropped.length > 0) watcher.unwatch(dropped.filter((file) => !this.#folders.some((f) => path.dirname(file) === f)));
-    this.#watched = wanted;
-  }
-
-  #onFileEvent(event: string, file: string) {
-    if (this.#isClosed) return;
-    if (event === "add" || event === "unlink" || event === "addDir" || event === "unlinkDir") this.#scheduleRescan();
-    for (const entry of this.#entries.values()) {
-      if (entry.inputs.includes(file)) this.#scheduleLoad(entry);
-    }
+    return entry;
   }
 
   #scheduleRescan() {
@@ -522,30 +310,217 @@ export class PluginSet {
     }, this.#options.debounceMs ?? 50);
   }
 
+  #remove(entry: PluginEntry) {
+    entry.isRemoved = true;
+    entry.schedule?.cancel();
+    entry.queue = entry.queue.then(async () => {
+      this.#entries.delete(entry.file);
+      const name = entry.active?.name ?? entry.id;
+      await this.#deactivate(entry);
+      this.#resolveProblems(entry, name);
+      this.#revive(this.#namespaces.release(entry.file));
+      this.#watchInputs();
+    });
+  }
+
+  // ── loads, one plugin at a time ─────────────────────────────────────────
+
+  /** A change no load has seen yet; a provisional one (first event of a burst) does not demote a final one. */
+  #markDirty(entry: PluginEntry, isProvisional: boolean): Promise<void> {
+    entry.isProvisional = entry.isDirty ? entry.isProvisional && isProvisional : isProvisional;
+    entry.isDirty = true;
+    return this.#drain(entry);
+  }
+
+  /** Runs loads of one plugin one at a time until no change is left unseen. */
+  #drain(entry: PluginEntry): Promise<void> {
+    entry.queue = entry.queue.then(async () => {
+      while (entry.isDirty && !entry.isRemoved && !this.#isClosed) {
+        const isProvisional = entry.isProvisional;
+        entry.isDirty = false;
+        entry.isProvisional = false;
+        await this.#loadOnce(entry, isProvisional);
+      }
+    });
+    return entry.queue;
+  }
+
+  async #loadOnce(entry: PluginEntry, isProvisional: boolean): Promise<void> {
+    const result = await loadGeneration(
+      { file: entry.file, generation: entry.attempts + 1, attemptedHash: entry.attemptedHash },
+      this.#loadContext,
+    );
+    if (result.kind === "unchanged") {
+      this.#setInputs(entry, result.inputs);
+      return;
+    }
+    if (result.kind === "bundle-failed") {
+      this.#setInputs(entry, [...new Set([...entry.inputs, ...result.inputs])]);
+      // A write may still be under way: the quiet re-check decides whether the failure holds.
+      if (!isProvisional) entry.failed = this.#diagnoseFault(entry, result.fault);
+      return;
+    }
+    this.#setInputs(entry, result.inputs);
+    const generation = ++entry.attempts;
+    if (result.kind === "failed") {
+      entry.attemptedHash = result.hash;
+      entry.failed = this.#diagnoseFault(entry, result.fault);
+      return;
+    }
+    const { activated, locations } = result;
+    // A change arrived while this generation was being built: it is stale, the next load wins
+    // (and may load the same content again: it was never swapped in).
+    if (entry.isDirty || entry.isRemoved || this.#isClosed) {
+      await this.#closeScope(entry, activated.name, activated.scope);
+      return;
+    }
+    entry.attemptedHash = result.hash;
+    const displaced = this.#swap(entry, activated, generation, locations);
+    for (const { name, scope } of displaced) await this.#closeScope(entry, name, scope);
+  }
+
   /**
-   * Debounced reload. Watchers may report a write before it finished and coalesce
-   * repeated writes without a trailing event, so after the burst is quiet the plugin
-   * is checked once more (the bundle hash makes an unchanged re-check cheap).
+   * Swaps a generation in: its registrations replace those of the generation it follows
+   * (and of a file whose namespace it takes) in one registry version. Returns exactly the
+   * scopes it displaced, for the caller to close; a refused generation displaces itself.
    */
-  #scheduleLoad(entry: PluginEntry) {
-    const debounceMs = this.#options.debounceMs ?? 50;
-    entry.isVerifyDue = true;
-    clearTimeout(entry.timer);
-    entry.timer = setTimeout(async () => {
-      entry.timer = undefined;
-      entry.isDirty = true;
-      await this.#drain(entry);
-      if (!entry.isVerifyDue || entry.timer !== undefined || entry.isRemoved || this.#isClosed) return;
-      entry.timer = setTimeout(
-        () => {
-          entry.timer = undefined;
-          if (!entry.isVerifyDue) return;
-          entry.isVerifyDue = false;
-          entry.isDirty = true;
-          void this.#drain(entry);
-        },
-        Math.max(100, debounceMs * 2),
-      );
-    }, debounceMs);
+  #swap(
+    entry: PluginEntry,
+    next: ActivatedGeneration,
+    generation: number,
+    locations: BundleLocations,
+  ): Array<{ readonly name: string; readonly scope: Scope }> {
+    const claim = this.#namespaces.check(next.name, entry.file);
+    if (claim.kind === "refused") {
+      this.#namespaces.record(next.name, entry.file, claim);
+      entry.failed = this.#diagnose(entry, {
+        plugin: next.name,
+        phase: "namespace",
+        message: `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
+      });
+      return [{ name: next.name, scope: next.scope }];
+    }
+    const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
+    const guard = this.#guardFor(entry, next.name, locations);
+    const registrations = next.sources.map((source) => guardedRegistration(source, guard));
+    const previous = entry.active;
+    const held = holder?.active;
+    if (!this.#applySwap(entry, next, registrations, [previous?.scope, held?.scope]))
+      return [{ name: next.name, scope: next.scope }];
+    this.#namespaces.record(next.name, entry.file, claim);
+    const displaced: Array<{ name: string; scope: Scope }> = [];
+    if (holder !== undefined && held !== undefined) {
+      holder.active = undefined;
+      holder.failed = this.#diagnose(holder, {
+        plugin: next.name,
+        phase: "namespace",
+        message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
+      });
+      this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
+      displaced.push({ name: held.name, scope: held.scope });
+    }
+    entry.active = { name: next.name, generation, scope: next.scope, keys: registrations.map((r) => r.key) };
+    entry.failed = undefined;
+    this.#resolveProblems(entry, next.name);
+    entry.faulted.clear();
+    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation });
+    if (previous !== undefined) displaced.push({ name: previous.name, scope: previous.scope });
+    if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
+    return displaced;
+  }
+
+  /** One registry version: the retired scopes' registrations out, the new ones in. Whether it applied. */
+  #applySwap(
+    entry: PluginEntry,
+    next: ActivatedGeneration,
+    registrations: readonly Registration[],
+    retired: ReadonlyArray<Scope | undefined>,
+  ) {
+    try {
+      this.#options.registry.batch((batch) => {
+        for (const scope of retired) if (scope !== undefined) batch.retire(scope);
+        for (const registration of registrations) batch.register(next.scope, registration);
+      });
+      return true;
+    } catch (error) {
+      // A key the host already registers (a core source): nothing of this generation is applied.
+      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
+      return false;
+    }
+  }
+
+  /**
+   * The fault guard of one generation's sources. It is built here, not inside `#swap`, on
+   * purpose: closures created in one function share one V8 context, so a `report` closure
+   * made in `#swap` would hold `#swap`'s `previous` (captured by the batch callback) for as
+   * long as the registration lives, and every generation would keep the one before it alive.
+   */
+  #guardFor(entry: PluginEntry, plugin: string, locations: BundleLocations): Guard {
+    return {
+      deadlineMs: this.#options.deadlineMs ?? 2000,
+      maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
+      report: (fault: SourceFault) => {
+        entry.faulted.add(fault.key);
+        const location = locations.locate(fault.error);
+        this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
+      },
+      observed: (key) => {
+        // Cheap at every boundary: only a source with a fault on record resolves anything.
+        if (!entry.faulted.delete(key)) return;
+        this.#diagnostics.resolve((d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase));
+      },
+    };
+  }
+
+  /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
+  async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
+    const ms = this.#options.disposeDeadlineMs ?? 5000;
+    try {
+      await withinDeadline(() => scope.close(), ms, `disposers of ${scope.name}`);
+    } catch (error) {
+      this.#diagnose(entry, { plugin, phase: "dispose", message: messageOf(error) });
+    }
+  }
+
+  /** Removes an entry's generation (closing its scope removes its registrations) and emits `removed`. */
+  async #deactivate(entry: PluginEntry) {
+    const active = entry.active;
+    if (active === undefined) return;
+    entry.active = undefined;
+    this.#options.registry.retire(active.scope);
+    this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
+    await this.#closeScope(entry, active.name, active.scope);
+  }
+
+  /** A generation took over (or the plugin left): the problems of earlier generations no longer hold. */
+  #resolveProblems(entry: PluginEntry, plugin: string) {
+    this.#diagnostics.resolve((d) => d.file === entry.file || entry.inputs.includes(d.file) || d.plugin === plugin);
+  }
+
+  /** Plugins that lost their namespace try again now that its holder let go. */
+  #revive(files: readonly string[]) {
+    for (const file of files) {
+      const other = this.#entries.get(file);
+      if (other === undefined || other.isRemoved) continue;
+      other.attemptedHash = undefined;
+      void this.#markDirty(other, false);
+    }
+  }
+
+  // ── watched inputs ──────────────────────────────────────────────────────
+
+  #setInputs(entry: PluginEntry, inputs: readonly string[]) {
+    entry.inputs = inputs;
+    this.#watchInputs();
+  }
+
+  /** Keeps the watcher on exactly the entry files and their imported files. */
+  #watchInputs() {
+    if (this.#watcher === undefined || this.#isClosed) return;
+    const wanted = new Set<string>();
+    for (const entry of this.#entries.values()) for (const input of entry.inputs) wanted.add(input);
+    const unseen = this.#watcher.watchExactly(wanted);
+    if (unseen.size === 0) return;
+    for (const entry of this.#entries.values()) if (entry.inputs.some((input) => unseen.has(input))) entry.schedule?.recheck();
   }
 }

@@ -2,6 +2,7 @@
 // registrations keep the host's order; plugin-defined ones follow in lexicographic
 // key order, so composition depends only on the set of active registrations.
 
+import { ContextHostError } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import { combine, DuplicateKeyError, type Key, type SystemContext } from "../system-context/index.ts";
 
@@ -31,9 +32,29 @@ export interface RegistryState {
 export interface Batch {
   register(scope: Scope, registration: Registration): void;
   unregister(registration: Registration): void;
+  /** Removes every registration made in `scope` (what closing it would remove), in this version. */
+  retire(scope: Scope): void;
 }
 
 type Listener = (state: RegistryState) => void;
+
+/** `batch` was called from inside a batch's changes. */
+export class RegistryBatchNested extends ContextHostError {
+  constructor() {
+    super("registry batches do not nest: make every change of one version inside one batch");
+  }
+}
+
+/** A registration was made in a scope already closed (or closing); names the key and the scope. */
+export class RegistrationScopeClosed extends ContextHostError {
+  readonly key: Key;
+  readonly scope: string;
+  constructor(options: { readonly key: Key; readonly scope: string }) {
+    super(`cannot register "${options.key}" in a closed scope (${options.scope})`);
+    this.key = options.key;
+    this.scope = options.scope;
+  }
+}
 
 /** Lexicographic by UTF-16 code units, as `Array.prototype.sort` compares strings. */
 function byKey(a: Registration, b: Registration): number {
@@ -45,6 +66,11 @@ export class Registry {
   #plugin: Registration[] = [];
   #state: RegistryState = { version: 0, registrations: [] };
   readonly #listeners = new Set<Listener>();
+  /**
+   * The registrations each scope holds. The registry is their one owner: a scope's close,
+   * and a swap that retires the scope inside a batch, both remove them through here.
+   */
+  readonly #byScope = new Map<Scope, Set<Registration>>();
   #batching = false;
 
   /** The current version. A boundary reads it once and composes from it. */
@@ -62,31 +88,45 @@ export class Registry {
     this.batch((batch) => batch.unregister(registration));
   }
 
+  /** Removes every registration made in `scope`; what closing the scope does first. */
+  retire(scope: Scope): void {
+    this.batch((batch) => batch.retire(scope));
+  }
+
   /**
    * Applies several changes as one version: subscribers and boundaries never see
    * half of them. If any change is invalid (a duplicate key), none is applied.
    */
   batch(changes: (batch: Batch) => void): void {
-    if (this.#batching) throw new Error("registry batches do not nest");
+    if (this.#batching) throw new RegistryBatchNested();
     const core = this.#core.slice();
     const plugin = this.#plugin.slice();
     const scoped: Array<[Scope, Registration]> = [];
+    const removed = new Set<Registration>();
+    const remove = (registration: Registration) => {
+      for (const list of [core, plugin]) {
+        const at = list.indexOf(registration);
+        if (at >= 0) {
+          list.splice(at, 1);
+          removed.add(registration);
+        }
+      }
+    };
     this.#batching = true;
     try {
       changes({
         register: (scope, registration) => {
-          if (scope.isClosed) throw new Error(`cannot register "${registration.key}" in a closed scope`);
+          if (scope.isClosed) throw new RegistrationScopeClosed({ key: registration.key, scope: scope.name });
           if (core.some((r) => r.key === registration.key) || plugin.some((r) => r.key === registration.key)) {
             throw new DuplicateKeyError(registration.key);
           }
           (registration.origin === "core" ? core : plugin).push(registration);
           scoped.push([scope, registration]);
         },
-        unregister: (registration) => {
-          for (const list of [core, plugin]) {
-            const at = list.indexOf(registration);
-            if (at >= 0) list.splice(at, 1);
-          }
+        unregister: remove,
+        retire: (scope) => {
+          for (const registration of this.#byScope.get(scope) ?? []) remove(registration);
+          for (const [owner, registration] of scoped) if (owner === scope) remove(registration);
         },
       });
     } finally {
@@ -97,7 +137,23 @@ export class Registry {
       plugin.length !== this.#plugin.length ||
       core.some((r, i) => r !== this.#core[i]) ||
       plugin.some((r, i) => r !== this.#plugin[i]);
-    for (const [scope, registration] of scoped) void scope.add(() => this.unregister(registration));
+    for (const [scope, held] of this.#byScope) {
+      for (const registration of held) if (removed.has(registration)) held.delete(registration);
+      if (held.size === 0) this.#byScope.delete(scope);
+    }
+    for (const [scope, registration] of scoped) {
+      if (removed.has(registration)) continue;
+      let held = this.#byScope.get(scope);
+      if (held === undefined) {
+        held = new Set();
+        this.#byScope.set(scope, held);
+      }
+      held.add(registration);
+      // Closing the scope removes exactly this registration, unless a batch retired it already.
+      void scope.add(() => {
+        if (this.#byScope.get(scope)?.has(registration)) this.unregister(registration);
+      });
+    }
     if (!changed) return;
     plugin.sort(byKey);
     this.#core = core;

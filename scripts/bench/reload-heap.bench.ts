@@ -176,7 +176,7 @@ function importStrategy(folder: string): Strategy {
       }));
     },
   };
-  const guard = { deadlineMs: 2000, maxTextLength: 64 * 1024, report() {} };
+  const guard = { deadlineMs: 2000, maxTextLength: 64 * 1024, report() {}, observed() {} };
   let active: { scope: ActivatedGeneration["scope"]; registrations: readonly Registration[] } | undefined;
   return {
     async load(version) {
