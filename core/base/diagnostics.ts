@@ -33,16 +33,29 @@ export interface Diagnostic {
   readonly lineText?: string;
 }
 
-/** A short, printable code frame: `file:line:column phase [key] message`, the line, a caret. */
+/**
+ * Text made safe for a terminal: C0 and C1 control characters but tab (escape sequences, carriage
+ * returns, bells, line breaks) and lone surrogates become visible `\u{…}` escapes, so plugin
+ * text cannot move the cursor, recolour, or forge lines of the host's output.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+    (c) => `\\u{${(c.codePointAt(0) as number).toString(16)}}`,
+  );
+}
+
+/** A short, printable code frame: `file:line:column phase [key] message`, the line, a caret. Control characters escaped. */
 export function formatDiagnostic(diagnostic: Diagnostic, cwd = process.cwd()): string {
-  const where = path.relative(cwd, diagnostic.file) || diagnostic.file;
+  const where = escapeControl(path.relative(cwd, diagnostic.file) || diagnostic.file);
   const position = diagnostic.line === undefined ? "" : `:${diagnostic.line}:${(diagnostic.column ?? 0) + 1}`;
-  const key = diagnostic.key === undefined ? "" : ` ${diagnostic.key}`;
-  const head = `${where}${position} [${diagnostic.plugin} ${diagnostic.phase}${key}] ${diagnostic.message}`;
+  const key = diagnostic.key === undefined ? "" : ` ${escapeControl(diagnostic.key)}`;
+  const head = `${where}${position} [${escapeControl(diagnostic.plugin)} ${diagnostic.phase}${key}] ${escapeControl(diagnostic.message)}`;
   if (diagnostic.lineText === undefined || diagnostic.line === undefined) return head;
   const gutter = `${diagnostic.line} | `;
   const caret = `${" ".repeat(gutter.length - 2)}| ${" ".repeat(Math.max(0, diagnostic.column ?? 0))}^`;
-  return `${head}\n${gutter}${diagnostic.lineText}\n${caret}`;
+  return `${head}\n${gutter}${escapeControl(diagnostic.lineText)}\n${caret}`;
 }
 
 /** A diagnostic as the channel keeps it: how often it was reported and whether it still holds. */

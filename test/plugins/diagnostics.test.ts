@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { Diagnostics } from "../../core/base/diagnostics.ts";
+import { Diagnostics, formatDiagnostic } from "../../core/base/diagnostics.ts";
 import { baselineOf, logLines, textPlugin, usePluginHarness, write } from "./harness.ts";
 
 /** A plugin whose loader throws while `flag` holds "broken" and returns its text otherwise. */
@@ -73,5 +73,27 @@ describe("Plugin set: diagnostics of source faults", () => {
     await running.host.reload(one);
     expect(logLines(log)).to.deep.equal(["setup 1", "setup 2", "setup 1b", "dispose 1"]);
     expect((await baselineOf(running)).baseline).to.equal("one: 1b\n\ntwo: 2");
+  });
+});
+
+describe("Plugin set: diagnostics printed to a terminal", () => {
+  it("control characters in a plugin's message, key, name and line are escaped, so plugin text cannot forge terminal output", () => {
+    const printed = formatDiagnostic(
+      {
+        plugin: "evil\u001b[2J",
+        file: "/plugins/evil.ts",
+        line: 2,
+        column: 0,
+        key: "evil/x\r",
+        phase: "load",
+        message: "boom\u001b[31m\nFAKE host line\u0007\ud800",
+        lineText: "\tthrow x;\u009b",
+      },
+      "/plugins",
+    );
+    expect(printed).to.equal(
+      "evil.ts:2:1 [evil\\u{1b}[2J load evil/x\\u{d}] boom\\u{1b}[31m\\u{a}FAKE host line\\u{7}\\u{d800}\n2 | \tthrow x;\\u{9b}\n  | ^",
+    );
+    expect(printed.split("\n")).to.have.length(3);
   });
 });
