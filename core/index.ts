@@ -35,11 +35,25 @@ export {
 } from "./providers/index.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { SourceEnv } from "./registry/registry.ts";
-export { BoundaryContended, ProviderNotFound, SessionBusy, ToolInputInvalid } from "./session/errors.ts";
+export {
+  BoundaryContended,
+  LocationInvalid,
+  PromptInvalid,
+  ProviderNotFound,
+  ReplyInvalid,
+  SessionBusy,
+  SizeLimitExceeded,
+  StoreBusy,
+  StoreFailed,
+  StoreFileChanged,
+  TextNotWellFormed,
+  ToolInputInvalid,
+} from "./session/errors.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
-export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
+export type { SessionLimits } from "./session/reply-check.ts";
+export type { StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export { SqliteSessionStore } from "./session/store/sqlite.ts";
-export type { BoundaryCommitted, ReplyCommitted } from "./session/store/store.ts";
+export type { BoundaryCommitted, InFlightLease, ReplyCommitted } from "./session/store/store.ts";
 export {
   type BoundaryCommit,
   type EpochReason,

@@ -3,6 +3,7 @@
 // one file, and corrupt snapshot rows.
 
 import { execFile } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -260,7 +261,9 @@ describe("session runtime: durability", () => {
     await host.prompt(id, "one");
     const stepping = host.step(id);
     while (provider.requests.length === 0) await sleep(1);
-    await host.move(id, path.join(folder.path, "elsewhere"));
+    const elsewhere = path.join(folder.path, "elsewhere");
+    mkdirSync(elsewhere);
+    await host.move(id, elsewhere);
     await host.switchModel(id, { model: "m2" });
     answer();
     await stepping;

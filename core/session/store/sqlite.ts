@@ -9,7 +9,7 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
-import type { ToolCall } from "../provider.ts";
+import { type ToolCall, ToolCallSchema } from "../provider.ts";
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
@@ -69,14 +69,14 @@ const migrations: readonly string[] = [
    ) STRICT;`,
   // The host system prompt an epoch began with, as JSON (a string or null); NULL: not recorded.
   "ALTER TABLE epochs ADD COLUMN system_prompt TEXT;",
+  // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
+  "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
 ];
 
 const MessageData = Compile(
   Type.Object({
     // A tool call's input may be absent (JSON has no `undefined`): it reads back absent.
-    toolCalls: Type.Optional(
-      Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Optional(Type.Unknown()) })),
-    ),
+    toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
     callId: Type.Optional(Type.String()),
     name: Type.Optional(Type.String()),
   }),
@@ -92,6 +92,8 @@ interface SessionRow {
   revision: number;
   epoch_due: EpochReason | null;
   awaiting_reply: number;
+  lease_holder: string | null;
+  lease_expires: number | null;
 }
 
 interface MessageRow {
@@ -181,6 +183,9 @@ export class SqliteSessionStore implements SessionStore {
       revision: row.revision,
       epochDue: row.epoch_due ?? undefined,
       isAwaitingReply: row.awaiting_reply === 1,
+      ...(row.lease_holder === null || row.lease_expires === null
+        ? {}
+        : { lease: { holder: row.lease_holder, expiresAt: row.lease_expires } }),
     };
   }
 
@@ -354,6 +359,11 @@ export class SqliteSessionStore implements SessionStore {
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     const run = this.#db.transaction((): BoundaryCommitted => {
       this.#claim(id, revision, `, awaiting_reply = 1${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
+      this.#prepare("UPDATE sessions SET lease_holder = ?, lease_expires = ? WHERE id = ?").run(
+        commit.lease?.holder ?? null,
+        commit.lease?.expiresAt ?? null,
+        id,
+      );
       let seq = this.#nextSeq(id);
       let epoch = this.#currentEpochNumber(id);
       const appended: StoredMessage[] = [];
@@ -406,7 +416,7 @@ export class SqliteSessionStore implements SessionStore {
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<ReplyCommitted> {
     const run = this.#db.transaction((): ReplyCommitted => {
-      this.#claim(id, revision, ", awaiting_reply = 0");
+      this.#claim(id, revision, ", awaiting_reply = 0, lease_holder = NULL, lease_expires = NULL");
       let seq = this.#nextSeq(id);
       const epoch = this.#currentEpochNumber(id);
       const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
@@ -419,6 +429,22 @@ export class SqliteSessionStore implements SessionStore {
       return { appended };
     });
     return run.immediate();
+  }
+
+  async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
+    const result = this.#prepare(
+      `UPDATE sessions SET lease_holder = ?, lease_expires = ?
+       WHERE id = ? AND awaiting_reply = 1 AND (lease_holder IS NULL OR lease_holder = ? OR lease_expires <= ?)`,
+    ).run(lease.holder, lease.expiresAt, id, lease.holder, now);
+    if (result.changes === 0) this.#sessionRow(id);
+    return result.changes === 1;
+  }
+
+  async releaseLease(id: string, holder: string): Promise<void> {
+    this.#prepare("UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = ? AND lease_holder = ?").run(
+      id,
+      holder,
+    );
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
