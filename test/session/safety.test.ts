@@ -2,7 +2,7 @@
 // replies checked before any write, well-formed text, tool deadlines and failures,
 // one provider call per boundary within a host and across hosts, bad locations, limits.
 
-import { writeFileSync } from "node:fs";
+import { copyFileSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import {
@@ -10,6 +10,7 @@ import {
   type ProviderReply,
   ReplyInvalid,
   SizeLimitExceeded,
+  StoreFileChanged,
   scriptedProvider,
   TextNotWellFormed,
 } from "../../core/index.ts";
@@ -202,5 +203,47 @@ describe("session runtime: input checks, tools and one in-flight call", () => {
     expect(tooBig).to.be.instanceOf(SizeLimitExceeded);
     expect((tooBig as SizeLimitExceeded).what).to.contain("core/big");
     expect(transcript(await host.messages(id))).to.deep.equal(["user: one", "assistant: reply 1: one"]);
+  });
+
+  it("a sessions.db deleted or replaced while the host runs is detected at the next commit, naming the file", async () => {
+    const { sessionsFile } = await import("../../core/session/store/sqlite.ts");
+    const file = sessionsFile(folder.path);
+    for (const fault of ["deleted", "replaced"] as const) {
+      const provider = scriptedProvider();
+      const { host, id } = await startSession(provider, { core: core() });
+      await host.prompt(id, "one");
+      await host.step(id);
+      if (fault === "deleted") {
+        for (const suffix of ["", "-wal", "-shm"]) rmSync(`${file}${suffix}`, { force: true });
+      } else {
+        copyFileSync(file, `${file}.copy`);
+        renameSync(`${file}.copy`, file);
+      }
+      const error = await rejection(() => host.prompt(id, "two"));
+      expect(error, fault).to.be.instanceOf(StoreFileChanged);
+      expect((error as StoreFileChanged).file).to.equal(file);
+      await host.close();
+    }
+  });
+
+  it("a store that fails to open (a newer schema) keeps no file open", async () => {
+    const { SqliteSessionStore, sessionsFile } = await import("../../core/session/store/sqlite.ts");
+    const file = sessionsFile(folder.path);
+    const store = new SqliteSessionStore(file);
+    await store.close();
+    const Database = (await import("better-sqlite3")).default;
+    const db = new Database(file);
+    db.pragma("user_version = 999");
+    db.close();
+    const openOnFile = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(file);
+        } catch {
+          return false;
+        }
+      }).length;
+    expect(() => new SqliteSessionStore(file)).to.throw("newer than this context-host");
+    expect(openOnFile()).to.equal(0);
   });
 });

@@ -2,13 +2,14 @@
 // foreign keys on, schema versioned by `PRAGMA user_version` migrations. Every
 // boundary is one transaction guarded by the session's revision.
 
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import { ContextHostError } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
-import { SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
+import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
 import { type ToolCall, ToolCallSchema } from "../provider.ts";
 import {
   type BoundaryCommit,
@@ -113,6 +114,13 @@ interface EpochRow {
   system_prompt: string | null;
 }
 
+/** The longest a write waits for another process's write lock (the event loop waits with it). */
+const busyWaitMs = 1000;
+
+function identityOf(stats: { dev: number; ino: number }): string {
+  return `${stats.dev}:${stats.ino}`;
+}
+
 /** The SQLite file of a data folder. */
 export function sessionsFile(dataDir: string): string {
   return path.join(dataDir, "sessions.db");
@@ -128,8 +136,45 @@ export class SqliteSessionStore implements SessionStore {
     this.#db = new Database(file);
     this.#db.pragma("journal_mode = WAL");
     this.#db.pragma("foreign_keys = ON");
-    this.#db.pragma("busy_timeout = 5000");
-    this.#migrate();
+    try {
+      this.#db.pragma("busy_timeout = 5000");
+      this.#migrate();
+      // After opening, another process's write lock is waited for at most this long, then `StoreBusy`.
+      this.#db.pragma(`busy_timeout = ${busyWaitMs}`);
+      this.#identity = file === ":memory:" ? undefined : identityOf(statSync(file));
+    } catch (error) {
+      // A store that failed to open keeps nothing open.
+      this.#db.close();
+      throw error;
+    }
+  }
+
+  /** Device and inode of the file as opened: a deleted or replaced file is detected at the next write. */
+  readonly #identity: string | undefined;
+
+  #checkFile(): void {
+    if (this.#identity === undefined) return;
+    let now: string;
+    try {
+      now = identityOf(statSync(this.file));
+    } catch {
+      throw new StoreFileChanged({ file: this.file, reason: "was deleted" });
+    }
+    if (now !== this.#identity) throw new StoreFileChanged({ file: this.file, reason: "was replaced by another file" });
+  }
+
+  /** Runs one write: the file is still the one opened, and SQLite's errors name the file. */
+  #write<T>(operation: string, work: () => T): T {
+    this.#checkFile();
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof ContextHostError) throw error;
+      if ((error as { code?: unknown }).code === "SQLITE_BUSY") {
+        throw new StoreBusy({ file: this.file, waitedMs: busyWaitMs, operation });
+      }
+      throw new StoreFailed({ file: this.file, operation, cause: error });
+    }
   }
 
   /** Prepared statements by SQL text: a boundary runs the same few statements every time. */
@@ -164,7 +209,11 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
-    this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(session);
+    this.#write(`create session ${session.id}`, () =>
+      this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(
+        session,
+      ),
+    );
   }
 
   #sessionRow(id: string): SessionRow {
@@ -205,12 +254,14 @@ export class SqliteSessionStore implements SessionStore {
         id,
       );
     });
-    update.immediate();
+    this.#write(`update session ${id}`, () => update.immediate());
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    this.#sessionRow(id);
-    this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
+    this.#write(`add a prompt to session ${id}`, () => {
+      this.#sessionRow(id);
+      this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
+    });
   }
 
   async pendingPrompts(id: string): Promise<PendingPrompt[]> {
@@ -401,7 +452,7 @@ export class SqliteSessionStore implements SessionStore {
       return { revision: revision + 1, epoch: active, appended };
     });
     try {
-      return run.immediate();
+      return this.#write(`commit a boundary of session ${id}`, () => run.immediate());
     } catch (error) {
       // A rolled-back write must not leave its text remembered as the stored snapshot.
       this.#parsedSnapshots.delete(id);
@@ -428,14 +479,16 @@ export class SqliteSessionStore implements SessionStore {
       }
       return { appended };
     });
-    return run.immediate();
+    return this.#write(`commit a reply of session ${id}`, () => run.immediate());
   }
 
   async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
-    const result = this.#prepare(
-      `UPDATE sessions SET lease_holder = ?, lease_expires = ?
+    const result = this.#write(`claim the lease of session ${id}`, () =>
+      this.#prepare(
+        `UPDATE sessions SET lease_holder = ?, lease_expires = ?
        WHERE id = ? AND awaiting_reply = 1 AND (lease_holder IS NULL OR lease_holder = ? OR lease_expires <= ?)`,
-    ).run(lease.holder, lease.expiresAt, id, lease.holder, now);
+      ).run(lease.holder, lease.expiresAt, id, lease.holder, now),
+    );
     if (result.changes === 0) this.#sessionRow(id);
     return result.changes === 1;
   }
@@ -452,7 +505,7 @@ export class SqliteSessionStore implements SessionStore {
       this.#claim(id, revision, ", epoch_due = 'compaction'");
       this.#insertMessage(id, this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id));
     });
-    run.immediate();
+    this.#write(`commit a summary of session ${id}`, () => run.immediate());
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {
