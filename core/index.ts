@@ -30,9 +30,14 @@ export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./pr
 export type { ConnectionOptions } from "./providers/transport.ts";
 export {
   BoundaryContended,
+  LocationInvalid,
   ProjectFilesUnavailable,
+  PromptInvalid,
   ProviderNotFound,
+  ReplyInvalid,
   SessionBusy,
+  SizeLimitExceeded,
+  TextNotWellFormed,
   ToolInputInvalid,
 } from "./session/errors.ts";
 export type {
@@ -45,7 +50,8 @@ export type {
   ToolCall,
 } from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
-export type { StepResult, Tool, ToolContext } from "./session/runtime.ts";
+export type { SessionLimits } from "./session/reply-check.ts";
+export type { StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";

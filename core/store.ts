@@ -7,7 +7,15 @@
  * @module
  */
 
-export { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "./session/errors.ts";
+export {
+  RevisionConflict,
+  SessionCorrupt,
+  SessionNotFound,
+  StoreBusy,
+  StoreFailed,
+  StoreFileChanged,
+  StoreSchemaNewer,
+} from "./session/errors.ts";
 export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";
 export { SqliteSessionStore } from "./session/store/sqlite.ts";
 export type {
@@ -15,6 +23,7 @@ export type {
   BoundaryCommitted,
   EpochReason,
   EpochRecord,
+  InFlightLease,
   MessageRole,
   PendingPrompt,
   ReplyCommitted,

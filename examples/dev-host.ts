@@ -48,6 +48,10 @@ async function turn(text: string) {
       console.log(`  blocked: unavailable core sources ${result.keys.join(", ")}`);
       return;
     }
+    if (result.kind === "in-flight") {
+      console.log("  another process is calling the provider for this session");
+      return;
+    }
     const { request, reply } = result;
     if (shown === 0 || request.messages.length < shown) {
       console.log(`── Baseline System Context ──\n${request.system.at(-1)}\n─────────────────────────────`);

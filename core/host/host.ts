@@ -9,7 +9,8 @@ import { Scope } from "../base/scope.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/plugin-set.ts";
 import type { Provider } from "../session/provider.ts";
 import { readTool } from "../session/read-tool.ts";
-import { SessionRuntime, type StepResult, type Tool } from "../session/runtime.ts";
+import type { SessionLimits } from "../session/reply-check.ts";
+import { SessionRuntime, type StepResult, type Tool, type ToolSpec } from "../session/runtime.ts";
 import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
 import type { SessionStore, StoredMessage } from "../session/store/store.ts";
 import type { CoreSource } from "../sources/core-source.ts";
@@ -31,8 +32,14 @@ export interface HostOptions {
   readonly plugins?: readonly string[];
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;
-  /** Host tools the model may call. */
-  readonly tools?: Readonly<Record<string, Tool>>;
+  /** Host tools the model may call: a function, or `{ run, deadlineMs }` for a tool with its own deadline. */
+  readonly tools?: Readonly<Record<string, Tool | ToolSpec>>;
+  /** Deadline of a tool call unless the tool sets its own (default 60 s); a missed one is stored as an error result. */
+  readonly toolDeadlineMs?: number;
+  /** In-flight lease of a provider call across processes (default 30 s, renewed while the call runs). */
+  readonly leaseMs?: number;
+  /** Size limits in UTF-8 bytes: `promptBytes`, `toolResultBytes`, `sourceValueBytes` (each 1 MiB by default). */
+  readonly limits?: SessionLimits;
   /** Plugin settings by plugin name, checked against each plugin's `config` schema. */
   readonly pluginSettings?: Readonly<Record<string, unknown>>;
   readonly clock?: Clock;
@@ -118,6 +125,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     providers: options.providers,
     ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
     tools: { read: readTool, ...options.tools },
+    ...pick(options, ["toolDeadlineMs", "leaseMs", "limits", "clock"]),
     projectFiles: (sessionId, location) => instructions.projectFiles(sessionId, location),
   });
 

@@ -93,3 +93,115 @@ export class StoreSchemaNewer extends ContextHostError {
     this.supported = options.supported;
   }
 }
+
+/** A provider reply that does not have the shape of the Provider port; nothing of it was admitted. */
+export class ReplyInvalid extends ContextHostError {
+  readonly sessionId: string;
+  readonly provider: string;
+  /** JSON Pointer of the offending field, `/` for the reply itself. */
+  readonly field: string;
+  constructor(options: {
+    readonly sessionId: string;
+    readonly provider: string;
+    readonly field: string;
+    readonly reason: string;
+  }) {
+    super(
+      `session ${options.sessionId}: the reply of provider ${JSON.stringify(options.provider)} is invalid at ${options.field || "/"}: ${options.reason}; nothing of it was admitted`,
+    );
+    this.sessionId = options.sessionId;
+    this.provider = options.provider;
+    this.field = options.field || "/";
+  }
+}
+
+/** Text that is not well-formed (a lone surrogate): it would be stored and sent altered, so it is refused. */
+export class TextNotWellFormed extends ContextHostError {
+  readonly sessionId: string;
+  readonly what: string;
+  readonly index: number;
+  constructor(options: { readonly sessionId: string; readonly what: string; readonly index: number }) {
+    super(
+      `session ${options.sessionId}: the ${options.what} is not well-formed text (a lone surrogate at index ${options.index}); it would be altered when stored or sent`,
+    );
+    this.sessionId = options.sessionId;
+    this.what = options.what;
+    this.index = options.index;
+  }
+}
+
+/** A prompt the host will not admit (empty); names the session. */
+export class PromptInvalid extends ContextHostError {
+  readonly sessionId: string;
+  constructor(options: { readonly sessionId: string; readonly reason: string }) {
+    super(`prompt for session ${options.sessionId}: ${options.reason}`);
+    this.sessionId = options.sessionId;
+  }
+}
+
+/** Something over one of the host's size limits (`limits` of createHost): names what, its size and the limit. */
+export class SizeLimitExceeded extends ContextHostError {
+  readonly sessionId: string;
+  /** `prompt`, or `source <key>`. */
+  readonly what: string;
+  readonly limit: "promptBytes" | "sourceValueBytes" | "toolResultBytes";
+  readonly bytes: number;
+  readonly maxBytes: number;
+  constructor(options: {
+    readonly sessionId: string;
+    readonly what: string;
+    readonly limit: "promptBytes" | "sourceValueBytes" | "toolResultBytes";
+    readonly bytes: number;
+    readonly maxBytes: number;
+  }) {
+    super(
+      `session ${options.sessionId}: the ${options.what} is ${options.bytes} bytes, over the limit of ${options.maxBytes} (limits.${options.limit})`,
+    );
+    this.sessionId = options.sessionId;
+    this.what = options.what;
+    this.limit = options.limit;
+    this.bytes = options.bytes;
+    this.maxBytes = options.maxBytes;
+  }
+}
+
+/** A session location that is not an absolute path of an existing folder. */
+export class LocationInvalid extends ContextHostError {
+  readonly location: string;
+  constructor(options: { readonly location: string; readonly reason: string }) {
+    super(`location ${JSON.stringify(options.location)}: ${options.reason}`);
+    this.location = options.location;
+  }
+}
+
+/** The store's file was deleted or replaced while the host ran: writing on would lose them. Names the file. */
+export class StoreFileChanged extends ContextHostError {
+  readonly file: string;
+  constructor(options: { readonly file: string; readonly reason: string }) {
+    super(`${options.file}: ${options.reason} while the host had it open; nothing more is written to it`);
+    this.file = options.file;
+  }
+}
+
+/** Another process held the store's write lock for longer than the bounded wait. */
+export class StoreBusy extends ContextHostError {
+  readonly file: string;
+  readonly waitedMs: number;
+  constructor(options: { readonly file: string; readonly waitedMs: number; readonly operation: string }) {
+    super(`${options.file}: ${options.operation} waited ${options.waitedMs} ms for another process's write lock and gave up`);
+    this.file = options.file;
+    this.waitedMs = options.waitedMs;
+  }
+}
+
+/** SQLite failed; names the file and the operation, with SQLite's error as the cause. */
+export class StoreFailed extends ContextHostError {
+  readonly file: string;
+  readonly operation: string;
+  constructor(options: { readonly file: string; readonly operation: string; readonly cause: unknown }) {
+    const reason = options.cause instanceof Error ? options.cause.message : String(options.cause);
+    super(`${options.file}: ${options.operation} failed: ${reason}`, { cause: options.cause });
+    this.file = options.file;
+    this.operation = options.operation;
+  }
+}

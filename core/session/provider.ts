@@ -1,6 +1,8 @@
 // Owns the provider-neutral request and reply shapes of the Host API (SPEC section 5).
 // Lowering to each API's wire format lives beside this file, one provider per file.
 
+import Type from "typebox";
+
 /** A tool call requested by the model. */
 export interface ToolCall {
   readonly id: string;
@@ -80,3 +82,37 @@ export interface ProviderReply {
 export interface Provider {
   send(request: ProviderRequest): Promise<ProviderReply>;
 }
+
+// The port's shapes as TypeBox schemas: the store checks stored tool calls with
+// `ToolCallSchema`, and the runtime checks every reply with `ProviderReplySchema` before
+// anything of it is written (fields beyond these are allowed and not stored).
+
+/** A tool call, as a schema (its `input` may be absent: JSON has no `undefined`). */
+export const ToolCallSchema = Type.Object({ id: Type.String(), name: Type.String(), input: Type.Optional(Type.Unknown()) });
+
+const Count = Type.Integer({ minimum: 0 });
+
+/** `TokenUsage`, as a schema. */
+export const TokenUsageSchema = Type.Object({
+  input: Count,
+  cacheRead: Count,
+  cacheWrite: Count,
+  cacheWrite1h: Type.Optional(Count),
+  output: Count,
+});
+
+/** `ProviderContent`, as a schema. */
+export const ProviderContentSchema = Type.Object({
+  provider: Type.String(),
+  model: Type.String(),
+  blocks: Type.Array(Type.Unknown()),
+});
+
+/** A provider reply, as a schema. */
+export const ProviderReplySchema = Type.Object({
+  text: Type.String(),
+  toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
+  usage: Type.Optional(TokenUsageSchema),
+  providerContent: Type.Optional(ProviderContentSchema),
+  refusal: Type.Optional(Type.String()),
+});

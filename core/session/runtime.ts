@@ -4,6 +4,11 @@
 // Nothing here runs unless asked: no timers, no watchers, no waking idle sessions.
 
 import { randomUUID } from "node:crypto";
+import { statSync } from "node:fs";
+import path from "node:path";
+import { type Clock, systemClock } from "../base/clock.ts";
+import { withinDeadline } from "../base/deadline.ts";
+import { messageOf } from "../base/errors.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { ProjectFiles } from "../sources/instructions/service.ts";
 import {
@@ -14,10 +19,27 @@ import {
   replaceOrReconcile,
   type SystemContext,
 } from "../system-context/index.ts";
-import { BoundaryContended, ProjectFilesUnavailable, ProviderNotFound, SessionBusy } from "./errors.ts";
+import {
+  BoundaryContended,
+  LocationInvalid,
+  ProjectFilesUnavailable,
+  PromptInvalid,
+  ProviderNotFound,
+  SessionBusy,
+  SizeLimitExceeded,
+} from "./errors.ts";
 import { SessionHistories, type SessionHistory } from "./history.ts";
 import { requestOf } from "./projection.ts";
 import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "./provider.ts";
+import {
+  bytesOf,
+  checkReply,
+  checkSize,
+  checkWellFormed,
+  defaultLimits,
+  loneSurrogateAt,
+  type SessionLimits,
+} from "./reply-check.ts";
 import {
   type BoundaryCommit,
   type EpochReason,
@@ -46,11 +68,24 @@ export interface ToolContext {
 /** A host tool: takes the model's input, returns the result text. */
 export type Tool = (input: unknown, context: ToolContext) => string | Promise<string>;
 
+/** A host tool with its own deadline. */
+export interface ToolSpec {
+  readonly run: Tool;
+  /** Milliseconds the tool may take; then its call gets an error result (default: the host's `toolDeadlineMs`). */
+  readonly deadlineMs?: number;
+}
+
 /** The outcome of one `step`. */
 export type StepResult =
   | { readonly kind: "replied"; readonly request: ProviderRequest; readonly reply: ProviderReply }
   | { readonly kind: "blocked"; readonly keys: readonly string[] }
-  | { readonly kind: "idle" };
+  | { readonly kind: "idle" }
+  /**
+   * Another runtime (another process on the same database) holds the in-flight lease of
+   * this session's admitted boundary: it calls the provider; nothing was sent from here.
+   * Step again later; its reply will be in history, or its lease expires at `until`.
+   */
+  | { readonly kind: "in-flight"; readonly until: number };
 
 export interface RuntimeOptions {
   readonly store: SessionStore;
@@ -58,7 +93,14 @@ export interface RuntimeOptions {
   compose(env: SourceEnv): Promise<SystemContext>;
   readonly providers: Readonly<Record<string, Provider>>;
   readonly systemPrompt?: string;
-  readonly tools?: Readonly<Record<string, Tool>>;
+  readonly tools?: Readonly<Record<string, Tool | ToolSpec>>;
+  /** Default deadline of a tool call (default 60 s). */
+  readonly toolDeadlineMs?: number;
+  /** How long the in-flight lease of a provider call lasts unless renewed (default 30 s; renewed while the holder lives). */
+  readonly leaseMs?: number;
+  /** Size limits (UTF-8 bytes) of prompts, tool results and source values. */
+  readonly limits?: SessionLimits;
+  readonly clock?: Clock;
   /** Project file access for a tool call (the instruction service's). */
   projectFiles?(sessionId: string, location: string): ProjectFiles;
   /** The user-side instruction that asks the provider for a compaction summary. */
@@ -79,6 +121,46 @@ interface Ready {
   readonly history: SessionHistory;
 }
 
+const defaultToolDeadlineMs = 60_000;
+const defaultLeaseMs = 30_000;
+
+/** Checks a session location: an absolute path of an existing folder. Throws `LocationInvalid`. */
+export function checkLocation(location: unknown): string {
+  if (typeof location !== "string" || location === "") {
+    throw new LocationInvalid({ location: String(location), reason: "a location must be a folder's absolute path" });
+  }
+  if (!path.isAbsolute(location)) {
+    throw new LocationInvalid({
+      location,
+      reason: `is relative; give an absolute path (it would have resolved to ${path.resolve(location)})`,
+    });
+  }
+  let stats: ReturnType<typeof statSync>;
+  try {
+    stats = statSync(location);
+  } catch (error) {
+    throw new LocationInvalid({ location, reason: `cannot be used: ${messageOf(error)}` });
+  }
+  if (!stats.isDirectory()) throw new LocationInvalid({ location, reason: "is not a folder" });
+  return location;
+}
+
+/** Runs work one at a time per key, in call order. */
+class PerKeyQueue {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    const result = previous.then(work, work);
+    const tail = result.catch(() => {});
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+}
+
 /** Rounds of re-planning after another runtime committed first. */
 const maxReplans = 8;
 
@@ -90,14 +172,22 @@ function isIdle(last: StoredMessage | undefined, pending: readonly PendingPrompt
 export class SessionRuntime {
   readonly #options: RuntimeOptions;
   readonly #histories = new SessionHistories();
+  readonly #queue = new PerKeyQueue();
+  /** This runtime's name in in-flight leases. */
+  readonly #holder = randomUUID();
+  readonly #limits: Required<SessionLimits>;
+  readonly #clock: Clock;
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
+    this.#limits = { ...defaultLimits, ...options.limits };
+    this.#clock = options.clock ?? systemClock;
   }
 
   /** Creates a session and returns its id. Its first boundary renders the Baseline. */
   async createSession(session: { location: string; provider: string; model: string }): Promise<string> {
     this.#provider(session.provider);
+    checkLocation(session.location);
     const id = randomUUID();
     await this.#options.store.createSession({ id, ...session });
     return id;
@@ -106,8 +196,10 @@ export class SessionRuntime {
   /** Admits input durably. It is promoted into history at the next boundary; nothing is sent now. */
   async prompt(id: string, text: string): Promise<void> {
     if (typeof text !== "string" || text.trim() === "") {
-      throw new TypeError(`prompt for session ${id}: the text is empty; a prompt must say something`);
+      throw new PromptInvalid({ sessionId: id, reason: "the text is empty; a prompt must say something" });
     }
+    checkWellFormed(text, id, "prompt");
+    checkSize(text, this.#limits.promptBytes, { sessionId: id, what: "prompt", limit: "promptBytes" });
     await this.#options.store.addPrompt(id, text);
   }
 
@@ -124,11 +216,16 @@ export class SessionRuntime {
 
   /** A new location: the next boundary starts a new epoch, and location-scoped sources re-resolve there. */
   async move(id: string, location: string): Promise<void> {
+    checkLocation(location);
     await this.#options.store.updateSession(id, { location, epochDue: "move" });
   }
 
   /** Summarises projected history through the provider; the next boundary starts a new epoch. */
-  async compact(id: string): Promise<void> {
+  compact(id: string): Promise<void> {
+    return this.#queue.run(id, () => this.#compact(id));
+  }
+
+  async #compact(id: string): Promise<void> {
     const { store } = this.#options;
     const session = await store.session(id);
     if (session.isAwaitingReply)
@@ -138,58 +235,135 @@ export class SessionRuntime {
     const history = await this.#histories.of(id, store);
     const request = requestOf(session, this.#options.systemPrompt, epoch, history.projected(epoch));
     const instruction = this.#options.compactionInstruction ?? defaultCompactionInstruction;
-    const reply = await this.#provider(session.provider).send({
-      ...request,
-      messages: [...request.messages, { role: "user", text: instruction }],
-    });
+    const reply = checkReply(
+      await this.#provider(session.provider).send({
+        ...request,
+        messages: [...request.messages, { role: "user", text: instruction }],
+      }),
+      { sessionId: id, provider: session.provider },
+    );
     await store.commitSummary(id, session.revision, reply.text);
   }
 
-  /** Runs one Safe Provider-Turn Boundary and at most one provider call. */
-  async step(id: string): Promise<StepResult> {
+  /**
+   * Runs one Safe Provider-Turn Boundary and at most one provider call. Steps of one
+   * session run one at a time in this runtime; across runtimes the in-flight lease lets
+   * exactly one call the provider for a boundary.
+   */
+  step(id: string): Promise<StepResult> {
+    return this.#queue.run(id, () => this.#step(id));
+  }
+
+  async #step(id: string): Promise<StepResult> {
     const prepared = await this.#boundary(id);
     if (prepared.kind !== "ready") return prepared;
     const { request, location, lastSeq, history } = prepared;
-    const reply = await this.#provider(request.provider).send(request);
-    const toolResults = await this.#runTools(id, location, reply.toolCalls ?? []);
     const { store } = this.#options;
-    for (let revision = prepared.revision; ; ) {
+    const renewal = this.#renewLease(id);
+    try {
+      let reply: ProviderReply;
+      let stored: ProviderReply;
       try {
-        const committed = await store.commitReply(id, revision, reply, toolResults);
-        history.append(committed.appended);
-        break;
+        reply = await this.#provider(request.provider).send(request);
+        // Checked before anything is written or any tool runs: nothing of a bad reply is admitted.
+        stored = checkReply(reply, { sessionId: id, provider: request.provider });
       } catch (error) {
-        if (!(error instanceof RevisionConflict)) throw error;
-        // Another runtime persisted the reply to this same request first: ours is a duplicate.
-        const session = await store.session(id);
-        if (!session.isAwaitingReply || (await store.messages(id, lastSeq)).length > 0) break;
-        // Only a transition (move, switch) advanced the revision in flight: this reply is still awaited.
-        revision = session.revision;
+        await store.releaseLease(id, this.#holder).catch(() => {});
+        throw error;
       }
+      const calls = stored.toolCalls ?? [];
+      // Never run a tool for a call that cannot be committed: another runtime may have settled this boundary.
+      if (calls.length > 0) {
+        const winner = await this.#settledElsewhere(id, lastSeq);
+        if (winner !== undefined) return { kind: "replied", request, reply: winner };
+      }
+      const toolResults = await this.#runTools(id, location, calls);
+      for (let revision = prepared.revision; ; ) {
+        try {
+          const committed = await store.commitReply(id, revision, stored, toolResults);
+          history.append(committed.appended);
+          return { kind: "replied", request, reply };
+        } catch (error) {
+          if (!(error instanceof RevisionConflict)) throw error;
+          // Another runtime persisted the reply to this same request first: hand back that one, which is in history.
+          const winner = await this.#settledElsewhere(id, lastSeq);
+          if (winner !== undefined) return { kind: "replied", request, reply: winner };
+          // Only a transition (move, switch) advanced the revision in flight: this reply is still awaited.
+          revision = (await store.session(id)).revision;
+        }
+      }
+    } finally {
+      renewal.stop();
     }
-    return { kind: "replied", request, reply };
+  }
+
+  /** The reply another runtime committed for the request built at `lastSeq`, if it did. */
+  async #settledElsewhere(id: string, lastSeq: number): Promise<ProviderReply | undefined> {
+    const { store } = this.#options;
+    const appended = await store.messages(id, lastSeq);
+    const answer = appended.find((message) => message.role === "assistant");
+    if (answer !== undefined) {
+      return answer.toolCalls === undefined ? { text: answer.text } : { text: answer.text, toolCalls: answer.toolCalls };
+    }
+    if (!(await store.session(id)).isAwaitingReply) return { text: "" };
+    return undefined;
+  }
+
+  /** Keeps this runtime's in-flight lease of the session alive while its provider call and tools run. */
+  #renewLease(id: string): { stop(): void } {
+    const leaseMs = this.#leaseMs;
+    const timer = setInterval(
+      () => {
+        const now = this.#clock.now();
+        void this.#options.store.claimLease(id, { holder: this.#holder, expiresAt: now + leaseMs }, now).catch(() => {});
+      },
+      Math.max(10, Math.floor(leaseMs / 3)),
+    );
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  get #leaseMs(): number {
+    return this.#options.leaseMs ?? defaultLeaseMs;
   }
 
   /**
    * Reads the session, its active epoch, its pending input and what was appended to its
    * history once, and commits the boundary; the commit returns what the request needs.
    */
-  async #boundary(id: string): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" }> {
+  async #boundary(
+    id: string,
+  ): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" } | { kind: "in-flight"; until: number }> {
     const { store } = this.#options;
     for (let round = 0; round < maxReplans; round++) {
       const session = await store.session(id);
       const epoch = await store.activeEpoch(id);
       const history = await this.#histories.of(id, store);
-      // An admitted boundary whose reply is not persisted: resend it, no new boundary.
-      if (session.isAwaitingReply && epoch !== undefined) return this.#ready(session, session.revision, epoch, history);
+      // An admitted boundary whose reply is not persisted: resend it, no new boundary, unless
+      // another runtime's lease says it is calling the provider for it right now.
+      if (session.isAwaitingReply && epoch !== undefined) {
+        const now = this.#clock.now();
+        const lease = { holder: this.#holder, expiresAt: now + this.#leaseMs };
+        if (!(await store.claimLease(id, lease, now))) {
+          const held = (await store.session(id)).lease;
+          if (held === undefined) continue; // settled meanwhile: plan again
+          return { kind: "in-flight", until: held.expiresAt };
+        }
+        return this.#ready(session, session.revision, epoch, history);
+      }
       const pending = await store.pendingPrompts(id);
       if (isIdle(history.last, pending)) return { kind: "idle" };
       const context = await this.#options.compose({ location: session.location, sessionId: id });
       const planned = await this.#plan(context, session, epoch, pending);
       if (planned.kind === "blocked") return planned;
+      this.#checkSourceValues(id, planned.commit, epoch);
       let committed: Awaited<ReturnType<SessionStore["commitBoundary"]>>;
       try {
-        committed = await store.commitBoundary(id, session.revision, planned.commit);
+        const now = this.#clock.now();
+        committed = await store.commitBoundary(id, session.revision, {
+          ...planned.commit,
+          lease: { holder: this.#holder, expiresAt: now + this.#leaseMs },
+        });
       } catch (error) {
         if (error instanceof RevisionConflict) continue; // another runtime admitted first: plan again
         throw error;
@@ -254,23 +428,66 @@ export class SessionRuntime {
     return { kind: "ready", request, revision, location: session.location, lastSeq: history.lastSeq, history };
   }
 
+  /**
+   * Refuses a boundary that would admit a source value over `limits.sourceValueBytes`
+   * (only values that changed are measured: kept entries are carried as the same object).
+   */
+  #checkSourceValues(id: string, commit: BoundaryCommit, epoch: EpochRecord | undefined): void {
+    const snapshot = commit.newEpoch?.snapshot ?? commit.systemUpdate?.snapshot;
+    if (snapshot === undefined) return;
+    const previous = commit.newEpoch === undefined ? epoch?.snapshot : undefined;
+    const maxBytes = this.#limits.sourceValueBytes;
+    for (const [key, entry] of Object.entries(snapshot)) {
+      if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
+      const encoded = JSON.stringify(entry.value) ?? "";
+      if (encoded.length > maxBytes || (encoded.length * 3 > maxBytes && bytesOf(encoded) > maxBytes)) {
+        throw new SizeLimitExceeded({
+          sessionId: id,
+          what: `value of source ${key}`,
+          limit: "sourceValueBytes",
+          bytes: bytesOf(encoded),
+          maxBytes,
+        });
+      }
+    }
+  }
+
+  /** Runs each call's tool within its deadline; every failure becomes a result that says what went wrong. */
   async #runTools(id: string, location: string, calls: readonly ToolCall[]) {
     const results: Array<{ callId: string; name: string; result: string }> = [];
-    for (const call of calls) {
-      const tool = this.#options.tools?.[call.name];
-      let result: string;
-      if (tool === undefined) {
-        result = `Error: unknown tool ${JSON.stringify(call.name)}`;
-      } else {
-        try {
-          result = String(await tool(call.input, { sessionId: id, location, files: this.#projectFiles(id, location) }));
-        } catch (error) {
-          result = `Error: ${error instanceof Error ? error.message : String(error)}`;
-        }
-      }
-      results.push({ callId: call.id, name: call.name, result });
-    }
+    for (const call of calls) results.push({ callId: call.id, name: call.name, result: await this.#runTool(id, location, call) });
     return results;
+  }
+
+  async #runTool(id: string, location: string, call: ToolCall): Promise<string> {
+    const entry = Object.hasOwn(this.#options.tools ?? {}, call.name) ? this.#options.tools?.[call.name] : undefined;
+    if (entry === undefined) return `Error: unknown tool ${JSON.stringify(call.name)}`;
+    const tool = typeof entry === "function" ? entry : entry.run;
+    const deadlineMs =
+      (typeof entry === "function" ? undefined : entry.deadlineMs) ?? this.#options.toolDeadlineMs ?? defaultToolDeadlineMs;
+    let result: string;
+    try {
+      const output = await withinDeadline(
+        () => tool(call.input, { sessionId: id, location, files: this.#projectFiles(id, location) }),
+        deadlineMs,
+        `tool ${JSON.stringify(call.name)}`,
+      );
+      result = typeof output === "string" ? output : messageOf(output);
+    } catch (error) {
+      return `Error: ${messageOf(error)}`;
+    }
+    const index = loneSurrogateAt(result);
+    if (index >= 0) {
+      return `Error: tool ${JSON.stringify(call.name)} returned text that is not well-formed (a lone surrogate at index ${index})`;
+    }
+    const maxBytes = this.#limits.toolResultBytes;
+    if (result.length * 3 > maxBytes) {
+      const bytes = bytesOf(result);
+      if (bytes > maxBytes) {
+        return `Error: tool ${JSON.stringify(call.name)} returned ${bytes} bytes, over the limit of ${maxBytes} bytes (limits.toolResultBytes)`;
+      }
+    }
+    return result;
   }
 
   #projectFiles(id: string, location: string): ProjectFiles {

@@ -184,7 +184,7 @@ export async function runScriptedSession(options: ScriptedSessionOptions): Promi
       tools: { [readFileDefinition.name]: (input) => `contents of ${(input as { path: string }).path}:\n${sentence(30, 120)}` },
     });
     try {
-      const id = await host.createSession({ location: "/work/app", provider: "scripted", model: "bench" });
+      const id = await host.createSession({ location: dataDir, provider: "scripted", model: "bench" });
       let epoch = 0;
       let toolTurn = false;
       for (let step = 0; step < steps; step++) {

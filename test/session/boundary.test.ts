@@ -5,7 +5,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { type Host, type ScriptedProvider, scriptedProvider } from "../../core/index.ts";
+import { type Host, PromptInvalid, type ScriptedProvider, scriptedProvider } from "../../core/index.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, requestOf, sent, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
@@ -60,7 +60,7 @@ describe("session runtime: the Safe Provider-Turn Boundary", () => {
     await host.prompt(id, "  ").catch((e: unknown) => {
       error = e;
     });
-    expect(error).to.be.instanceOf(TypeError);
+    expect(error).to.be.instanceOf(PromptInvalid);
     expect((error as Error).message)
       .to.contain(id)
       .and.contain("empty");

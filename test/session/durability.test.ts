@@ -3,6 +3,7 @@
 // one file, and corrupt snapshot rows.
 
 import { execFile } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -13,6 +14,7 @@ import { type ProviderRequest, scriptedProvider } from "../../core/index.ts";
 import { sessionsFile } from "../../core/session/store/sqlite.ts";
 import { SessionCorrupt } from "../../core/session/store/store.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
+import { StoreFailed } from "../../core/store.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, requestOf, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
@@ -87,7 +89,12 @@ describe("session runtime: durability", () => {
         } finally {
           db.exec("DROP TRIGGER failing");
         }
-        expect(failure, failing).to.be.instanceOf(Error).with.property("message", "disk full");
+        // The store's error names its file and what it was doing, and carries SQLite's error.
+        expect(failure, failing).to.be.instanceOf(StoreFailed);
+        expect((failure as StoreFailed).message, failing).to.match(
+          /sessions\.db: commit a boundary of session .+ failed: disk full$/,
+        );
+        expect(((failure as StoreFailed).cause as Error).message, failing).to.equal("disk full");
         expect(transcript(await host.messages(id)), failing).to.deep.equal(["user: one", "assistant: reply 1: one"]);
         expect(storedSnapshot(), failing).to.equal(admitted);
       }
@@ -261,7 +268,9 @@ describe("session runtime: durability", () => {
     await host.prompt(id, "one");
     const stepping = host.step(id);
     while (provider.requests.length === 0) await sleep(1);
-    await host.move(id, path.join(folder.path, "elsewhere"));
+    const elsewhere = path.join(folder.path, "elsewhere");
+    mkdirSync(elsewhere);
+    await host.move(id, elsewhere);
     await host.switchModel(id, { model: "m2" });
     answer();
     await stepping;

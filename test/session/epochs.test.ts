@@ -1,6 +1,7 @@
 // Context Epochs on a real SQLite file: compaction, model/provider switch and location
 // move each start a new epoch with a fresh Baseline while durable history is kept.
 
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { scriptedProvider } from "../../core/index.ts";
@@ -214,6 +215,8 @@ describe("session runtime: Context Epochs", () => {
   it("a location move starts a new epoch and location-scoped sources re-resolve in the destination", async () => {
     const from = path.join(folder.path, "from");
     const to = path.join(folder.path, "to");
+    mkdirSync(from);
+    mkdirSync(to);
     const provider = scriptedProvider();
     const host = await start({ providers: { scripted: provider }, core: [locationSource] });
     const id = await host.createSession({ location: from, provider: "scripted", model: "m" });

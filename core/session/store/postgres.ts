@@ -11,12 +11,21 @@ import { Compile } from "typebox/compile";
 import { ContextHostError, messageOf } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
-import type { ProviderContent, ProviderReply, TokenUsage, ToolCall } from "../provider.ts";
+import {
+  type ProviderContent,
+  ProviderContentSchema,
+  type ProviderReply,
+  type TokenUsage,
+  TokenUsageSchema,
+  type ToolCall,
+  ToolCallSchema,
+} from "../provider.ts";
 import type {
   BoundaryCommit,
   BoundaryCommitted,
   EpochReason,
   EpochRecord,
+  InFlightLease,
   MessageRole,
   PendingPrompt,
   ReplyCommitted,
@@ -87,25 +96,20 @@ const migrations: readonly string[] = [
      discovered INTEGER NOT NULL,
      PRIMARY KEY (session_id, location, file)
    );`,
+  // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
+  "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires BIGINT;",
 ];
 
 const MessageData = Compile(
   Type.Object({
-    toolCalls: Type.Optional(
-      Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Optional(Type.Unknown()) })),
-    ),
+    toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
     callId: Type.Optional(Type.String()),
     name: Type.Optional(Type.String()),
   }),
 );
 
-const Count = Type.Integer({ minimum: 0 });
-const UsageData = Compile(
-  Type.Object({ input: Count, cacheRead: Count, cacheWrite: Count, cacheWrite1h: Type.Optional(Count), output: Count }),
-);
-const ProviderContentData = Compile(
-  Type.Object({ provider: Type.String(), model: Type.String(), blocks: Type.Array(Type.Unknown()) }),
-);
+const UsageData = Compile(TokenUsageSchema);
+const ProviderContentData = Compile(ProviderContentSchema);
 
 const roles: ReadonlySet<string> = new Set(["user", "assistant", "tool", "system-update", "summary"]);
 
@@ -117,6 +121,9 @@ interface SessionRow {
   revision: number;
   epoch_due: EpochReason | null;
   awaiting_reply: boolean;
+  lease_holder: string | null;
+  /** BIGINT arrives as a string. */
+  lease_expires: string | null;
 }
 
 interface MessageRow {
@@ -291,6 +298,9 @@ export class PostgresSessionStore implements SessionStore {
       revision: row.revision,
       epochDue: row.epoch_due ?? undefined,
       isAwaitingReply: row.awaiting_reply,
+      ...(row.lease_holder === null || row.lease_expires === null
+        ? {}
+        : { lease: { holder: row.lease_holder, expiresAt: Number(row.lease_expires) } }),
     };
   }
 
@@ -456,6 +466,11 @@ export class PostgresSessionStore implements SessionStore {
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     return this.#transaction(`committing a boundary of session ${id}`, async (query) => {
       await this.#claim(query, id, revision, `, awaiting_reply = true${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
+      await query("UPDATE sessions SET lease_holder = $1, lease_expires = $2 WHERE id = $3", [
+        commit.lease?.holder ?? null,
+        commit.lease?.expiresAt ?? null,
+        id,
+      ]);
       let { seq, epoch } = await this.#next(query, id);
       const appended: StoredMessage[] = [];
       if (commit.newEpoch !== undefined) {
@@ -502,7 +517,7 @@ export class PostgresSessionStore implements SessionStore {
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<ReplyCommitted> {
     return this.#transaction(`committing a reply of session ${id}`, async (query) => {
-      await this.#claim(query, id, revision, ", awaiting_reply = false");
+      await this.#claim(query, id, revision, ", awaiting_reply = false, lease_holder = NULL, lease_expires = NULL");
       let { seq, epoch } = await this.#next(query, id);
       const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
       const appended = [
@@ -527,6 +542,25 @@ export class PostgresSessionStore implements SessionStore {
       }
       return { appended };
     });
+  }
+
+  async claimLease(id: string, lease: InFlightLease, now: number): Promise<boolean> {
+    const result = await this.#query(
+      `claiming the lease of session ${id}`,
+      `UPDATE sessions SET lease_holder = $1, lease_expires = $2
+       WHERE id = $3 AND awaiting_reply AND (lease_holder IS NULL OR lease_holder = $1 OR lease_expires <= $4)`,
+      [lease.holder, lease.expiresAt, id, now],
+    );
+    if (result.rowCount === 0) await this.#sessionRow(id);
+    return result.rowCount === 1;
+  }
+
+  async releaseLease(id: string, holder: string): Promise<void> {
+    await this.#query(
+      `releasing the lease of session ${id}`,
+      "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = $1 AND lease_holder = $2",
+      [id, holder],
+    );
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {

@@ -2,14 +2,22 @@
 // foreign keys on, schema versioned by `PRAGMA user_version` migrations. Every
 // boundary is one transaction guarded by the session's revision.
 
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import { ContextHostError } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
-import { SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
-import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
+import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
+import {
+  type ProviderContent,
+  ProviderContentSchema,
+  type TokenUsage,
+  TokenUsageSchema,
+  type ToolCall,
+  ToolCallSchema,
+} from "../provider.ts";
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
@@ -72,28 +80,17 @@ const migrations: readonly string[] = [
   // An assistant reply's token usage and the provider content to replay (thinking blocks), as JSON; NULL: none.
   `ALTER TABLE messages ADD COLUMN usage TEXT;
    ALTER TABLE messages ADD COLUMN provider_content TEXT;`,
+  // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
+  "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
 ];
 
-const Count = Type.Integer({ minimum: 0 });
-const UsageData = Compile(
-  Type.Object({
-    input: Count,
-    cacheRead: Count,
-    cacheWrite: Count,
-    cacheWrite1h: Type.Optional(Count),
-    output: Count,
-  }),
-);
-const ProviderContentData = Compile(
-  Type.Object({ provider: Type.String(), model: Type.String(), blocks: Type.Array(Type.Unknown()) }),
-);
+const UsageData = Compile(TokenUsageSchema);
+const ProviderContentData = Compile(ProviderContentSchema);
 
 const MessageData = Compile(
   Type.Object({
     // A tool call's input may be absent (JSON has no `undefined`): it reads back absent.
-    toolCalls: Type.Optional(
-      Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Optional(Type.Unknown()) })),
-    ),
+    toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
     callId: Type.Optional(Type.String()),
     name: Type.Optional(Type.String()),
   }),
@@ -109,6 +106,8 @@ interface SessionRow {
   revision: number;
   epoch_due: EpochReason | null;
   awaiting_reply: number;
+  lease_holder: string | null;
+  lease_expires: number | null;
 }
 
 interface MessageRow {
@@ -130,6 +129,13 @@ interface EpochRow {
   system_prompt: string | null;
 }
 
+/** The longest a write waits for another process's write lock (the event loop waits with it). */
+const busyWaitMs = 1000;
+
+function identityOf(stats: { dev: number; ino: number }): string {
+  return `${stats.dev}:${stats.ino}`;
+}
+
 /** The SQLite file of a data folder. */
 export function sessionsFile(dataDir: string): string {
   return path.join(dataDir, "sessions.db");
@@ -146,8 +152,45 @@ export class SqliteSessionStore implements SessionStore {
     this.#db = new Database(file);
     this.#db.pragma("journal_mode = WAL");
     this.#db.pragma("foreign_keys = ON");
-    this.#db.pragma("busy_timeout = 5000");
-    this.#migrate();
+    try {
+      this.#db.pragma("busy_timeout = 5000");
+      this.#migrate();
+      // After opening, another process's write lock is waited for at most this long, then `StoreBusy`.
+      this.#db.pragma(`busy_timeout = ${busyWaitMs}`);
+      this.#identity = file === ":memory:" ? undefined : identityOf(statSync(file));
+    } catch (error) {
+      // A store that failed to open keeps nothing open.
+      this.#db.close();
+      throw error;
+    }
+  }
+
+  /** Device and inode of the file as opened: a deleted or replaced file is detected at the next write. */
+  readonly #identity: string | undefined;
+
+  #checkFile(): void {
+    if (this.#identity === undefined) return;
+    let now: string;
+    try {
+      now = identityOf(statSync(this.file));
+    } catch {
+      throw new StoreFileChanged({ file: this.file, reason: "was deleted" });
+    }
+    if (now !== this.#identity) throw new StoreFileChanged({ file: this.file, reason: "was replaced by another file" });
+  }
+
+  /** Runs one write: the file is still the one opened, and SQLite's errors name the file. */
+  #write<T>(operation: string, work: () => T): T {
+    this.#checkFile();
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof ContextHostError) throw error;
+      if ((error as { code?: unknown }).code === "SQLITE_BUSY") {
+        throw new StoreBusy({ file: this.file, waitedMs: busyWaitMs, operation });
+      }
+      throw new StoreFailed({ file: this.file, operation, cause: error });
+    }
   }
 
   /** Prepared statements by SQL text: a boundary runs the same few statements every time. */
@@ -182,7 +225,11 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
-    this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(session);
+    this.#write(`create session ${session.id}`, () =>
+      this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(
+        session,
+      ),
+    );
   }
 
   #sessionRow(id: string): SessionRow {
@@ -201,6 +248,9 @@ export class SqliteSessionStore implements SessionStore {
       revision: row.revision,
       epochDue: row.epoch_due ?? undefined,
       isAwaitingReply: row.awaiting_reply === 1,
+      ...(row.lease_holder === null || row.lease_expires === null
+        ? {}
+        : { lease: { holder: row.lease_holder, expiresAt: row.lease_expires } }),
     };
   }
 
@@ -220,12 +270,14 @@ export class SqliteSessionStore implements SessionStore {
         id,
       );
     });
-    update.immediate();
+    this.#write(`update session ${id}`, () => update.immediate());
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    this.#sessionRow(id);
-    this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
+    this.#write(`add a prompt to session ${id}`, () => {
+      this.#sessionRow(id);
+      this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
+    });
   }
 
   async pendingPrompts(id: string): Promise<PendingPrompt[]> {
@@ -395,6 +447,11 @@ export class SqliteSessionStore implements SessionStore {
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     const run = this.#db.transaction((): BoundaryCommitted => {
       this.#claim(id, revision, `, awaiting_reply = 1${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
+      this.#prepare("UPDATE sessions SET lease_holder = ?, lease_expires = ? WHERE id = ?").run(
+        commit.lease?.holder ?? null,
+        commit.lease?.expiresAt ?? null,
+        id,
+      );
       let seq = this.#nextSeq(id);
       let epoch = this.#currentEpochNumber(id);
       const appended: StoredMessage[] = [];
@@ -432,7 +489,7 @@ export class SqliteSessionStore implements SessionStore {
       return { revision: revision + 1, epoch: active, appended };
     });
     try {
-      return run.immediate();
+      return this.#write(`commit a boundary of session ${id}`, () => run.immediate());
     } catch (error) {
       // A rolled-back write must not leave its text remembered as the stored snapshot.
       this.#parsedSnapshots.delete(id);
@@ -447,7 +504,7 @@ export class SqliteSessionStore implements SessionStore {
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<ReplyCommitted> {
     const run = this.#db.transaction((): ReplyCommitted => {
-      this.#claim(id, revision, ", awaiting_reply = 0");
+      this.#claim(id, revision, ", awaiting_reply = 0, lease_holder = NULL, lease_expires = NULL");
       let seq = this.#nextSeq(id);
       const epoch = this.#currentEpochNumber(id);
       const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
@@ -462,7 +519,25 @@ export class SqliteSessionStore implements SessionStore {
       }
       return { appended };
     });
-    return run.immediate();
+    return this.#write(`commit a reply of session ${id}`, () => run.immediate());
+  }
+
+  async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
+    const result = this.#write(`claim the lease of session ${id}`, () =>
+      this.#prepare(
+        `UPDATE sessions SET lease_holder = ?, lease_expires = ?
+       WHERE id = ? AND awaiting_reply = 1 AND (lease_holder IS NULL OR lease_holder = ? OR lease_expires <= ?)`,
+      ).run(lease.holder, lease.expiresAt, id, lease.holder, now),
+    );
+    if (result.changes === 0) this.#sessionRow(id);
+    return result.changes === 1;
+  }
+
+  async releaseLease(id: string, holder: string): Promise<void> {
+    this.#prepare("UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = ? AND lease_holder = ?").run(
+      id,
+      holder,
+    );
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
@@ -470,7 +545,7 @@ export class SqliteSessionStore implements SessionStore {
       this.#claim(id, revision, ", epoch_due = 'compaction'");
       this.#insertMessage(id, this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id));
     });
-    run.immediate();
+    this.#write(`commit a summary of session ${id}`, () => run.immediate());
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {

@@ -25,6 +25,14 @@ export interface SessionRecord {
   readonly epochDue: EpochReason | undefined;
   /** A boundary was admitted and its provider reply is not persisted yet: a retry resends it. */
   readonly isAwaitingReply: boolean;
+  /** The in-flight lease of the awaited reply's provider call: which runtime makes it, and until when (ms). */
+  readonly lease?: InFlightLease;
+}
+
+/** Which runtime calls the provider for a session's admitted boundary, and until when (ms since the epoch). */
+export interface InFlightLease {
+  readonly holder: string;
+  readonly expiresAt: number;
 }
 
 /** One durable message, oldest first by `seq`. */
@@ -80,6 +88,8 @@ export interface BoundaryCommit {
   readonly systemUpdate?: { readonly text: string; readonly snapshot: Snapshot };
   /** Whether the session's due epoch transition is settled by this boundary. */
   readonly settlesEpochDue: boolean;
+  /** The in-flight lease the committing runtime takes for the provider call that follows. */
+  readonly lease?: InFlightLease;
 }
 
 /** What a boundary commit admitted, so the request can be built without reading again. */
@@ -120,13 +130,20 @@ export interface SessionStore extends DiscoveryLog {
    * the appended messages.
    */
   commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted>;
-  /** Persists a provider reply and the tool results of its calls, if the session is still at `revision`. */
+  /** Persists a provider reply and the tool results of its calls, if the session is still at `revision`; frees the lease. */
   commitReply(
     id: string,
     revision: number,
     reply: { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent },
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<ReplyCommitted>;
+  /**
+   * Takes or renews the in-flight lease of the session's awaited reply: succeeds when a reply
+   * is awaited and the lease is free, expired at `now`, or already `lease.holder`'s.
+   */
+  claimLease(id: string, lease: InFlightLease, now: number): Promise<boolean>;
+  /** Gives up `holder`'s lease (e.g. after a failed provider call), so a retry need not wait for it to expire. */
+  releaseLease(id: string, holder: string): Promise<void>;
   /** Appends a compaction summary; the next boundary starts a new epoch. */
   commitSummary(id: string, revision: number, text: string): Promise<void>;
   close(): Promise<void>;

@@ -8,7 +8,7 @@
 // iteration: change sources, maybe prompt, step (the scripted provider; sometimes a
 // tool call, sometimes a failed attempt), sometimes compact, switch model or move.
 
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import Type from "typebox";
 import { createHost, type Host, type ProviderRequest, scriptedProvider } from "../../../core/index.ts";
@@ -146,15 +146,22 @@ export async function openScenario(options: { dataDir: string; seed: number; tag
     builtins: false,
     plugins: [],
     watch: false,
+    // A killed worker's lease must not keep its successor waiting long.
+    leaseMs: 200,
     tools: { echo: (input) => JSON.stringify(input) },
   });
 
+  // Session locations must be existing folders.
+  const locationA = path.join(dataDir, "a");
+  const locationB = path.join(dataDir, "b");
+  mkdirSync(locationA, { recursive: true });
+  mkdirSync(locationB, { recursive: true });
   const idFile = path.join(dataDir, "session-id");
   let sessionId: string;
   if (existsSync(idFile)) {
     sessionId = readFileSync(idFile, "utf8");
   } else {
-    sessionId = await host.createSession({ location: "/crash/a", provider: "scripted", model: "m0" });
+    sessionId = await host.createSession({ location: locationA, provider: "scripted", model: "m0" });
     writeFileSync(`${idFile}.tmp`, sessionId);
     renameSync(`${idFile}.tmp`, idFile);
   }
@@ -178,7 +185,7 @@ export async function openScenario(options: { dataDir: string; seed: number; tag
     try {
       if (r < 0.04) await host.compact(sessionId);
       else if (r < 0.05) await host.switchModel(sessionId, { model: `m${i}` });
-      else if (r < 0.06) await host.move(sessionId, rng() < 0.5 ? "/crash/a" : "/crash/b");
+      else if (r < 0.06) await host.move(sessionId, rng() < 0.5 ? locationA : locationB);
     } catch (error) {
       const message = error instanceof Error ? error.message : "";
       if (message !== flaky && !message.endsWith(pendingTurn)) throw error;
