@@ -799,6 +799,46 @@ export function describeSessionStoreConformance(
       }
     });
 
+    it("a boundary's in-flight lease is stored with it and read back; the reply clears it", async () => {
+      await create(store, "s1");
+      await store.addPrompt("s1", "one");
+      const lease = { holder: "host-1", expiresAt: 1_700_000_030_000 };
+      await boundary(store, "s1", {
+        newEpoch: { baseline: "b", snapshot: snapshotOne, reason: "initial", systemPrompt: null },
+        promote: await store.pendingPrompts("s1"),
+        settlesEpochDue: true,
+        lease,
+      });
+      expect((await store.session("s1")).lease).to.deep.equal(lease);
+      await reply(store, "s1", "ok");
+      const after = await store.session("s1");
+      expect(after.lease, "no lease once the reply is stored").to.equal(undefined);
+      expect(after.isAwaitingReply).to.equal(false);
+    });
+
+    it("claimLease succeeds only while a reply is awaited and the lease is free, expired or the claimer's own, and releaseLease frees only its holder's", async () => {
+      await create(store, "s1");
+      const now = 1_700_000_000_000;
+      expect(await store.claimLease("s1", { holder: "a", expiresAt: now + 1000 }, now), "no reply awaited").to.equal(false);
+      await store.addPrompt("s1", "one");
+      await startFirstEpoch(store, "s1");
+      expect(await store.claimLease("s1", { holder: "a", expiresAt: now + 1000 }, now), "free").to.equal(true);
+      expect(await store.claimLease("s1", { holder: "b", expiresAt: now + 2000 }, now + 999), "held by a").to.equal(false);
+      expect(await store.claimLease("s1", { holder: "a", expiresAt: now + 5000 }, now + 999), "a renews").to.equal(true);
+      expect((await store.session("s1")).lease).to.deep.equal({ holder: "a", expiresAt: now + 5000 });
+      await store.releaseLease("s1", "b");
+      expect((await store.session("s1")).lease, "b cannot release a's lease").to.deep.equal({
+        holder: "a",
+        expiresAt: now + 5000,
+      });
+      expect(await store.claimLease("s1", { holder: "b", expiresAt: now + 9000 }, now + 5000), "expired").to.equal(true);
+      await store.releaseLease("s1", "b");
+      expect((await store.session("s1")).lease, "released").to.equal(undefined);
+      expect(await store.claimLease("s1", { holder: "c", expiresAt: now + 9000 }, now), "free again").to.equal(true);
+      const error = await rejection(() => store.claimLease("nobody", { holder: "a", expiresAt: now }, now));
+      expect(error).to.be.an.instanceOf(SessionNotFound);
+    });
+
     it("close can be called more than once", async () => {
       await create(store, "s1");
       await store.close();
