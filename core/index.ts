@@ -20,7 +20,6 @@ export { type AnthropicProviderOptions, anthropicProvider } from "./providers/an
 export {
   ApiKeyMissing,
   ProviderRejected,
-  ProviderReplyInvalid,
   ProviderTimedOut,
   ProviderUnavailable,
 } from "./providers/errors.ts";
@@ -34,7 +33,7 @@ export {
   ProjectFilesUnavailable,
   PromptInvalid,
   ProviderNotFound,
-  ReplyInvalid,
+  ProviderReplyInvalid,
   SessionBusy,
   SizeLimitExceeded,
   TextNotWellFormed,

@@ -16,9 +16,10 @@
 export {
   DuplicateKeyError,
   InitializationBlocked,
-  RenderError,
   type Renderer,
+  RenderFailed,
   SnapshotInvalid,
+  SystemContextError,
   ValueRejected,
 } from "./system-context/errors.ts";
 export { canonicalJson, type Json, NotPlainJson } from "./system-context/json.ts";

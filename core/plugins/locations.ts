@@ -42,7 +42,7 @@ export class BundleLocations {
 
   /**
    * The original location of the first stack frame inside the bundle, if any. An error
-   * made by the host about the plugin's code (a `RenderError` around what a renderer
+   * made by the host about the plugin's code (a `RenderFailed` around what a renderer
    * threw) is located by its `cause`.
    */
   locate(error: unknown, depth = 0): Location | undefined {

@@ -48,7 +48,7 @@ export function anthropicProvider(options: AnthropicProviderOptions = {}): Provi
       url: `${withoutTrailingSlash(options.baseURL ?? "https://api.anthropic.com")}/v1/messages`,
       headers: () => {
         const apiKey = options.apiKey ?? process.env[apiKeyEnv];
-        if (apiKey === undefined || apiKey === "") throw new ApiKeyMissing("anthropic", apiKeyEnv);
+        if (apiKey === undefined || apiKey === "") throw new ApiKeyMissing({ provider: "anthropic", variable: apiKeyEnv });
         return { "anthropic-version": anthropicApiVersion, "x-api-key": apiKey };
       },
       lower: (request) =>

@@ -7,12 +7,11 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import { ProviderReplyInvalid } from "../session/errors.ts";
 import type { ProviderReply } from "../session/provider.ts";
 import { type AnthropicUsage, anthropicTokenUsage, mergeUsage, type ReplyBlock, replyOf } from "./anthropic-reply-parts.ts";
-import { ProviderReplyInvalid } from "./errors.ts";
 import type { ServerSentEvent } from "./sse.ts";
-import type { Endpoint } from "./transport.ts";
-import { StreamInterrupted } from "./transport.ts";
+import { type Endpoint, StreamInterrupted, where } from "./transport.ts";
 
 const TextBlock = Type.Object({ type: Type.Literal("text"), text: Type.String() });
 const ToolUseBlock = Type.Object({
@@ -57,7 +56,7 @@ const isStreamError = Compile(StreamError);
 /** Reads a non-streaming reply (`{ content: [...] }`). Throws `ProviderReplyInvalid` naming what is wrong. */
 export function anthropicReplyFromMessage(json: unknown, endpoint: Endpoint): ProviderReply {
   if (!isMessageReply.Check(json))
-    throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "expected a message with a content array");
+    throw new ProviderReplyInvalid({ ...where(endpoint), reason: "expected a message with a content array" });
   const blocks: ReplyBlock[] = [];
   for (const block of json.content) {
     if (isText.Check(block)) blocks.push({ type: "text", text: block.text });
@@ -145,14 +144,11 @@ function toolInput(block: Extract<OpenBlock, { kind: "tool" }>, endpoint: Endpoi
   try {
     return JSON.parse(block.json);
   } catch (error) {
-    throw new ProviderReplyInvalid(
-      endpoint.provider,
-      endpoint.url,
-      `tool call ${block.id} (${block.name}) has input that is not JSON`,
-      {
-        cause: error,
-      },
-    );
+    throw new ProviderReplyInvalid({
+      ...where(endpoint),
+      reason: `tool call ${block.id} (${block.name}) has input that is not JSON`,
+      cause: error,
+    });
   }
 }
 
@@ -160,12 +156,14 @@ function parseEventData(data: string, event: string, endpoint: Endpoint): unknow
   try {
     return JSON.parse(data);
   } catch (error) {
-    throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, `event "${event}" carries data that is not JSON`, {
+    throw new ProviderReplyInvalid({
+      ...where(endpoint),
+      reason: `event "${event}" carries data that is not JSON`,
       cause: error,
     });
   }
 }
 
 function invalid(endpoint: Endpoint, reason: string): ProviderReplyInvalid {
-  return new ProviderReplyInvalid(endpoint.provider, endpoint.url, reason);
+  return new ProviderReplyInvalid({ ...where(endpoint), reason: reason });
 }

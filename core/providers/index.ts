@@ -6,6 +6,7 @@
  * @module
  */
 
+export { ProviderReplyInvalid } from "../session/errors.ts";
 export type {
   Provider,
   ProviderContent,
@@ -35,7 +36,7 @@ export {
   anthropicToolInput,
 } from "./anthropic-wire.ts";
 export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./capabilities.ts";
-export { ApiKeyMissing, ProviderRejected, ProviderReplyInvalid, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
+export { ApiKeyMissing, ProviderRejected, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
 export { explainPrefix, type PrefixDivergence, type PrefixExplanation } from "./explain-prefix.ts";
 export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "./openai-compatible-provider.ts";
 export {

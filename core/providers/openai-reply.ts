@@ -7,11 +7,10 @@
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
+import { ProviderReplyInvalid } from "../session/errors.ts";
 import type { ProviderReply, TokenUsage, ToolCall } from "../session/provider.ts";
-import { ProviderReplyInvalid } from "./errors.ts";
 import type { ServerSentEvent } from "./sse.ts";
-import type { Endpoint } from "./transport.ts";
-import { StreamInterrupted } from "./transport.ts";
+import { type Endpoint, StreamInterrupted, where } from "./transport.ts";
 
 const ReplyToolCall = Type.Object({
   id: Type.Optional(Type.String()),
@@ -81,7 +80,7 @@ const isChunkError = Compile(ChunkError);
 /** Reads a non-streaming reply (`{ choices: [{ message }] }`). Throws `ProviderReplyInvalid` naming what is wrong. */
 export function openAIReplyFromCompletion(json: unknown, endpoint: Endpoint): ProviderReply {
   if (!isCompletion.Check(json)) {
-    throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "expected a chat completion with at least one choice");
+    throw new ProviderReplyInvalid({ ...where(endpoint), reason: "expected a chat completion with at least one choice" });
   }
   const message = json.choices[0]!.message;
   const toolCalls = (message.tool_calls ?? []).map((call, index) =>
@@ -117,11 +116,11 @@ export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEven
     try {
       chunk = JSON.parse(data);
     } catch (error) {
-      throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "a stream chunk is not JSON", { cause: error });
+      throw new ProviderReplyInvalid({ ...where(endpoint), reason: "a stream chunk is not JSON", cause: error });
     }
     if (isChunkError.Check(chunk)) throw new StreamInterrupted(`error in stream: ${JSON.stringify(chunk.error)}`);
     if (!isChunk.Check(chunk))
-      throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "a stream chunk has no choices array");
+      throw new ProviderReplyInvalid({ ...where(endpoint), reason: "a stream chunk has no choices array" });
     usage = usageOf(chunk) ?? usage;
     const choice = chunk.choices[0];
     if (choice === undefined) continue; // a usage-only chunk
@@ -151,14 +150,11 @@ function toolCallOf(id: string | undefined, name: string, input: unknown, index:
   try {
     return { id: callId, name, input: JSON.parse(input) };
   } catch (error) {
-    throw new ProviderReplyInvalid(
-      endpoint.provider,
-      endpoint.url,
-      `tool call ${callId} (${name}) has arguments that are not JSON`,
-      {
-        cause: error,
-      },
-    );
+    throw new ProviderReplyInvalid({
+      ...where(endpoint),
+      reason: `tool call ${callId} (${name}) has arguments that are not JSON`,
+      cause: error,
+    });
   }
 }
 

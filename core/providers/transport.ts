@@ -3,7 +3,8 @@
 // outcome to a reply or a named error. Every attempt sends the same string, so a retry
 // is byte-identical and a prompt cache written by a half-finished attempt still hits.
 
-import { ProviderRejected, ProviderReplyInvalid, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
+import { ProviderReplyInvalid } from "../session/errors.ts";
+import { ProviderRejected, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
 import { defaultRetryPolicy, delayBeforeRetryMs, isRetryableStatus, type RetryPolicy, requestedDelayMs } from "./retry.ts";
 import { readServerSentEvents, type ServerSentEvent } from "./sse.ts";
 
@@ -13,6 +14,11 @@ export interface Endpoint {
   readonly provider: string;
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
+}
+
+/** The provider and URL of an endpoint, as its errors name them. */
+export function where(endpoint: Endpoint): { readonly provider: string; readonly url: string } {
+  return { provider: endpoint.provider, url: endpoint.url };
 }
 
 /** The effects a transport uses; tests replace the clock, the random source and `fetch`. */
@@ -83,7 +89,7 @@ export interface ReplyReaders<Reply> {
  */
 export async function readReply<Reply>(response: Response, endpoint: Endpoint, readers: ReplyReaders<Reply>): Promise<Reply> {
   if (isEventStream(response)) {
-    if (response.body === null) throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, "an event stream without a body");
+    if (response.body === null) throw new ProviderReplyInvalid({ ...where(endpoint), reason: "an event stream without a body" });
     return readers.fromStream(readServerSentEvents(response.body), endpoint);
   }
   const text = await response.text();
@@ -92,7 +98,9 @@ export async function readReply<Reply>(response: Response, endpoint: Endpoint, r
     json = JSON.parse(text);
   } catch (error) {
     const type = response.headers.get("content-type") ?? "no content type";
-    throw new ProviderReplyInvalid(endpoint.provider, endpoint.url, `a ${type} reply that is not JSON: ${excerpt(text)}`, {
+    throw new ProviderReplyInvalid({
+      ...where(endpoint),
+      reason: `a ${type} reply that is not JSON: ${excerpt(text)}`,
       cause: error,
     });
   }
@@ -138,7 +146,12 @@ export async function postWithRetries<Reply>(
       if (response.ok) return await readReply(response);
       const apiError = apiErrorOf(await response.text());
       if (!isRetryableStatus(response.status)) {
-        throw new ProviderRejected(endpoint.provider, endpoint.url, response.status, apiError.message, apiError.type);
+        throw new ProviderRejected({
+          ...where(endpoint),
+          status: response.status,
+          apiMessage: apiError.message,
+          ...(apiError.type === undefined ? {} : { errorType: apiError.type }),
+        });
       }
       failure = {
         status: response.status,
@@ -158,8 +171,12 @@ export async function postWithRetries<Reply>(
       clearTimeout(timer);
     }
     if (attempt > effects.retry.maxRetries) {
-      if (failure.isTimeout) throw new ProviderTimedOut(endpoint.provider, endpoint.url, effects.timeoutMs, attempt);
-      throw new ProviderUnavailable(endpoint.provider, endpoint.url, attempt, failure.status, failure.reason, {
+      if (failure.isTimeout) throw new ProviderTimedOut({ ...where(endpoint), timeoutMs: effects.timeoutMs, attempts: attempt });
+      throw new ProviderUnavailable({
+        ...where(endpoint),
+        attempts: attempt,
+        ...(failure.status === undefined ? {} : { status: failure.status }),
+        reason: failure.reason,
         cause: failure.cause,
       });
     }

@@ -118,7 +118,7 @@ export class Registry {
         register: (scope, registration) => {
           if (scope.isClosed) throw new RegistrationScopeClosed({ key: registration.key, scope: scope.name });
           if (core.some((r) => r.key === registration.key) || plugin.some((r) => r.key === registration.key)) {
-            throw new DuplicateKeyError(registration.key);
+            throw new DuplicateKeyError({ key: registration.key });
           }
           (registration.origin === "core" ? core : plugin).push(registration);
           scoped.push([scope, registration]);

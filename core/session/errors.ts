@@ -94,24 +94,38 @@ export class StoreSchemaNewer extends ContextHostError {
   }
 }
 
-/** A provider reply that does not have the shape of the Provider port; nothing of it was admitted. */
-export class ReplyInvalid extends ContextHostError {
-  readonly sessionId: string;
+/**
+ * A provider reply that is not a reply: an adapter found the API's answer outside its
+ * documented format (`url` set), or the session runtime found the reply outside the
+ * Provider port's schema (`sessionId` and `field` set). Nothing of it was admitted.
+ */
+export class ProviderReplyInvalid extends ContextHostError {
   readonly provider: string;
+  readonly url: string | undefined;
+  readonly sessionId: string | undefined;
   /** JSON Pointer of the offending field, `/` for the reply itself. */
   readonly field: string;
+  readonly reason: string;
   constructor(options: {
-    readonly sessionId: string;
     readonly provider: string;
-    readonly field: string;
+    readonly url?: string;
+    readonly sessionId?: string;
+    readonly field?: string;
     readonly reason: string;
+    readonly cause?: unknown;
   }) {
-    super(
-      `session ${options.sessionId}: the reply of provider ${JSON.stringify(options.provider)} is invalid at ${options.field || "/"}: ${options.reason}; nothing of it was admitted`,
-    );
-    this.sessionId = options.sessionId;
+    const field = options.field || "/";
+    const where = options.url === undefined ? JSON.stringify(options.provider) : `${options.provider} at ${options.url}`;
+    const message =
+      options.sessionId === undefined
+        ? `${where} sent an invalid reply: ${options.reason}`
+        : `session ${options.sessionId}: the reply of provider ${where} is invalid at ${field}: ${options.reason}; nothing of it was admitted`;
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.provider = options.provider;
-    this.field = options.field || "/";
+    this.url = options.url;
+    this.sessionId = options.sessionId;
+    this.field = field;
+    this.reason = options.reason;
   }
 }
 

@@ -5,7 +5,7 @@
 
 import { Compile } from "typebox/compile";
 import { NotPlainJson, toPlainJson } from "../system-context/json.ts";
-import { ReplyInvalid, SizeLimitExceeded, TextNotWellFormed } from "./errors.ts";
+import { ProviderReplyInvalid, SizeLimitExceeded, TextNotWellFormed } from "./errors.ts";
 import { type ProviderReply, ProviderReplySchema, type ToolCall } from "./provider.ts";
 
 const replyValidator = Compile(ProviderReplySchema);
@@ -57,10 +57,10 @@ export function checkSize(
 
 /**
  * Checks a provider reply against the port and returns what is stored of it (text and
- * tool calls, inputs as owned plain JSON). Throws `ReplyInvalid` naming the field.
+ * tool calls, inputs as owned plain JSON). Throws `ProviderReplyInvalid` naming the field.
  */
 export function checkReply(reply: unknown, context: { sessionId: string; provider: string }): ProviderReply {
-  const invalid = (field: string, reason: string) => new ReplyInvalid({ ...context, field, reason });
+  const invalid = (field: string, reason: string) => new ProviderReplyInvalid({ ...context, field, reason });
   if (!replyValidator.Check(reply)) {
     const first = replyValidator.Errors(reply)[0];
     throw invalid(first?.instancePath ?? "/", first?.message ?? "not a reply { text, toolCalls? }");

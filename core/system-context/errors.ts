@@ -1,21 +1,33 @@
-// Owns the named errors of System Context composition and reconciliation.
-// Each carries the offending key so a host can say exactly what went wrong.
+// Owns the named errors of System Context composition and reconciliation (decision 011:
+// one options object, `name` is the class name). Each carries the offending key so a host
+// can say exactly what went wrong. The pure core imports nothing, so these extend
+// `SystemContextError` here rather than the host's `ContextHostError`.
 
 import type { Key } from "./key.ts";
 
-/** `combine` met the same Context Source key twice. */
-export class DuplicateKeyError extends Error {
-  override readonly name = "DuplicateKeyError";
-  constructor(readonly key: Key) {
-    super(`duplicate Context Source key "${key}": each key may appear once in a System Context`);
+/** The base of the System Context's named errors. */
+export class SystemContextError extends Error {
+  override get name(): string {
+    return this.constructor.name;
+  }
+}
+
+/** `combine` met the same Context Source key twice (the SPEC's name). */
+export class DuplicateKeyError extends SystemContextError {
+  readonly key: Key;
+  constructor(options: { readonly key: Key }) {
+    super(`duplicate Context Source key "${options.key}": each key may appear once in a System Context`);
+    this.key = options.key;
   }
 }
 
 /** `initialize` could not render a Baseline because these sources were unavailable. */
-export class InitializationBlocked extends Error {
-  override readonly name = "InitializationBlocked";
-  constructor(readonly keys: readonly Key[]) {
+export class InitializationBlocked extends SystemContextError {
+  readonly keys: readonly Key[];
+  constructor(options: { readonly keys: readonly Key[] }) {
+    const { keys } = options;
     super(`initialization blocked: unavailable Context Source${keys.length === 1 ? "" : "s"} ${keys.join(", ")}`);
+    this.keys = keys;
   }
 }
 
@@ -27,39 +39,48 @@ export type Renderer = "baseline" | "update" | "removed";
  * what it threw). A core source's throwing renderer rejects with its own error instead;
  * a contained (plugin) source reports this error.
  */
-export class RenderError extends Error {
-  override readonly name = "RenderError";
-  constructor(
-    readonly key: Key,
-    readonly renderer: Renderer,
-    reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`Context Source "${key}": renderer "${renderer}" ${reason}`, options);
+export class RenderFailed extends SystemContextError {
+  readonly key: Key;
+  readonly renderer: Renderer;
+  readonly reason: string;
+  constructor(options: { readonly key: Key; readonly renderer: Renderer; readonly reason: string; readonly cause?: unknown }) {
+    super(
+      `Context Source "${options.key}": renderer "${options.renderer}" ${options.reason}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.key = options.key;
+    this.renderer = options.renderer;
+    this.reason = options.reason;
   }
 }
 
 /** A loaded value was rejected by the source's schema (or is not plain JSON once encoded). */
-export class ValueRejected extends Error {
-  override readonly name = "ValueRejected";
-  constructor(
-    readonly key: Key,
-    readonly path: string,
-    reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`Context Source "${key}": loaded value rejected by its schema at ${path === "" ? "/" : path}: ${reason}`, options);
+export class ValueRejected extends SystemContextError {
+  readonly key: Key;
+  /** JSON Pointer of the rejected part, `""` for the whole value. */
+  readonly path: string;
+  readonly reason: string;
+  constructor(options: { readonly key: Key; readonly path: string; readonly reason: string; readonly cause?: unknown }) {
+    super(
+      `Context Source "${options.key}": loaded value rejected by its schema at ${options.path === "" ? "/" : options.path}: ${options.reason}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.key = options.key;
+    this.path = options.path;
+    this.reason = options.reason;
   }
 }
 
 /** A snapshot read back from storage is not a valid Context Snapshot. */
-export class SnapshotInvalid extends Error {
-  override readonly name = "SnapshotInvalid";
-  constructor(
-    readonly key: Key | undefined,
-    readonly path: string,
-    reason: string,
-  ) {
+export class SnapshotInvalid extends SystemContextError {
+  readonly key: Key | undefined;
+  readonly path: string;
+  readonly reason: string;
+  constructor(options: { readonly key?: Key; readonly path: string; readonly reason: string }) {
+    const { key, path, reason } = options;
     super(`invalid Context Snapshot${key === undefined ? "" : ` entry "${key}"`} at ${path === "" ? "/" : path}: ${reason}`);
+    this.key = key;
+    this.path = path;
+    this.reason = reason;
   }
 }

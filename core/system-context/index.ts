@@ -19,9 +19,10 @@
 export {
   DuplicateKeyError,
   InitializationBlocked,
-  RenderError,
   type Renderer,
+  RenderFailed,
   SnapshotInvalid,
+  SystemContextError,
   ValueRejected,
 } from "./errors.ts";
 export { canonicalJson, type Json, NotPlainJson } from "./json.ts";

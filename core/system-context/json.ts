@@ -23,60 +23,69 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-function pointer(path: string, key: string | number): string {
-  return `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
-}
-
 /**
  * Checks that `value` is plain JSON and returns a deep copy of it, so the caller
  * owns data nobody else can mutate. Throws `NotPlainJson` naming the first bad part.
  */
-export function toPlainJson(value: unknown, path = "", seen: Set<object> = new Set()): Json {
-  return walkPlainJson(value, path, seen, true);
+export function toPlainJson(value: unknown): Json {
+  return walkPlainJson(value, [], new Set(), true);
 }
 
 /** Checks that `value` is plain JSON, without copying it. Throws `NotPlainJson` like `toPlainJson`. */
 export function assertPlainJson(value: unknown): asserts value is Json {
-  walkPlainJson(value, "", new Set(), false);
+  walkPlainJson(value, [], new Set(), false);
 }
 
-function walkPlainJson(value: unknown, path: string, seen: Set<object>, isCopy: boolean): Json {
+/** The JSON Pointer of a path of keys. */
+function pointerOf(keys: readonly (string | number)[]): string {
+  let path = "";
+  for (const key of keys) path += `/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+  return path;
+}
+
+// `keys` is the path to `value`, pushed and popped as the walk goes: the pointer text is
+// built only for an error, never for every node of a value that is fine.
+function walkPlainJson(value: unknown, keys: (string | number)[], seen: Set<object>, isCopy: boolean): Json {
   switch (typeof value) {
     case "string":
     case "boolean":
       return value;
     case "number":
-      if (!Number.isFinite(value)) throw new NotPlainJson(path, `is ${value}, not a finite number`);
+      if (!Number.isFinite(value)) throw new NotPlainJson(pointerOf(keys), `is ${value}, not a finite number`);
       return Object.is(value, -0) ? 0 : value;
     case "object": {
       if (value === null) return null;
-      if (seen.has(value)) throw new NotPlainJson(path, "is a cycle");
+      if (seen.has(value)) throw new NotPlainJson(pointerOf(keys), "is a cycle");
       seen.add(value);
       try {
         if (Array.isArray(value)) {
           const copy: Json[] = isCopy ? new Array(value.length) : (value as Json[]);
           for (let i = 0; i < value.length; i++) {
-            const item = walkPlainJson(value[i], pointer(path, i), seen, isCopy);
+            keys.push(i);
+            const item = walkPlainJson(value[i], keys, seen, isCopy);
+            keys.pop();
             if (isCopy) copy[i] = item;
           }
           return copy;
         }
         if (!isPlainObject(value)) {
-          throw new NotPlainJson(path, `is a ${value.constructor?.name ?? "non-plain"} object, not plain JSON`);
+          throw new NotPlainJson(pointerOf(keys), `is a ${value.constructor?.name ?? "non-plain"} object, not plain JSON`);
         }
-        const copy: { [key: string]: Json } = {};
+        const copy: { [key: string]: Json } | undefined = isCopy ? {} : undefined;
         for (const key of Object.keys(value)) {
-          if (forbiddenKeys.has(key)) throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
-          const item = walkPlainJson((value as Record<string, unknown>)[key], pointer(path, key), seen, isCopy);
-          if (isCopy) copy[key] = item;
+          keys.push(key);
+          if (forbiddenKeys.has(key)) throw new NotPlainJson(pointerOf(keys), `uses the forbidden key "${key}"`);
+          const item = walkPlainJson((value as Record<string, unknown>)[key], keys, seen, isCopy);
+          keys.pop();
+          if (copy !== undefined) copy[key] = item;
         }
-        return isCopy ? copy : (value as Json);
+        return copy ?? (value as Json);
       } finally {
         seen.delete(value);
       }
     }
     default:
-      throw new NotPlainJson(path, `is ${typeof value}, not JSON`);
+      throw new NotPlainJson(pointerOf(keys), `is ${typeof value}, not JSON`);
   }
 }
 

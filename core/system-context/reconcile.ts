@@ -6,7 +6,7 @@
 //   replace    — a fresh generation, unless admitted context is unavailable;
 //   replaceOrReconcile — replace, or while that is blocked reconcile, from one observation.
 
-import { InitializationBlocked, type RenderError } from "./errors.ts";
+import { InitializationBlocked, type RenderFailed } from "./errors.ts";
 import type { Key } from "./key.ts";
 import { checkedSnapshot, type Snapshot, type SnapshotEntry, trust } from "./snapshot.ts";
 import { type Observation, type PackedSource, type Present, type SystemContext, sourcesOf } from "./source.ts";
@@ -80,10 +80,10 @@ function admit(source: PackedSource, value: Present, rendering: ReturnType<Prese
 
 /**
  * A trusted (core) source's renderer that threw rejects the operation with its own error,
- * as a throwing core loader does, and an unusable text with the `RenderError` (which has a
+ * as a throwing core loader does, and an unusable text with the `RenderFailed` (which has a
  * `cause` exactly when the renderer threw). A contained source's fault is reported instead.
  */
-function renderFault(source: PackedSource, error: RenderError): undefined {
+function renderFault(source: PackedSource, error: RenderFailed): undefined {
   if (source.onRenderFault === undefined) throw error.cause !== undefined ? error.cause : error;
   source.onRenderFault(error);
   return undefined;
@@ -93,7 +93,7 @@ function renderFault(source: PackedSource, error: RenderError): undefined {
 export async function initialize(context: SystemContext): Promise<Generation> {
   const observed = await observe(context);
   const blocked = observed.filter((o) => o.observation.kind === "unavailable" && o.source.blocksInitialization);
-  if (blocked.length > 0) throw new InitializationBlocked(blocked.map((o) => o.source.key));
+  if (blocked.length > 0) throw new InitializationBlocked({ keys: blocked.map((o) => o.source.key) });
   return renderGeneration(observed).generation;
 }
 

@@ -62,15 +62,16 @@ export function checkedSnapshot(snapshot: Snapshot): Snapshot {
 
 function checkSnapshot(json: unknown, isCopy: boolean): Snapshot {
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
-    throw new SnapshotInvalid(undefined, "", `expected an object of entries, got ${describe(json)}`);
+    throw new SnapshotInvalid({ path: "", reason: `expected an object of entries, got ${describe(json)}` });
   }
   const proto = Object.getPrototypeOf(json);
   if (proto !== Object.prototype && proto !== null) {
-    throw new SnapshotInvalid(undefined, "", "expected a plain object of entries");
+    throw new SnapshotInvalid({ path: "", reason: "expected a plain object of entries" });
   }
   const result: Record<Key, SnapshotEntry> = {};
   for (const key of Object.keys(json)) {
-    if (!isKey(key)) throw new SnapshotInvalid(key, "", `"${key}" is not a namespaced Context Source key (namespace/name)`);
+    if (!isKey(key))
+      throw new SnapshotInvalid({ key, path: "", reason: `"${key}" is not a namespaced Context Source key (namespace/name)` });
     const entry = (json as Record<string, unknown>)[key];
     let copy: Json;
     try {
@@ -80,12 +81,12 @@ function checkSnapshot(json: unknown, isCopy: boolean): Snapshot {
         copy = entry;
       }
     } catch (error) {
-      if (error instanceof NotPlainJson) throw new SnapshotInvalid(key, error.path, error.reason);
+      if (error instanceof NotPlainJson) throw new SnapshotInvalid({ key, path: error.path, reason: error.reason });
       throw error;
     }
     if (!entryValidator.Check(copy)) {
       const first = entryValidator.Errors(copy)[0];
-      throw new SnapshotInvalid(key, first?.instancePath ?? "", first?.message ?? "not a snapshot entry");
+      throw new SnapshotInvalid({ key, path: first?.instancePath ?? "", reason: first?.message ?? "not a snapshot entry" });
     }
     result[key] = copy as unknown as SnapshotEntry;
   }

@@ -6,7 +6,7 @@ import type { StaticDecode, TSchema } from "typebox";
 import type { Validator } from "typebox/compile";
 import { Compile } from "typebox/compile";
 import { DecodeUnsafe, EncodeUnsafe, HasCodec } from "typebox/value";
-import { DuplicateKeyError, RenderError, type Renderer, ValueRejected } from "./errors.ts";
+import { DuplicateKeyError, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
 import { isSameJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
 import type { SnapshotEntry } from "./snapshot.ts";
@@ -43,7 +43,7 @@ export interface Source<S extends TSchema = TSchema> {
 }
 
 /** A renderer's output, or why it could not be used. */
-export type Rendering = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: RenderError };
+export type Rendering = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: RenderFailed };
 
 /** An observed value of one source, with everything reconciliation may ask of it. */
 export interface Present {
@@ -55,7 +55,7 @@ export interface Present {
   baseline(): Rendering;
   update(previous: unknown): Rendering;
   /** The snapshot entry admitting this value (encoded value plus pre-rendered removal text). */
-  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderError };
+  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderFailed };
 }
 
 /** One observation of one source. */
@@ -69,7 +69,7 @@ export interface PackedSource {
   /** Observes the source once. Rejects only for trusted sources (a throwing core loader). */
   observe(): Promise<Observation>;
   /** Called when a contained source's rendering fails after observation. */
-  readonly onRenderFault?: (error: RenderError) => void;
+  readonly onRenderFault?: (error: RenderFailed) => void;
 }
 
 const carrier = Symbol.for("context-host/system-context");
@@ -97,7 +97,7 @@ export function combine(contexts: readonly SystemContext[]): SystemContext {
   const keys = new Set<Key>();
   for (const context of contexts) {
     for (const source of sourcesOf(context)) {
-      if (keys.has(source.key)) throw new DuplicateKeyError(source.key);
+      if (keys.has(source.key)) throw new DuplicateKeyError({ key: source.key });
       keys.add(source.key);
       sources.push(source);
     }
@@ -175,14 +175,14 @@ class SourceCodec {
       else if (renderer === "update") text = source.update(previous, current);
       else text = source.removed?.(current);
     } catch (cause) {
-      return { ok: false, error: new RenderError(key, renderer, `threw: ${messageOf(cause)}`, { cause }) };
+      return { ok: false, error: new RenderFailed({ key, renderer, reason: `threw: ${messageOf(cause)}`, cause }) };
     }
     if (typeof text !== "string")
-      return { ok: false, error: new RenderError(key, renderer, `returned ${typeof text}, not text`) };
-    if (text.length === 0) return { ok: false, error: new RenderError(key, renderer, "returned empty text") };
+      return { ok: false, error: new RenderFailed({ key, renderer, reason: `returned ${typeof text}, not text` }) };
+    if (text.length === 0) return { ok: false, error: new RenderFailed({ key, renderer, reason: "returned empty text" }) };
     if (text.length > this.maxTextLength) {
       const reason = `returned ${text.length} characters, over the limit of ${this.maxTextLength}`;
-      return { ok: false, error: new RenderError(key, renderer, reason) };
+      return { ok: false, error: new RenderFailed({ key, renderer, reason }) };
     }
     return { ok: true, text };
   }
@@ -194,12 +194,12 @@ class SourceCodec {
       try {
         encoded = EncodeUnsafe({}, this.source.schema, value);
       } catch (cause) {
-        throw new ValueRejected(this.key, "", `encoding failed: ${messageOf(cause)}`, { cause });
+        throw new ValueRejected({ key: this.key, path: "", reason: `encoding failed: ${messageOf(cause)}`, cause });
       }
     }
     if (!this.validator.Check(encoded)) {
       const first = this.validator.Errors(encoded)[0];
-      throw new ValueRejected(this.key, first?.instancePath ?? "", first?.message ?? "does not match");
+      throw new ValueRejected({ key: this.key, path: first?.instancePath ?? "", reason: first?.message ?? "does not match" });
     }
     return encoded;
   }
@@ -221,7 +221,7 @@ class SourceCodec {
     try {
       return toPlainJson(encoded);
     } catch (error) {
-      if (error instanceof NotPlainJson) throw new ValueRejected(this.key, error.path, error.reason);
+      if (error instanceof NotPlainJson) throw new ValueRejected({ key: this.key, path: error.path, reason: error.reason });
       throw error;
     }
   }
@@ -254,7 +254,7 @@ class PresentValue implements Present {
     return this.codec.render("update", this.value, previous);
   }
 
-  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderError } {
+  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderFailed } {
     this.admitted ??= this.codec.plain(this.encoded);
     if (this.codec.source.removed === undefined) return { ok: true, entry: { value: this.admitted } };
     const rendering = this.codec.render("removed", this.value);

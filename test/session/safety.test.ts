@@ -8,7 +8,7 @@ import { expect } from "chai";
 import {
   LocationInvalid,
   type ProviderReply,
-  ReplyInvalid,
+  ProviderReplyInvalid,
   SizeLimitExceeded,
   scriptedProvider,
   TextNotWellFormed,
@@ -37,8 +37,8 @@ describe("session runtime: input checks, tools and one in-flight call", () => {
     const { host, id } = await startSession(provider, { core: core(), tools: { echo: () => `ran ${++runs}` } });
     await host.prompt(id, "one");
     const error = await rejection(() => host.step(id));
-    expect(error).to.be.instanceOf(ReplyInvalid);
-    expect((error as ReplyInvalid).field).to.equal("/toolCalls/0/id");
+    expect(error).to.be.instanceOf(ProviderReplyInvalid);
+    expect((error as ProviderReplyInvalid).field).to.equal("/toolCalls/0/id");
     expect(runs).to.equal(0);
     expect(transcript(await host.messages(id))).to.deep.equal(["user: one"]);
     // The retry sends the same request again and its good reply is admitted.
@@ -52,7 +52,7 @@ describe("session runtime: input checks, tools and one in-flight call", () => {
       const { host, id } = await startSession(provider, { core: core() });
       await host.prompt(id, "one");
       const error = await rejection(() => host.step(id));
-      expect(error, JSON.stringify(bad)).to.be.instanceOf(ReplyInvalid);
+      expect(error, JSON.stringify(bad)).to.be.instanceOf(ProviderReplyInvalid);
       expect((error as Error).message).to.contain("text");
       expect(transcript(await host.messages(id))).to.deep.equal(["user: one"]);
     }
@@ -67,8 +67,8 @@ describe("session runtime: input checks, tools and one in-flight call", () => {
     await host.prompt(id, "one");
     for (let attempt = 0; attempt < 3; attempt++) {
       const error = await rejection(() => host.step(id));
-      expect(error).to.be.instanceOf(ReplyInvalid);
-      expect((error as ReplyInvalid).field).to.equal("/toolCalls/0/input/n");
+      expect(error).to.be.instanceOf(ProviderReplyInvalid);
+      expect((error as ProviderReplyInvalid).field).to.equal("/toolCalls/0/input/n");
     }
     expect(runs).to.equal(0);
   });
@@ -81,8 +81,8 @@ describe("session runtime: input checks, tools and one in-flight call", () => {
     expect((error as TextNotWellFormed).index).to.equal(5);
     await host.prompt(id, "paired 😀 is fine");
     const replyError = await rejection(() => host.step(id));
-    expect(replyError).to.be.instanceOf(ReplyInvalid);
-    expect((replyError as ReplyInvalid).field).to.equal("/text");
+    expect(replyError).to.be.instanceOf(ProviderReplyInvalid);
+    expect((replyError as ProviderReplyInvalid).field).to.equal("/text");
   });
 
   it("a tool that never settles misses its own deadline, and that, a prototype-less throw and an oversize result are stored as tool results", async () => {

@@ -557,7 +557,7 @@ describe("SystemContext: errors and strictness", () => {
       } catch (e) {
         error = e;
       }
-      expect(error).to.be.instanceOf(SystemContext.RenderError);
+      expect(error).to.be.instanceOf(SystemContext.RenderFailed);
       expect((error as Error).message)
         .to.contain("a/empty")
         .and.contain(`"${renderer}"`);
