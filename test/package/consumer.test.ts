@@ -1,7 +1,9 @@
 // The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), the
 // tarball installed into a temp project that has no dev tools, then plain `node` runs a
 // host with a plugin of the consumer's own, `tsc` type-checks a consumer of every entry
-// point, and the `context-host` program runs through `npx`.
+// point, and the `context-host` program runs through `npx`. A second project, a copy of
+// examples/third-party-plugin, gets the same tarball and runs its author's own test
+// (`describePluginConformance` under mocha) and `tsc`.
 //
 // Installing is done the way npm lays a tarball out, without the network and without
 // rebuilding better-sqlite3 (50 s): the tarball is unpacked into node_modules/context-host,
@@ -19,6 +21,7 @@ import { expect } from "chai";
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "../..");
 const fixture = path.join(import.meta.dirname, "consumer");
+const thirdParty = path.join(root, "examples", "third-party-plugin");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { name: string; version: string };
 
 interface PackedFile {
@@ -68,6 +71,13 @@ async function install(tarball: string, project: string): Promise<void> {
   }
 }
 
+/** Links a development tool the way `npm install` of the project's devDependencies would, from this project's node_modules. */
+function linkDevDependency(project: string, name: string): void {
+  const link = path.join(project, "node_modules", name);
+  mkdirSync(path.dirname(link), { recursive: true });
+  symlinkSync(realpathSync(path.join(root, "node_modules", name)), link, "dir");
+}
+
 /** Runs a command in the consumer project; resolves with its exit code and output, never rejects on a non-zero exit. */
 async function inProject(project: string, command: string, args: readonly string[]) {
   try {
@@ -87,7 +97,7 @@ describe("package: a consumer project using the packed tarball", function () {
   this.timeout(60_000);
   let installed: Installed;
   /** The consumer's commands, started together once installed (each never rejects); the tests check their results. */
-  let runs: Record<"host" | "internal" | "tsc" | "version" | "render", ReturnType<typeof inProject>>;
+  let runs: Record<"host" | "internal" | "tsc" | "version" | "render" | "pluginTest" | "pluginTsc", ReturnType<typeof inProject>>;
 
   before(async () => {
     const folder = realpathSync(mkdtempSync(path.join(os.tmpdir(), "context-host-consumer-")));
@@ -95,6 +105,10 @@ describe("package: a consumer project using the packed tarball", function () {
     cpSync(fixture, project, { recursive: true });
     const packed = await pack(folder);
     await install(packed.tarball, project);
+    const plugin = path.join(folder, "third-party-plugin");
+    cpSync(thirdParty, plugin, { recursive: true });
+    await install(packed.tarball, plugin);
+    for (const tool of ["mocha", "tsx", "@types/node"]) linkDevDependency(plugin, tool);
     installed = { folder, project, files: packed.files, unpackedSize: packed.unpackedSize };
     const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc");
     runs = {
@@ -107,6 +121,12 @@ describe("package: a consumer project using the packed tarball", function () {
       tsc: inProject(project, process.execPath, [tsc, "--noEmit", "-p", "."]),
       version: inProject(project, "npx", ["--no-install", "context-host", "--version"]),
       render: inProject(project, "npx", ["--no-install", "context-host", "render", "--plugins", "plugins"]),
+      pluginTest: inProject(plugin, process.execPath, [
+        path.join("node_modules", "mocha", "bin", "mocha.js"),
+        "--reporter",
+        "dot",
+      ]),
+      pluginTsc: inProject(plugin, process.execPath, [tsc, "--noEmit", "-p", "."]),
     };
     await Promise.all(Object.values(runs));
   });
@@ -196,5 +216,16 @@ describe("package: a consumer project using the packed tarball", function () {
     expect(stderr).to.equal("");
     expect(code).to.equal(0);
     expect(stdout).to.contain("Today's date is").and.contain("The sky over weather is clear.");
+  });
+
+  it("examples/third-party-plugin, with the tarball installed, passes its own describePluginConformance test and tsc", async () => {
+    const test = await runs.pluginTest;
+    expect(test.code, test.stdout + test.stderr).to.equal(0);
+    // One passing test per check of `context-host check`, none failing.
+    expect(test.stdout).to.match(/\b16 passing\b/);
+    expect(test.stdout).not.to.contain("failing");
+    const tsc = await runs.pluginTsc;
+    expect(tsc.stdout + tsc.stderr).to.equal("");
+    expect(tsc.code).to.equal(0);
   });
 });
