@@ -10,7 +10,7 @@ import { withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
 import type { PluginSource } from "../plugins/define.ts";
 import type { SourceEnv } from "../registry/registry.ts";
-import { absent, canonicalJson, unavailable } from "../system-context/index.ts";
+import { absent, canonicalJson, NotPlainJson, toPlainJson, unavailable } from "../system-context/index.ts";
 import { samplesOf } from "./arbitrary.ts";
 
 /** The checks, by name, as findings print them. */
@@ -183,6 +183,18 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
       );
       continue;
     }
+    try {
+      toPlainJson(encodedValue);
+    } catch (error) {
+      if (!(error instanceof NotPlainJson)) throw error;
+      find(
+        "value-schema",
+        "error",
+        `a loaded value is not plain JSON once encoded, at ${error.path || "/"}: ${error.reason}`,
+        "return plain JSON (no Date, Map, class instances, NaN or cycles), or give the schema a codec that encodes to it",
+      );
+      continue;
+    }
     encoded.push(encodedValue);
     try {
       const again = Value.Encode(source.schema, Value.Decode(source.schema, encodedValue));
@@ -317,6 +329,22 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
         "say the newly effective state in the update: the new value, not only that something changed",
       );
     }
+    // Two new values that differ in one field only: an update that leaves that field out
+    // says nothing when only it changes.
+    if (withOne !== undefined) {
+      for (const variant of leafVariants(one, values, source.schema)) {
+        const withVariant = render("update", [structuredClone(previous), structuredClone(variant.value)]);
+        if (withVariant !== undefined && withVariant === withOne) {
+          find(
+            "update-new-state",
+            "error",
+            `update gives the same text for two new values that differ only at ${variant.path} (${JSON.stringify(one)} and ${JSON.stringify(variant.value)})`,
+            `say every part of the newly effective state in the update, ${variant.path} included, or leave that field out of the value`,
+          );
+          break;
+        }
+      }
+    }
     const previousBaseline = render("baseline", [structuredClone(previous)]);
     if (withOne !== undefined && previousBaseline !== undefined && withOne === previousBaseline) {
       find(
@@ -328,4 +356,58 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
     }
   }
   return findings;
+}
+
+/** The paths of `value`'s leaves (primitives and arrays, each as a whole), at most `limit`. */
+function leafPaths(value: unknown, limit: number, path: string[] = [], out: string[][] = []): string[][] {
+  if (out.length >= limit) return out;
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    for (const key of Object.keys(value)) leafPaths((value as Record<string, unknown>)[key], limit, [...path, key], out);
+  } else if (path.length > 0) out.push(path);
+  return out;
+}
+
+function at(value: unknown, path: readonly string[]): { readonly found: boolean; readonly value?: unknown } {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== "object" || Array.isArray(current) || !Object.hasOwn(current, key)) {
+      return { found: false };
+    }
+    current = (current as Record<string, unknown>)[key];
+  }
+  return { found: true, value: current };
+}
+
+/**
+ * Copies of `value` with one leaf replaced by the same leaf of another of `donors`, for
+ * each leaf where some donor differs — each still a value of `schema`.
+ */
+function leafVariants(
+  value: unknown,
+  donors: readonly unknown[],
+  schema: PluginSource["schema"],
+): Array<{ readonly path: string; readonly value: unknown }> {
+  const variants: Array<{ path: string; value: unknown }> = [];
+  for (const path of leafPaths(value, 16)) {
+    const own = at(value, path).value;
+    for (const donor of donors) {
+      const theirs = at(donor, path);
+      if (!theirs.found || same(theirs.value, own)) continue;
+      const variant = structuredClone(value) as Record<string, unknown>;
+      let parent = variant;
+      for (const key of path.slice(0, -1)) parent = parent[key] as Record<string, unknown>;
+      parent[path[path.length - 1] as string] = structuredClone(theirs.value);
+      let valid: boolean;
+      try {
+        valid = Value.Check(schema, Value.Encode(schema, variant));
+      } catch {
+        valid = false;
+      }
+      if (valid) {
+        variants.push({ path: `/${path.join("/")}`, value: variant });
+        break;
+      }
+    }
+  }
+  return variants;
 }

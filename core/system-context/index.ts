@@ -25,7 +25,7 @@ export {
   SystemContextError,
   ValueRejected,
 } from "./errors.ts";
-export { canonicalJson, type Json, NotPlainJson } from "./json.ts";
+export { canonicalJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
 export { isKey, type Key, keyPattern, namespaceOf } from "./key.ts";
 export {
   type Generation,
