@@ -140,6 +140,48 @@ describe("inspector: the server", () => {
     expect(second?.newBytes).to.be.greaterThan(0);
   });
 
+  it("a move starts a new epoch: both epochs with their reasons and Baselines, and a request that begins it", async () => {
+    const { host, inspector, folder } = await start({ weather: "sunny", builtins: true });
+    const id = await host.createSession({ location: process.cwd(), provider: "scripted", model: "echo" });
+    await host.prompt(id, "hello");
+    await host.step(id);
+    const events = await readEvents(inspector.url);
+    try {
+      await host.move(id, folder);
+      await events.next((e) => e.kind === "boundary" && e.session === id, "the move");
+    } finally {
+      events.close();
+    }
+    await host.prompt(id, "moved");
+    await host.step(id);
+
+    const view = (await getJson<SessionView>(inspector, `/api/sessions/${id}`)).body;
+    expect(view.location).to.equal(folder);
+    expect(view.epochs.map((e) => [e.number, e.reason])).to.deep.equal([
+      [1, "initial"],
+      [2, "move"],
+    ]);
+    const [before, after] = view.epochs.map((e) => e.baseline ?? "");
+    expect(before).to.contain(`Working directory: ${process.cwd()}`).and.contain("Weather today: sunny");
+    expect(after).to.contain(`Working directory: ${folder}`).and.contain("Weather today: sunny");
+    expect(view.baseline).to.equal(after);
+    expect(view.epochs.map((e) => e.at)).to.satisfy((times: string[]) => times.every((t) => isoTime.test(t)));
+    expect(view.messages.map((m) => [m.epoch, m.role])).to.deep.equal([
+      [1, "user"],
+      [1, "assistant"],
+      [2, "user"],
+      [2, "assistant"],
+    ]);
+    const second = view.requests[1];
+    expect(second).to.include({ epoch: 2, prefix: "new-epoch", reason: "move" });
+    // The system prompt and the Baseline up to the working directory are sent as before.
+    let common = 0;
+    while (common < (before as string).length && before?.[common] === after?.[common]) common++;
+    expect(second?.reusedBytes).to.equal(
+      Buffer.byteLength("You are a test agent.") + Buffer.byteLength((after as string).slice(0, common)),
+    );
+  });
+
   it("a problem in the plugin is announced and shown as current, and is gone once the plugin loads again", async () => {
     const { inspector, pluginFile, activated } = await start({ weather: "sunny" });
     const events = await readEvents(inspector.url);

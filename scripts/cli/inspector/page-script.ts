@@ -73,8 +73,10 @@ export const pageScript = String.raw`"use strict";
     $("session-meta").textContent = view.provider + "/" + view.model + " in " + view.location + " · " +
       view.messages.length + " messages · epoch " + (view.epoch === null ? "none yet" : view.epoch);
     rows($("epochs"), view.epochs.map(function (epoch) {
+      var baseline = epoch.baseline === null ? "not seen" :
+        el("details", {}, [el("summary", {}, "Baseline"), el("pre", {}, epoch.baseline)]);
       return el("tr", { "data-epoch": String(epoch.number) },
-        [el("td", {}, String(epoch.number)), el("td", {}, epoch.reason), el("td", {}, when(epoch.at))]);
+        [el("td", {}, String(epoch.number)), el("td", {}, epoch.reason), el("td", {}, when(epoch.at)), el("td", {}, baseline)]);
     }));
     $("baseline").textContent = view.baseline === null ? "(no boundary yet)" : view.baseline;
     rows($("snapshot"), view.snapshot.map(function (row) {
@@ -133,7 +135,7 @@ export const pageScript = String.raw`"use strict";
         svg("rect", { class: "reused", x: 0, y: 1, width: reused, height: 12 }),
         svg("rect", { class: "new", x: reused, y: 1, width: total - reused, height: 12 }),
       ]);
-      var label = "#" + request.index + " " + share + "% of " + size(request.bytes) +
+      var label = "#" + request.index + " · " + share + "% of " + size(request.bytes) + " reused" +
         (request.prefix === "new-epoch" ? " · new epoch" : request.prefix === "break-within-epoch" ? " · BREAK" : "");
       return el("li", { "data-request": String(request.index), "data-prefix": request.prefix,
         "data-reused": String(request.reusedBytes), "data-new": String(request.newBytes) }, [el("span", {}, label), chart]);

@@ -30,7 +30,7 @@ export const pageHtml = `<!doctype html>
       <div class="columns">
         <div>
           <h3>Epochs</h3>
-          <table id="epochs"><thead><tr><th>#</th><th>reason</th><th>began</th></tr></thead><tbody></tbody></table>
+          <table id="epochs"><thead><tr><th>#</th><th>reason</th><th>began</th><th>Baseline</th></tr></thead><tbody></tbody></table>
           <h3>Baseline <span class="muted">(active epoch)</span></h3>
           <pre id="baseline" class="baseline"></pre>
           <h3>Snapshot</h3>
@@ -84,6 +84,7 @@ th, td { text-align: left; padding: .25rem .4rem; border-bottom: 1px solid var(-
 th { color: var(--muted); font-weight: 600; }
 code, pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 td code { word-break: break-all; }
+#snapshot td:first-child code { word-break: normal; white-space: nowrap; }
 pre { white-space: pre-wrap; word-break: break-word; margin: 0; }
 .baseline { background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: .5rem; max-height: 16rem; overflow: auto; }
 .timeline { list-style: none; padding: 0; margin: 0; }
@@ -95,7 +96,7 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 0; }
 .timeline li.system-update summary { cursor: pointer; color: var(--update); font-weight: 600; }
 .timeline .epoch-start { font-size: .75rem; color: var(--muted); border: 0; padding: .2rem 0; }
 .requests { list-style: none; padding: 0; margin: 0; }
-.requests li { display: grid; grid-template-columns: 11rem 1fr; align-items: center; gap: .5rem; font-size: .8rem; }
+.requests li { display: grid; grid-template-columns: 14rem 1fr; align-items: center; gap: .5rem; font-size: .8rem; }
 .requests svg { display: block; }
 .requests .reused, .legend .reused { fill: var(--reused); background: var(--reused); }
 .requests .new, .legend .new { fill: var(--new); background: var(--new); }
