@@ -37,7 +37,7 @@ describe("inspector: in headless Chromium", function () {
   it("shows the Baseline and snapshot, then a plugin reload and a new boundary without reloading the page", async () => {
     const { host, inspector, pluginFile, activated } = await start({ weather: "sunny <b>and</b> warm", builtins: true });
     const id = await host.createSession({ location: os.tmpdir(), provider: "scripted", model: "echo" });
-    await host.prompt(id, "What is the weather like?");
+    await host.prompt(id, "What is the weather like? <em>Warm</em>?");
     await host.step(id);
 
     browser = await launch(chromiumPath);
@@ -53,7 +53,10 @@ describe("inspector: in headless Chromium", function () {
     expect(
       await page.evaluate(`document.querySelector('#snapshot tr[data-key="weather/today"] td:nth-child(2)').textContent`),
     ).to.equal(JSON.stringify("sunny <b>and</b> warm"));
-    expect(await page.evaluate(`document.querySelectorAll("main b").length`)).to.equal(0);
+    expect(await page.evaluate(`document.querySelectorAll("main b, main em").length`)).to.equal(0);
+    expect(await page.evaluate(`document.querySelector('#timeline li[data-seq="1"] pre').textContent`)).to.equal(
+      "What is the weather like? <em>Warm</em>?",
+    );
     expect(
       await page.evaluate(
         `[...document.querySelectorAll("#epochs tbody tr")].map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent])`,

@@ -90,6 +90,7 @@ describe("inspector: the server", () => {
     );
 
     expect((await getJson(inspector, "/api/sessions/no-such-session")).status).to.equal(404);
+    expect((await getJson(inspector, "/api/sessions/%E0%A4%A")).status).to.equal(400);
   });
 
   it("/events tells of a plugin reload when its file is edited, and of the boundary that admits the new value", async () => {

@@ -6,7 +6,7 @@
 
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { ContextHostError } from "../../../core/index.ts";
+import { ContextHostError, messageOf } from "../../../core/base/errors.ts";
 import { pageCss, pageHtml } from "./page.ts";
 import { pageScript } from "./page-script.ts";
 import type { InspectorEvent, InspectorSource } from "./source.ts";
@@ -89,7 +89,12 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       return sendJson(response, 200, { sessions, plugins, problems });
     }
     if (pathname.startsWith("/api/sessions/")) {
-      const id = decodeURIComponent(pathname.slice("/api/sessions/".length));
+      let id: string;
+      try {
+        id = decodeURIComponent(pathname.slice("/api/sessions/".length));
+      } catch {
+        return sendJson(response, 400, { error: "malformed session id" });
+      }
       const view = await source.session(id);
       return view === undefined ? sendJson(response, 404, { error: `no session ${id}` }) : sendJson(response, 200, view);
     }
@@ -156,8 +161,6 @@ function isOwnHost(header: string | undefined, port: number): boolean {
   if (header === undefined) return false;
   return [`127.0.0.1:${port}`, `localhost:${port}`].includes(header.toLowerCase());
 }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 function sendJson(response: http.ServerResponse, status: number, body: unknown) {
   response.writeHead(status, { ...securityHeaders, "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(body));
