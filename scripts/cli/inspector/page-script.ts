@@ -3,6 +3,7 @@
 // changed; it never polls. Every piece of session or plugin text is put into the page
 // with `textContent` or a text node, never parsed as HTML.
 
+// biome-ignore lint/complexity/noUselessStringRaw: raw, so that a "\n" or a regular expression added to the script later reaches the browser as written
 export const pageScript = String.raw`"use strict";
 (function () {
   var selected = null;
