@@ -1,0 +1,392 @@
+// Owns `hostInspectorSource`: an `InspectorSource` read from a real host, its store and
+// a record of the requests its providers were sent. The Host API has no epochs or
+// snapshots, so the store is read for those; when things happened (epoch starts,
+// admissions, reloads) is what this adapter saw happen, from the moment it was made.
+
+import type { Diagnostic } from "../../../core/base/diagnostics.ts";
+import type { Host } from "../../../core/host/host.ts";
+import { explainPrefix } from "../../../core/providers/explain-prefix.ts";
+import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
+import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/session/store/store.ts";
+import type {
+  EpochView,
+  InspectorEvent,
+  InspectorSource,
+  MessageView,
+  PluginView,
+  ProblemView,
+  ReloadView,
+  RequestView,
+  SessionSummary,
+  SessionView,
+  SnapshotRow,
+} from "./source.ts";
+
+/** A request a provider was sent, and when. */
+export interface RecordedRequest {
+  readonly request: ProviderRequest;
+  /** ms since the Unix epoch. */
+  readonly at: number;
+}
+
+/** Records every request the wrapped providers are sent, in order. */
+export interface RequestRecorder {
+  readonly requests: readonly RecordedRequest[];
+  /** The same provider, recording each request before sending it. */
+  wrap(provider: Provider): Provider;
+  /** Calls `listener` with each request as it is recorded (before the provider answers); returns the unsubscribe. */
+  onRequest(listener: (recorded: RecordedRequest) => void): () => void;
+}
+
+/** A `RequestRecorder` with its own clock (ms since the Unix epoch). */
+export function requestRecorder(now: () => number = Date.now): RequestRecorder {
+  const requests: RecordedRequest[] = [];
+  const listeners = new Set<(recorded: RecordedRequest) => void>();
+  return {
+    requests,
+    wrap: (provider) => ({
+      send(request) {
+        const recorded = { request: structuredClone(request) as ProviderRequest, at: now() };
+        requests.push(recorded);
+        for (const listener of listeners) listener(recorded);
+        return provider.send(request);
+      },
+    }),
+    onRequest(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+/** The prefix share of `next` after `previous` (the session's request before it, if any). */
+export interface PrefixShare {
+  readonly bytes: number;
+  readonly reusedBytes: number;
+  readonly prefix: RequestView["prefix"];
+  readonly reason?: string;
+}
+
+const bytesOf = (text: string) => Buffer.byteLength(text, "utf8");
+const messageBytes = (message: ProviderRequest["messages"][number]) => bytesOf(JSON.stringify(message));
+const sum = (sizes: readonly number[]) => sizes.reduce((a, b) => a + b, 0);
+
+/**
+ * How many bytes of `next` repeat what `previous` sent, by `explainPrefix`. A request
+ * is its system parts (their text) and messages (their JSON); the reused prefix runs to
+ * where the two first differ: into a system part by character offset (a changed
+ * Baseline keeps the text before the change), a differing message counts as new
+ * whole, and a different provider or model reuses nothing.
+ */
+export function prefixShare(previous: ProviderRequest | undefined, next: ProviderRequest): PrefixShare {
+  const systemSizes = next.system.map(bytesOf);
+  const messageSizes = next.messages.map(messageBytes);
+  const bytes = sum(systemSizes) + sum(messageSizes);
+  if (previous === undefined) return { bytes, reusedBytes: 0, prefix: "first" };
+  const explanation = explainPrefix(previous, next);
+  if (explanation.kind === "extends") {
+    const reusedBytes = sum(previous.system.map(bytesOf)) + sum(previous.messages.map(messageBytes));
+    return { bytes, reusedBytes: Math.min(bytes, reusedBytes), prefix: "extends" };
+  }
+  const at = explanation.at;
+  let reusedBytes = 0;
+  if (at.part === "system") {
+    reusedBytes = sum(systemSizes.slice(0, at.index)) + bytesOf((next.system[at.index] ?? "").slice(0, at.offset));
+  } else if (at.part === "messages") {
+    reusedBytes = sum(systemSizes) + sum(messageSizes.slice(0, at.index));
+  }
+  reusedBytes = Math.min(bytes, reusedBytes);
+  return explanation.kind === "new-epoch"
+    ? { bytes, reusedBytes, prefix: "new-epoch", reason: explanation.reason }
+    : { bytes, reusedBytes, prefix: "break-within-epoch" };
+}
+
+export interface HostInspectorSourceOptions {
+  readonly host: Host;
+  /** The store the host was created with (`createHost({ store })`): epochs and snapshots are read from it. */
+  readonly store: SessionStore;
+  /** The recorder whose wrapped providers the host was given. */
+  readonly recorder: RequestRecorder;
+  /** ms since the Unix epoch (default `Date.now`). */
+  readonly now?: () => number;
+}
+
+/** An `InspectorSource` over a host, with the host to drive so that changes are announced. */
+export interface HostInspectorSource extends InspectorSource {
+  /**
+   * The same host, announcing each change: a created session, a committed boundary, reply
+   * or transition. Drive the sessions through it (or call `track`).
+   */
+  readonly host: Host;
+  /** Adds a session the inspector did not see created (one resumed from the store). */
+  track(id: string): Promise<void>;
+  /** Stops listening to the host and the recorder. */
+  close(): void;
+}
+
+interface Admission {
+  readonly json: string;
+  readonly at: number;
+}
+
+/** What this adapter saw of one session. */
+interface Watched {
+  /** The active epoch when last read, and when it was first seen. */
+  epoch: number | undefined;
+  readonly epochStarts: Map<number, number>;
+  /** Per snapshot key: the value's canonical JSON and when it was first seen admitted. */
+  admissions: Map<string, Admission>;
+}
+
+/** An `InspectorSource` built from a real host (see `HostInspectorSourceOptions`). */
+export function hostInspectorSource(options: HostInspectorSourceOptions): HostInspectorSource {
+  const { host, store, recorder } = options;
+  const now = options.now ?? Date.now;
+  const listeners = new Set<(event: InspectorEvent) => void>();
+  const watched = new Map<string, Watched>();
+  const reloads = new Map<string, ReloadView[]>();
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  const emit = (event: InspectorEvent) => {
+    for (const listener of listeners) listener(event);
+  };
+
+  for (const plugin of host.plugins()) reloads.set(plugin.name, [{ generation: plugin.generation, at: iso(now()) }]);
+
+  const offPlugins = host.onPluginEvent((event) => {
+    if (event.kind === "activated") {
+      const list = reloads.get(event.plugin) ?? [];
+      reloads.set(event.plugin, [...list, { generation: event.generation, at: iso(now()) }]);
+      emit({ kind: "plugin", plugin: event.plugin });
+      // A plugin that loads again clears its earlier problems.
+      emit({ kind: "problem" });
+    } else if (event.kind === "removed") {
+      reloads.delete(event.plugin);
+      emit({ kind: "plugin", plugin: event.plugin });
+      emit({ kind: "problem" });
+    } else {
+      emit({ kind: "problem" });
+    }
+  });
+
+  /** Reads the active epoch and notes what is new since the last read: an epoch start, admitted values. */
+  async function observe(id: string): Promise<EpochRecord | undefined> {
+    let seen = watched.get(id);
+    if (seen === undefined) {
+      seen = { epoch: undefined, epochStarts: new Map(), admissions: new Map() };
+      watched.set(id, seen);
+    }
+    const active = await store.activeEpoch(id);
+    if (active === undefined) return undefined;
+    const at = now();
+    if (seen.epoch !== active.number) {
+      if (!seen.epochStarts.has(active.number)) seen.epochStarts.set(active.number, at);
+      // A new epoch admits its whole snapshot again, in its Baseline.
+      if (seen.epoch !== undefined) seen.admissions = new Map();
+      seen.epoch = active.number;
+    }
+    const admissions = new Map<string, Admission>();
+    for (const [key, entry] of Object.entries(active.snapshot)) {
+      const json = JSON.stringify(entry.value);
+      const before = seen.admissions.get(key);
+      admissions.set(key, before !== undefined && before.json === json ? before : { json, at });
+    }
+    seen.admissions = admissions;
+    return active;
+  }
+
+  const announce = async (id: string) => {
+    await observe(id).catch(() => undefined);
+    emit({ kind: "boundary", session: id });
+  };
+
+  const offRequests = recorder.onRequest((recorded) => {
+    const id = recorded.request.sessionId;
+    if (id === undefined) return;
+    const isNew = !watched.has(id);
+    void announce(id).then(() => {
+      if (isNew) emit({ kind: "session", session: id });
+    });
+  });
+
+  /** Runs a host call, then announces the session's change whether it succeeded or not. */
+  async function announcing<T>(id: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } finally {
+      await announce(id);
+    }
+  }
+
+  const announcingHost: Host = {
+    async createSession(session) {
+      const id = await host.createSession(session);
+      await observe(id);
+      emit({ kind: "session", session: id });
+      return id;
+    },
+    prompt: (id, text) => host.prompt(id, text),
+    step: (id) => announcing(id, () => host.step(id)),
+    messages: (id) => host.messages(id),
+    compact: (id) => announcing(id, () => host.compact(id)),
+    switchModel: (id, change) => announcing(id, () => host.switchModel(id, change)),
+    move: (id, location) => announcing(id, () => host.move(id, location)),
+    plugins: () => host.plugins(),
+    get diagnostics() {
+      return host.diagnostics;
+    },
+    currentDiagnostics: () => host.currentDiagnostics(),
+    onPluginEvent: (listener) => host.onPluginEvent(listener),
+    close: () => host.close(),
+  };
+
+  const requestsOf = (id: string) => recorder.requests.filter((recorded) => recorded.request.sessionId === id);
+
+  async function summaryOf(id: string): Promise<SessionSummary | undefined> {
+    const record = await store.session(id).catch(() => undefined);
+    if (record === undefined) return undefined;
+    const [messages, active] = await Promise.all([store.messages(id), store.activeEpoch(id)]);
+    return {
+      id,
+      provider: record.provider,
+      model: record.model,
+      location: record.location,
+      epoch: active?.number ?? null,
+      messageCount: messages.length,
+    };
+  }
+
+  return {
+    host: announcingHost,
+
+    async sessions() {
+      const summaries = await Promise.all([...watched.keys()].map(summaryOf));
+      return summaries.filter((summary) => summary !== undefined);
+    },
+
+    async session(id) {
+      const summary = await summaryOf(id);
+      if (summary === undefined) return undefined;
+      const [messages, active] = await Promise.all([host.messages(id), observe(id)]);
+      const seen = watched.get(id);
+      const requests = requestsOf(id);
+      return {
+        ...summary,
+        epochs: epochsOf(messages, requests, active, seen?.epochStarts ?? new Map(), iso),
+        baseline: active?.baseline ?? null,
+        messages: messages.map(messageView),
+        snapshot: Object.entries(active?.snapshot ?? {})
+          .map(([key, entry]): SnapshotRow => {
+            const admitted = seen?.admissions.get(key);
+            return { key, value: entry.value, admittedAt: admitted === undefined ? null : iso(admitted.at) };
+          })
+          .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+        requests: requests.map((recorded, i): RequestView => {
+          const share = prefixShare(requests[i - 1]?.request, recorded.request);
+          return {
+            index: i + 1,
+            at: iso(recorded.at),
+            provider: recorded.request.provider,
+            model: recorded.request.model,
+            epoch: recorded.request.epoch?.number ?? null,
+            bytes: share.bytes,
+            reusedBytes: share.reusedBytes,
+            newBytes: share.bytes - share.reusedBytes,
+            prefix: share.prefix,
+            ...(share.reason === undefined ? {} : { reason: share.reason }),
+          };
+        }),
+      } satisfies SessionView;
+    },
+
+    plugins() {
+      const problems = host.currentDiagnostics().map(problemView);
+      return host.plugins().map(
+        (plugin): PluginView => ({
+          name: plugin.name,
+          file: plugin.file,
+          files: [plugin.file],
+          generation: plugin.generation,
+          keys: [...plugin.keys],
+          reloads: reloads.get(plugin.name) ?? [],
+          problems: problems.filter((problem) => problem.plugin === plugin.name || problem.file === plugin.file),
+        }),
+      );
+    },
+
+    problems: () => host.currentDiagnostics().map(problemView),
+
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    async track(id) {
+      const isNew = !watched.has(id);
+      await observe(id);
+      if (isNew) emit({ kind: "session", session: id });
+    },
+
+    close() {
+      offPlugins();
+      offRequests();
+      listeners.clear();
+    },
+  };
+}
+
+/** The epochs a session went through: every number its messages, requests or store name. */
+function epochsOf(
+  messages: readonly StoredMessage[],
+  requests: readonly RecordedRequest[],
+  active: EpochRecord | undefined,
+  starts: ReadonlyMap<number, number>,
+  iso: (ms: number) => string,
+): EpochView[] {
+  const numbers = new Set<number>(messages.map((m) => m.epoch));
+  for (const recorded of requests) if (recorded.request.epoch !== undefined) numbers.add(recorded.request.epoch.number);
+  if (active !== undefined) numbers.add(active.number);
+  return [...numbers]
+    .sort((a, b) => a - b)
+    .map((number): EpochView => {
+      const first = requests.find((recorded) => recorded.request.epoch?.number === number);
+      const isActive = active?.number === number;
+      const start = first?.at ?? starts.get(number);
+      return {
+        number,
+        reason: isActive ? active.reason : (first?.request.epoch?.reason ?? "unknown"),
+        at: start === undefined ? null : iso(start),
+        baseline: isActive ? active.baseline : (first?.request.system.at(-1) ?? null),
+      };
+    });
+}
+
+function messageView(message: StoredMessage): MessageView {
+  const toolNames =
+    message.toolCalls !== undefined && message.toolCalls.length > 0
+      ? message.toolCalls.map((call) => call.name)
+      : message.name !== undefined
+        ? [message.name]
+        : undefined;
+  return {
+    seq: message.seq,
+    epoch: message.epoch,
+    role: message.role,
+    text: message.text,
+    isSystemUpdate: message.role === "system-update",
+    ...(toolNames === undefined ? {} : { toolNames }),
+  };
+}
+
+function problemView(diagnostic: Diagnostic): ProblemView {
+  return {
+    plugin: diagnostic.plugin,
+    file: diagnostic.file,
+    ...(diagnostic.line === undefined ? {} : { line: diagnostic.line }),
+    ...(diagnostic.column === undefined ? {} : { column: diagnostic.column }),
+    ...(diagnostic.key === undefined ? {} : { key: diagnostic.key }),
+    phase: diagnostic.phase,
+    message: diagnostic.message,
+    ...(diagnostic.lineText === undefined ? {} : { lineText: diagnostic.lineText }),
+  };
+}
