@@ -6,7 +6,7 @@ import path from "node:path";
 import { costOf, priceOf } from "../../core/providers/pricing.ts";
 import type { TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { UsageError } from "./render.ts";
+import { UsageError } from "./usage.ts";
 
 export interface InspectArgs {
   readonly dataDir: string;
@@ -24,13 +24,13 @@ export function parseInspectArgs(args: readonly string[], cwd: string): InspectA
     if (arg === "--json") json = true;
     else if (arg === "--data") {
       const value = args[++i];
-      if (value === undefined) throw new UsageError("--data needs a folder");
+      if (value === undefined) throw new UsageError({ command: "inspect", reason: "--data needs a folder" });
       dataDir = path.resolve(cwd, value);
-    } else if (arg.startsWith("-")) throw new UsageError(`unknown option ${arg}`);
+    } else if (arg.startsWith("-")) throw new UsageError({ command: "inspect", reason: `unknown option ${arg}` });
     else if (sessionId === undefined) sessionId = arg;
-    else throw new UsageError(`one session id expected, got also ${JSON.stringify(arg)}`);
+    else throw new UsageError({ command: "inspect", reason: `one session id expected, got also ${JSON.stringify(arg)}` });
   }
-  if (sessionId === undefined) throw new UsageError("inspect needs a session id");
+  if (sessionId === undefined) throw new UsageError({ command: "inspect", reason: "inspect needs a session id" });
   return { dataDir, sessionId, json };
 }
 
