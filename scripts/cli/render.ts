@@ -11,7 +11,7 @@ import type { CoreSource } from "../../core/sources/core-source.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
 import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
 import { loadSettings } from "./settings.ts";
-import { pluginFolder, UsageError, valueOf } from "./usage.ts";
+import { optionValue, pluginFolder, UsageError } from "./usage.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
@@ -97,9 +97,9 @@ export function parseRenderArgs(
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
-    else if (arg === "--plugins") plugins.push(pluginFolder(valueOf(args, ++i, arg, "a folder", "render"), cwd, "render"));
-    else if (arg === "--location") location = locationFolder(valueOf(args, ++i, arg, "a folder", "render"), cwd);
-    else if (arg === "--config" || arg === "--settings") settingsFile = valueOf(args, ++i, arg, "a file", "render");
+    else if (arg === "--plugins") plugins.push(pluginFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd, "render"));
+    else if (arg === "--location") location = locationFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd);
+    else if (arg === "--config" || arg === "--settings") settingsFile = optionValue(args, ++i, arg, "a file", "render");
     else throw new UsageError({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
   return {

@@ -103,7 +103,7 @@ export function pluginFolder(value: string, cwd: string, command: CommandName): 
 }
 
 /** The value after an option, or a usage error saying what it needs. */
-export function valueOf(args: readonly string[], index: number, option: string, what: string, command: CommandName): string {
+export function optionValue(args: readonly string[], index: number, option: string, what: string, command: CommandName): string {
   const value = args[index];
   if (value === undefined || value.startsWith("--")) throw new UsageError({ command, reason: `${option} needs ${what}` });
   return value;

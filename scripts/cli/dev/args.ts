@@ -2,7 +2,7 @@
 
 import path from "node:path";
 import { type CliSettings, loadSettings } from "../settings.ts";
-import { pluginFolder, UsageError, valueOf } from "../usage.ts";
+import { optionValue, pluginFolder, UsageError } from "../usage.ts";
 
 /** The providers `dev` can talk to: the scripted echo, and the two real adapters. */
 export const devProviders = ["scripted", "anthropic", "openai"] as const;
@@ -39,12 +39,12 @@ export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
   let inspect: { port?: number } | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    if (arg === "--plugins") plugins.push(pluginFolder(valueOf(args, ++i, arg, "a folder", "dev"), cwd, "dev"));
-    else if (arg === "--provider") provider = valueOf(args, ++i, arg, `one of ${devProviders.join(", ")}`, "dev");
-    else if (arg === "--model") model = valueOf(args, ++i, arg, "a model name", "dev");
-    else if (arg === "--base-url") baseUrl = valueOf(args, ++i, arg, "a URL", "dev");
-    else if (arg === "--settings" || arg === "--config") settingsFile = valueOf(args, ++i, arg, "a file", "dev");
-    else if (arg === "--data") dataDir = path.resolve(cwd, valueOf(args, ++i, arg, "a folder", "dev"));
+    if (arg === "--plugins") plugins.push(pluginFolder(optionValue(args, ++i, arg, "a folder", "dev"), cwd, "dev"));
+    else if (arg === "--provider") provider = optionValue(args, ++i, arg, `one of ${devProviders.join(", ")}`, "dev");
+    else if (arg === "--model") model = optionValue(args, ++i, arg, "a model name", "dev");
+    else if (arg === "--base-url") baseUrl = optionValue(args, ++i, arg, "a URL", "dev");
+    else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "dev");
+    else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "dev"));
     else if (arg === "--inspect") inspect = {};
     else if (arg.startsWith("--inspect=")) inspect = { port: parsePort(arg.slice("--inspect=".length)) };
     else throw fail(`unknown argument ${JSON.stringify(arg)}`);
