@@ -106,6 +106,14 @@ describe("context-host dev (plain streams)", function () {
       await dev.until("assistant: reply 4: fourth", beforeSwitch);
       expect(dev.output.slice(beforeSwitch)).to.contain("Baseline System Context · epoch 3 (switch)");
 
+      const beforeCompact = dev.output.length;
+      dev.type("/compact");
+      await dev.until("compacted: the next prompt starts a new Context Epoch", beforeCompact);
+      expect(dev.output.slice(beforeCompact)).to.contain("Compaction summary");
+      dev.type("fifth");
+      await dev.until("assistant: reply 6: fifth", beforeCompact);
+      expect(dev.output.slice(beforeCompact)).to.contain("Baseline System Context · epoch 4 (compaction)");
+
       const beforePlugins = dev.output.length;
       dev.type("/plugins");
       await dev.until("note generation 2 (loaded in ", beforePlugins);

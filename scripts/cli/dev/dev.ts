@@ -285,7 +285,11 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
         }
         case "/compact":
           await host.compact(id);
-          printMessages(await newMessages());
+          {
+            const summary = await newMessages();
+            model.appendMessages(id, summary);
+            printMessages(summary);
+          }
           screen.line("note", "  compacted: the next prompt starts a new Context Epoch");
           return true;
         case "/model": {
