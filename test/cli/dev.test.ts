@@ -2,6 +2,8 @@
 // terminal): each line is a prompt or a command, the session ends with the input.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
@@ -183,5 +185,42 @@ export default definePlugin({ name: "cfg", config: Type.Object({ city: Type.Stri
     dev.end();
     expect(await dev.exited).to.equal(0);
     expect(dev.output).to.contain("│ City: Tromsø");
+  });
+
+  it("--provider openai --base-url talks to a compatible server: the request carries the Baseline, the reply is shown", async () => {
+    const bodies: Array<{ model: string; messages: Array<{ role: string; content: string }> }> = [];
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk: Buffer) => {
+        body += chunk.toString("utf8");
+      });
+      request.on("end", () => {
+        bodies.push(JSON.parse(body));
+        response.setHeader("content-type", "application/json");
+        response.end(
+          JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content: "It is one." }, finish_reason: "stop" }] }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const dev = startDev(
+        ["--plugins", dir, "--data", path.join(dir, ".data"), "--provider", "openai", "--model", "local-model", "--base-url", url],
+        dir,
+      );
+      await dev.until("Type a prompt");
+      expect(dev.output).to.contain(`provider: openai, model local-model at ${url} (OPENAI_API_KEY is not set)`);
+      dev.type("what is the note?");
+      await dev.until("assistant: It is one.");
+      dev.end();
+      expect(await dev.exited).to.equal(0);
+      expect(bodies).to.have.length(1);
+      expect(bodies[0]?.model).to.equal("local-model");
+      expect(bodies[0]?.messages.map((m) => m.content).join("\n")).to.contain("Note: one");
+      expect(bodies[0]?.messages.at(-1)).to.deep.equal({ role: "user", content: "what is the note?" });
+    } finally {
+      server.close();
+    }
   });
 });
