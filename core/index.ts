@@ -52,7 +52,6 @@ export type {
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { SessionLimits } from "./session/reply-check.ts";
 export type { BoundaryPreview, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
-export type { EpochReason, EpochRecord, StoredMessage } from "./session/store/store.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";

@@ -5,7 +5,8 @@
 
 import { expect } from "chai";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
-import type { ProviderRequest, StoredMessage } from "../../core/index.ts";
+import type { ProviderRequest } from "../../core/index.ts";
+import type { StoredMessage } from "../../core/store.ts";
 import { DevModelStore, requestBytes, sharedPrefixBytes } from "../../scripts/cli/dev/model.ts";
 
 const request = (system: string[], messages: ProviderRequest["messages"], model = "m"): ProviderRequest => ({

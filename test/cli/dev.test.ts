@@ -198,7 +198,9 @@ export default definePlugin({ name: "cfg", config: Type.Object({ city: Type.Stri
         bodies.push(JSON.parse(body));
         response.setHeader("content-type", "application/json");
         response.end(
-          JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content: "It is one." }, finish_reason: "stop" }] }),
+          JSON.stringify({
+            choices: [{ index: 0, message: { role: "assistant", content: "It is one." }, finish_reason: "stop" }],
+          }),
         );
       });
     });
@@ -206,7 +208,18 @@ export default definePlugin({ name: "cfg", config: Type.Object({ city: Type.Stri
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
       const dev = startDev(
-        ["--plugins", dir, "--data", path.join(dir, ".data"), "--provider", "openai", "--model", "local-model", "--base-url", url],
+        [
+          "--plugins",
+          dir,
+          "--data",
+          path.join(dir, ".data"),
+          "--provider",
+          "openai",
+          "--model",
+          "local-model",
+          "--base-url",
+          url,
+        ],
         dir,
       );
       await dev.until("Type a prompt");

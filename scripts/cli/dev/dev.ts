@@ -15,10 +15,10 @@ import {
   openAICompatibleProvider,
   type Provider,
   readToolDefinition,
-  type StoredMessage,
   scriptedProvider,
 } from "../../../core/index.ts";
 import { openAIModels } from "../../../core/providers.ts";
+import type { StoredMessage } from "../../../core/store.ts";
 import { UsageError } from "../usage.ts";
 import { type DevArgs, type DevProviderName, devProviders, isDevProvider, scriptedModel } from "./args.ts";
 import { DevModelStore } from "./model.ts";

@@ -30,7 +30,8 @@
 
 import { EventEmitter } from "node:events";
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { EpochReason, PluginInfo, ProviderRequest, StoredMessage } from "../../../core/index.ts";
+import type { PluginInfo, ProviderRequest } from "../../../core/index.ts";
+import type { EpochReason, StoredMessage } from "../../../core/store.ts";
 import type { Snapshot } from "../../../core/system-context.ts";
 
 /** One Context Epoch of a session. */
