@@ -8,17 +8,14 @@ import path from "node:path";
 import readline from "node:readline";
 import { escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
 import { messageOf } from "../../../core/base/errors.ts";
-import {
-  anthropicProvider,
-  createHost,
-  type Host,
-  openAICompatibleProvider,
-  type Provider,
-  readToolDefinition,
-  scriptedProvider,
-} from "../../../core/index.ts";
-import { openAIModels } from "../../../core/providers.ts";
-import type { StoredMessage } from "../../../core/store.ts";
+import { createHost, type Host } from "../../../core/host/host.ts";
+import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
+import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
+import { openAIModels } from "../../../core/providers/openai-lowering.ts";
+import { scriptedProvider } from "../../../core/providers/scripted.ts";
+import type { Provider } from "../../../core/session/provider.ts";
+import { readToolDefinition } from "../../../core/session/read-tool.ts";
+import type { StoredMessage } from "../../../core/session/store/store.ts";
 import { UsageError } from "../usage.ts";
 import { type DevArgs, type DevProviderName, devProviders, isDevProvider, scriptedModel } from "./args.ts";
 import { DevModelStore } from "./model.ts";

@@ -30,9 +30,10 @@
 
 import { EventEmitter } from "node:events";
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { PluginInfo, ProviderRequest } from "../../../core/index.ts";
-import type { EpochReason, StoredMessage } from "../../../core/store.ts";
-import type { Snapshot } from "../../../core/system-context.ts";
+import type { PluginInfo } from "../../../core/plugins/plugin-set.ts";
+import type { ProviderRequest } from "../../../core/session/provider.ts";
+import type { EpochReason, StoredMessage } from "../../../core/session/store/store.ts";
+import type { Snapshot } from "../../../core/system-context/index.ts";
 
 /** One Context Epoch of a session. */
 export interface DevEpoch {
