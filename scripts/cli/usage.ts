@@ -61,11 +61,16 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   runs the conformance checks; one line per finding:
   file:line [plugin key] check: what is wrong — how to fix it
   exit codes: 0 every check passed (warnings allowed); 1 a check failed; 64 bad usage`,
-  inspect: `usage: context-host inspect SESSION [--data DIR] [--json]
+  inspect: `usage: context-host inspect [DB] SESSION [--data DIR] [--json]
+       context-host inspect [DB] --session ID [--data DIR] [--json]
 
-  Prints a session's history with each reply's token usage, the totals and their cost.
+  Prints a stored session: its active Context Epoch (reason, Baseline, Context Snapshot),
+  and its history, the Mid-Conversation System Messages included, with each reply's token
+  usage, the totals and their cost.
+  DB                a sessions file (default <data folder>/sessions.db)
   --data DIR        the data folder (default ./.context-host)
-  --json            print { session, messages, total, usd }`,
+  --session ID      the session (or give it as SESSION)
+  --json            print { session, epoch, messages, total, usd }`,
   help: `usage: context-host help [COMMAND]
 
   Prints the usage of COMMAND, or of every command.`,
