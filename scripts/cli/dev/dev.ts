@@ -134,6 +134,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
   });
   let inspector: InspectorHandle | undefined;
   let unsubscribe = () => {};
+  let exitCode: number | undefined;
   try {
     for (const plugin of host.plugins()) model.recordPlugin("activated", plugin);
     model.syncProblems(host.currentDiagnostics());
@@ -177,7 +178,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       ),
       ...(inspector === undefined ? [] : [screen.paint("note", `inspector: ${inspector.url}`)]),
     ]);
-    for (const diagnostic of host.diagnostics) printDiagnostic(formatDiagnostic(diagnostic, io.cwd));
+    for (const diagnostic of host.currentDiagnostics()) printDiagnostic(formatDiagnostic(diagnostic, io.cwd));
     screen.line("note", "Type a prompt, or /help for the commands.");
 
     let seenSeq = 0;
@@ -315,7 +316,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       }
     }
 
-    return await repl(io, screen, async (line) => {
+    exitCode = await repl(io, screen, async (line) => {
       try {
         return await command(line);
       } catch (error) {
@@ -324,11 +325,16 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
         return true;
       }
     });
+    return exitCode;
   } finally {
     // Closing unloads the plugins: that is no news to print.
     unsubscribe();
     await inspector?.close().catch(() => {});
-    await host.close();
+    // After Ctrl-C a turn may still be running (a provider call streaming): do not wait long for it.
+    const closing = host.close();
+    if (exitCode === interruptedExitCode) {
+      await Promise.race([closing.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    } else await closing;
   }
 }
 

@@ -24,7 +24,10 @@
 //                                                 cached-prefix share
 //     "plugin"    { plugin, change }              a plugin generation became active, or was removed
 //     "problem"   { diagnostic, problems }        a new diagnostic was reported; `problems` is
-//                                                 the current list after it
+//                                                 the current list after it (a plugin that loads
+//                                                 again clears its own: its "plugin" event carries
+//                                                 the plugin with `problems: []`, and problems() is
+//                                                 current)
 //
 // Every object handed out is a frozen copy-on-write value: a listener may keep it.
 
