@@ -23,7 +23,7 @@ describe("dev model", () => {
     expect(sharedPrefixBytes(Buffer.from("abc"), Buffer.from("abcdef"))).to.equal(3);
     expect(sharedPrefixBytes(Buffer.from(""), Buffer.from("abc"))).to.equal(0);
     // UTF-8 bytes, not characters.
-    expect(requestBytes(request(["é"], [])).length).to.equal(Buffer.byteLength(JSON.stringify(["scripted", "m"]) + '\n"é"'));
+    expect(requestBytes(request(["é"], [])).length).to.equal(Buffer.byteLength(`${JSON.stringify(["scripted", "m"])}\n"é"`));
   });
 
   it("records boundaries: a new epoch, the admitted messages, the snapshot's admission times and the cached-prefix share", () => {

@@ -22,7 +22,8 @@ describe("dev screen", () => {
       screen.section("update", "Mid-Conversation System Message", "one\ntwo \u001b[2J");
       const lines = written.split("\n");
       expect(lines[0]).to.contain("┌─ Mid-Conversation System Message");
-      expect(lines.slice(1, 3).map((l) => l.replace(/\u001b\[[0-9;]*m/g, ""))).to.deep.equal(["│ one", "│ two \\u{1b}[2J"]);
+      const plain = (line: string) => line.replaceAll("\u001b[2m", "").replaceAll("\u001b[0m", "");
+      expect(lines.slice(1, 3).map(plain)).to.deep.equal(["│ one", "│ two \\u{1b}[2J"]);
       expect(written.includes("\u001b[")).to.equal(color);
       expect(written).not.to.contain("\u001b[2J");
     }
