@@ -17,7 +17,7 @@ import type { Provider } from "../../../core/session/provider.ts";
 import { readToolDefinition } from "../../../core/session/read-tool.ts";
 import type { StoredMessage } from "../../../core/session/store/store.ts";
 import { UsageError } from "../usage.ts";
-import { type DevArgs, type DevProviderName, devProviders, isDevProvider, scriptedModel } from "./args.ts";
+import { type DevArgs, type DevProviderName, devProviders, isDevProvider } from "./args.ts";
 import { DevModelStore } from "./model.ts";
 import { Screen, safeLines, wantsColor } from "./screen.ts";
 
@@ -377,5 +377,3 @@ function repl(io: DevIo, screen: Screen, handle: (line: string) => Promise<boole
     screen.showPrompt();
   });
 }
-
-export { scriptedModel };
