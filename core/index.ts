@@ -50,7 +50,7 @@ export type {
 } from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { SessionLimits } from "./session/reply-check.ts";
-export type { StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
+export type { BoundaryPreview, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";

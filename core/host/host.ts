@@ -10,9 +10,9 @@ import type { PluginEvent, PluginInfo } from "../plugins/plugin-set.ts";
 import type { Provider } from "../session/provider.ts";
 import { readTool } from "../session/read-tool.ts";
 import type { SessionLimits } from "../session/reply-check.ts";
-import { SessionRuntime, type StepResult, type Tool, type ToolSpec } from "../session/runtime.ts";
+import { type BoundaryPreview, SessionRuntime, type StepResult, type Tool, type ToolSpec } from "../session/runtime.ts";
 import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
-import type { SessionStore, StoredMessage } from "../session/store/store.ts";
+import type { EpochRecord, SessionStore, StoredMessage } from "../session/store/store.ts";
 import type { CoreSource } from "../sources/core-source.ts";
 import type { InstructionSettings } from "../sources/instructions/service.ts";
 import { startContextSources } from "./context-sources.ts";
@@ -67,6 +67,13 @@ export interface Host {
   compact(id: string): Promise<void>;
   switchModel(id: string, change: { provider?: string; model: string }): Promise<void>;
   move(id: string, location: string): Promise<void>;
+  /**
+   * What the next Safe Provider-Turn Boundary would admit (a new Baseline, a
+   * Mid-Conversation System Message, or nothing), observed now and admitted never: read-only.
+   */
+  preview(id: string): Promise<BoundaryPreview>;
+  /** The active Context Epoch of a session (its Baseline, snapshot and reason); none before the first boundary. */
+  epoch(id: string): Promise<EpochRecord | undefined>;
   /** Active plugins. */
   plugins(): PluginInfo[];
   /** Every distinct diagnostic so far, oldest first: instruction files (`plugin: "core"`), plugins, the watcher. */
@@ -137,6 +144,8 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     compact: (id) => runtime.compact(id),
     switchModel: (id, change) => runtime.switchModel(id, change),
     move: (id, location) => runtime.move(id, location),
+    preview: (id) => runtime.preview(id),
+    epoch: (id) => store.activeEpoch(id),
     plugins: () => plugins.plugins(),
     get diagnostics() {
       return sources.diagnostics.history;

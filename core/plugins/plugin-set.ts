@@ -64,6 +64,8 @@ export interface PluginInfo {
   readonly file: string;
   readonly generation: number;
   readonly keys: readonly string[];
+  /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */
+  readonly loadMs: number;
 }
 
 /** The generation of a plugin that is swapped in. */
@@ -72,6 +74,7 @@ interface Active {
   readonly generation: number;
   readonly scope: Scope;
   readonly keys: readonly string[];
+  readonly loadMs: number;
 }
 
 /** One discovered plugin file and its life. */
@@ -172,7 +175,13 @@ export class PluginSet {
     for (const entry of this.#entries.values()) {
       const active = entry.active;
       if (active !== undefined)
-        infos.push({ name: active.name, file: entry.file, generation: active.generation, keys: active.keys });
+        infos.push({
+          name: active.name,
+          file: entry.file,
+          generation: active.generation,
+          keys: active.keys,
+          loadMs: active.loadMs,
+        });
     }
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
@@ -346,6 +355,7 @@ export class PluginSet {
   }
 
   async #loadOnce(entry: PluginEntry, isProvisional: boolean): Promise<void> {
+    const startedAt = performance.now();
     const result = await loadGeneration(
       { file: entry.file, generation: entry.attempts + 1, attemptedHash: entry.attemptedHash },
       this.#loadContext,
@@ -375,7 +385,7 @@ export class PluginSet {
       return;
     }
     entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, activated, generation, locations);
+    const displaced = this.#swap(entry, activated, generation, locations, startedAt);
     for (const { name, scope } of displaced) await this.#closeScope(entry, name, scope);
   }
 
@@ -389,6 +399,7 @@ export class PluginSet {
     next: ActivatedGeneration,
     generation: number,
     locations: BundleLocations,
+    startedAt: number,
   ): Array<{ readonly name: string; readonly scope: Scope }> {
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
@@ -419,7 +430,13 @@ export class PluginSet {
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
       displaced.push({ name: held.name, scope: held.scope });
     }
-    entry.active = { name: next.name, generation, scope: next.scope, keys: registrations.map((r) => r.key) };
+    entry.active = {
+      name: next.name,
+      generation,
+      scope: next.scope,
+      keys: registrations.map((r) => r.key),
+      loadMs: Math.round(performance.now() - startedAt),
+    };
     entry.failed = undefined;
     this.#resolveProblems(entry, next.name);
     entry.faulted.clear();

@@ -17,6 +17,7 @@ import {
   initialize,
   reconcile,
   replaceOrReconcile,
+  type Snapshot,
   type SystemContext,
 } from "../system-context/index.ts";
 import {
@@ -86,6 +87,20 @@ export type StepResult =
    * Step again later; its reply will be in history, or its lease expires at `until`.
    */
   | { readonly kind: "in-flight"; readonly until: number };
+
+/**
+ * What the next Safe Provider-Turn Boundary of a session would admit, decided from one
+ * observation of its sources now, without admitting anything (`preview`).
+ */
+export type BoundaryPreview =
+  /** No epoch yet, or one is due (compaction, switch, move) or needed: a new Baseline would start one. */
+  | { readonly kind: "new-epoch"; readonly reason: EpochReason; readonly baseline: string; readonly snapshot: Snapshot }
+  /** This Mid-Conversation System Message would be admitted, advancing the snapshot. */
+  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
+  /** Nothing changed: the active snapshot stays. */
+  | { readonly kind: "unchanged"; readonly snapshot: Snapshot }
+  /** The first Baseline is blocked by these unavailable core sources. */
+  | { readonly kind: "blocked"; readonly keys: readonly string[] };
 
 export interface RuntimeOptions {
   readonly store: SessionStore;
@@ -243,6 +258,28 @@ export class SessionRuntime {
       { sessionId: id, provider: session.provider },
     );
     await store.commitSummary(id, session.revision, reply.text);
+  }
+
+  /**
+   * What the next boundary would admit if it ran now: the sources are observed once and
+   * the plan is made as `step` makes it, but nothing is committed, promoted or sent, so
+   * the next real boundary decides afresh. Runs in the session's queue, after any step.
+   */
+  preview(id: string): Promise<BoundaryPreview> {
+    return this.#queue.run(id, async () => {
+      const { store } = this.#options;
+      const session = await store.session(id);
+      const epoch = await store.activeEpoch(id);
+      const context = await this.#options.compose({ location: session.location, sessionId: id });
+      const planned = await this.#plan(context, session, epoch, []);
+      if (planned.kind === "blocked") return planned;
+      const { newEpoch, systemUpdate } = planned.commit;
+      if (newEpoch !== undefined) {
+        return { kind: "new-epoch", reason: newEpoch.reason, baseline: newEpoch.baseline, snapshot: newEpoch.snapshot };
+      }
+      if (systemUpdate !== undefined) return { kind: "update", text: systemUpdate.text, snapshot: systemUpdate.snapshot };
+      return { kind: "unchanged", snapshot: epoch?.snapshot ?? {} };
+    });
   }
 
   /**

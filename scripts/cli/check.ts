@@ -6,7 +6,7 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { checkPlugin, formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
-import { UsageError } from "./render.ts";
+import { UsageError } from "./usage.ts";
 
 export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
@@ -26,15 +26,15 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     if (arg === "--json") json = true;
     else if (arg === "--location") {
       const value = args[++i];
-      if (value === undefined) throw new UsageError("--location needs a folder");
+      if (value === undefined) throw new UsageError({ command: "check", reason: "--location needs a folder" });
       location = path.resolve(cwd, value);
-    } else if (arg.startsWith("-")) throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+    } else if (arg.startsWith("-")) throw new UsageError({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
     else given.push(path.resolve(cwd, arg));
   }
-  if (given.length === 0) throw new UsageError("check needs at least one plugin file or folder");
+  if (given.length === 0) throw new UsageError({ command: "check", reason: "check needs at least one plugin file or folder" });
   const plugins: string[] = [];
   for (const target of given) {
-    if (!existsSync(target)) throw new UsageError(`no such file or folder: ${target}`);
+    if (!existsSync(target)) throw new UsageError({ command: "check", reason: `no such file or folder: ${target}` });
     if (statSync(target).isFile()) {
       plugins.push(target);
       continue;
@@ -43,7 +43,11 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     if (index !== undefined) plugins.push(index);
     else {
       const found = discoverPlugins(target);
-      if (found.length === 0) throw new UsageError(`no plugin in ${target} (expected .ts/.js files or folders with index.ts)`);
+      if (found.length === 0)
+        throw new UsageError({
+          command: "check",
+          reason: `no plugin in ${target} (expected .ts/.js files or folders with index.ts)`,
+        });
       plugins.push(...found.map((entry) => entry.file));
     }
   }

@@ -12,4 +12,7 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// After Ctrl-C nothing is worth waiting for (a provider call still streaming, say): leave now.
+if (code === 130) process.exit(code);
+process.exitCode = code;

@@ -1,37 +1,57 @@
 // Owns `context-host inspect`: a session's durable history with each reply's token usage,
 // the totals, and what they cost by the pricing table (when the model has a row).
 
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
+import { escapeControl } from "../../core/base/diagnostics.ts";
 import { costOf, priceOf } from "../../core/providers/pricing.ts";
 import type { TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { UsageError } from "./render.ts";
+import { optionValue, UsageError } from "./usage.ts";
 
 export interface InspectArgs {
+  /** The data folder, or `file` when the sessions file is named. */
   readonly dataDir: string;
+  /** A sessions file named on the command line (`inspect DB`). */
+  readonly file?: string;
   readonly sessionId: string;
   readonly json: boolean;
 }
 
-/** `inspect SESSION [--data DIR] [--json]`; the data folder defaults to `.context-host`. */
+const fail = (reason: string) => new UsageError({ command: "inspect", reason });
+
+/**
+ * `inspect [DB] SESSION [--data DIR] [--json]`, or `--session ID` for SESSION: DB is a
+ * sessions file (an existing file); the data folder defaults to `.context-host`.
+ */
 export function parseInspectArgs(args: readonly string[], cwd: string): InspectArgs {
   let dataDir = path.join(cwd, ".context-host");
+  let file: string | undefined;
   let sessionId: string | undefined;
   let json = false;
+  const setSession = (id: string) => {
+    if (sessionId !== undefined) throw fail(`one session id expected, got also ${JSON.stringify(id)}`);
+    sessionId = id;
+  };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
-    else if (arg === "--data") {
-      const value = args[++i];
-      if (value === undefined) throw new UsageError("--data needs a folder");
-      dataDir = path.resolve(cwd, value);
-    } else if (arg.startsWith("-")) throw new UsageError(`unknown option ${arg}`);
-    else if (sessionId === undefined) sessionId = arg;
-    else throw new UsageError(`one session id expected, got also ${JSON.stringify(arg)}`);
+    else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "inspect"));
+    else if (arg === "--session") setSession(optionValue(args, ++i, arg, "a session id", "inspect"));
+    else if (arg.startsWith("-")) throw fail(`unknown option ${arg}`);
+    else if (file === undefined && isFile(path.resolve(cwd, arg))) file = path.resolve(cwd, arg);
+    else setSession(arg);
   }
-  if (sessionId === undefined) throw new UsageError("inspect needs a session id");
-  return { dataDir, sessionId, json };
+  if (sessionId === undefined) throw fail("inspect needs a session id");
+  return { dataDir, ...(file === undefined ? {} : { file }), sessionId, json };
+}
+
+function isFile(candidate: string): boolean {
+  try {
+    return statSync(candidate).isFile();
+  } catch {
+    return false;
+  }
 }
 
 const zero: TokenUsage = { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 };
@@ -45,7 +65,7 @@ const add = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
 
 /** Prints the session; exit 0, or 1 when the data folder has no sessions file. */
 export async function inspect(args: InspectArgs & { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
-  const file = sessionsFile(args.dataDir);
+  const file = args.file ?? sessionsFile(args.dataDir);
   if (!existsSync(file)) {
     args.err(`context-host: no sessions in ${args.dataDir}`);
     return 1;
@@ -54,14 +74,26 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
   try {
     const session = await store.session(args.sessionId);
     const messages = await store.messages(args.sessionId);
+    const epoch = await store.activeEpoch(args.sessionId);
     const total = messages.reduce((sum, message) => (message.usage === undefined ? sum : add(sum, message.usage)), zero);
     const row = priceOf(session.model);
     const usd = row === undefined ? undefined : costOf(total, row.price);
     if (args.json) {
-      args.out(JSON.stringify({ session, messages, total, usd: usd ?? null }, null, 2));
+      args.out(JSON.stringify({ session, epoch: epoch ?? null, messages, total, usd: usd ?? null }, null, 2));
       return 0;
     }
     args.out(`session ${session.id}: ${session.provider}/${session.model} in ${session.location}`);
+    if (epoch === undefined) args.out("no Context Epoch yet");
+    else {
+      const started = [...new Set(messages.map((m) => m.epoch))].join(", ");
+      args.out(`Context Epoch ${epoch.number} (${epoch.reason}); epochs with messages: ${started || "none"}`);
+      args.out("Baseline System Context:");
+      for (const line of epoch.baseline.split("\n")) args.out(`  | ${escapeControl(line)}`);
+      args.out("Context Snapshot:");
+      for (const [key, entry] of Object.entries(epoch.snapshot))
+        args.out(`  ${key} = ${escapeControl(JSON.stringify(entry.value))}`);
+    }
+    args.out("messages (system-update: a Mid-Conversation System Message, hidden from transcripts):");
     for (const message of messages) {
       const usage = message.usage;
       const counts =
@@ -69,7 +101,7 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
           ? ""
           : `  [in ${usage.input}, cache read ${usage.cacheRead}, cache write ${usage.cacheWrite}, out ${usage.output}]`;
       const text = message.text.length > 70 ? `${message.text.slice(0, 69)}…` : message.text;
-      args.out(`${String(message.seq).padStart(4)} ${message.role.padEnd(13)} ${JSON.stringify(text)}${counts}`);
+      args.out(`${String(message.seq).padStart(4)} ${message.role.padEnd(13)} ${escapeControl(JSON.stringify(text))}${counts}`);
     }
     args.out(
       `total: in ${total.input}, cache read ${total.cacheRead}, cache write ${total.cacheWrite}, out ${total.output}` +

@@ -1,41 +1,25 @@
-// Owns the command line: `context-host <command> [options]`.
+// Owns the command line: `context-host <command> [options]`, help and version anywhere,
+// usage errors on stderr with exit 64, and no stack trace for a user's mistake.
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { ContextHostError, messageOf } from "../../core/base/errors.ts";
 import { check, parseCheckArgs } from "./check.ts";
+import { parseDevArgs } from "./dev/args.ts";
+import { dev } from "./dev/dev.ts";
 import { inspect, parseInspectArgs } from "./inspect.ts";
-import { parseRenderArgs, render, UsageError } from "./render.ts";
-
-const usage = `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--config FILE]
-       context-host check PLUGIN... [--json] [--location DIR]
-       context-host inspect SESSION [--data DIR] [--json]
-       context-host --version
-
-  render   load the plugins, initialize, and print the Baseline System Context
-           (core sources first, then plugin sources in key order).
-           --plugins DIR   a plugin folder (repeatable; replaces the default ./plugins)
-           --json          print { baseline, snapshot, plugins, diagnostics }
-           --location DIR  the session location sources observe (default: the working folder)
-           --config FILE   JSON { timeZone?, instructions?, pluginSettings? }, as createHost takes them
-
-  check    load each PLUGIN (a file, a plugin folder, or a folder of plugins) as the host
-           does and run the conformance checks; one line per finding:
-           file:line [plugin key] check: what is wrong — how to fix it
-
-  inspect  print a session's history with each reply's token usage, the totals and their cost
-           SESSION         the session id
-           --data DIR      the data folder (default ./.context-host)
-           --json          print { session, messages, total, usd }
-
-exit codes (render): 0 every plugin loaded; 2 a plugin failed (the rest still render);
-            3 initialization blocked (the keys on stderr); 64 bad usage
-exit codes (check): 0 every check passed (warnings allowed); 1 a check failed; 64 bad usage`;
+import { parseRenderArgs, render } from "./render.ts";
+import { type CommandName, commandUsage, isCommand, overview, UsageError, usageExitCode } from "./usage.ts";
 
 /** Where the command line reads and writes; the process's own by default. */
 export interface Io {
   readonly cwd: string;
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
+  /** The terminal `dev` talks to (default the process's stdin and stdout). */
+  readonly input?: NodeJS.ReadableStream & { isTTY?: boolean };
+  readonly output?: NodeJS.WritableStream & { isTTY?: boolean };
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 const processIo: Io = {
@@ -44,29 +28,62 @@ const processIo: Io = {
   err: (text) => process.stderr.write(`${text}\n`),
 };
 
+const isHelp = (arg: string) => arg === "--help" || arg === "-h";
+const isVersion = (arg: string) => arg === "--version" || arg === "-v";
+
 /** Runs the command line and returns the exit code. */
 export async function main(args: readonly string[], io: Io = processIo): Promise<number> {
-  const [command, ...rest] = args;
+  const [first, ...rest] = args;
+  const command: CommandName | undefined = first !== undefined && isCommand(first) ? first : undefined;
   try {
-    if (command === "render") {
-      const parsed = parseRenderArgs(rest, io.cwd);
-      return await render({ ...parsed, out: io.out, err: io.err });
+    // Help wins anywhere on the line, then the version.
+    if (args.some(isHelp)) {
+      io.out(command === undefined || command === "help" ? overview : commandUsage[command]);
+      return 0;
     }
-    if (command === "check") return await check(parseCheckArgs(rest, io.cwd), io);
-    if (command === "inspect") return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
-    if (command === "--version" || command === "version") {
+    if (args.some(isVersion) || first === "version") {
       io.out(packageVersion());
       return 0;
     }
-    if (command === undefined || command === "help" || command === "--help") {
-      io.out(usage);
-      return command === undefined ? 64 : 0;
+    switch (first) {
+      case undefined:
+        io.err(overview);
+        return usageExitCode;
+      case "help": {
+        const [topic, ...extra] = rest;
+        if (extra.length > 0) throw new UsageError({ command: "help", reason: "help takes one command" });
+        if (topic === undefined) io.out(overview);
+        else if (isCommand(topic)) io.out(commandUsage[topic]);
+        else throw new UsageError({ command: "help", reason: `no command ${JSON.stringify(topic)}` });
+        return 0;
+      }
+      case "render":
+        return await render({ ...parseRenderArgs(rest, io.cwd), out: io.out, err: io.err });
+      case "check":
+        return await check(parseCheckArgs(rest, io.cwd), io);
+      case "inspect":
+        return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
+      case "dev":
+        return await dev(parseDevArgs(rest, io.cwd), {
+          cwd: io.cwd,
+          input: io.input ?? process.stdin,
+          output: io.output ?? process.stdout,
+          err: io.err,
+          env: io.env ?? process.env,
+        });
+      default:
+        throw new UsageError({ reason: `unknown command ${JSON.stringify(first)}` });
     }
-    throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.err(`context-host: ${error.message}\n${usage}`);
-      return 64;
+      const usage = error.command === undefined ? overview : commandUsage[error.command as CommandName];
+      io.err(`context-host: ${error.message}\n\n${usage}`);
+      return usageExitCode;
+    }
+    // A named condition (a setting, a location, a provider) is the user's to fix: its message says how.
+    if (error instanceof ContextHostError) {
+      io.err(`context-host: ${error.name}: ${messageOf(error)}`);
+      return 1;
     }
     throw error;
   }

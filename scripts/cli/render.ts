@@ -1,22 +1,22 @@
 // Owns `context-host render`: start the context sources as a host does, initialize,
 // print the Baseline.
 
-import { readFileSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { silentLogger } from "../../core/base/clock.ts";
 import { formatDiagnostic } from "../../core/base/diagnostics.ts";
-import { messageOf } from "../../core/base/errors.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { startContextSources } from "../../core/host/context-sources.ts";
-import { checkSettings } from "../../core/host/settings.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
 import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
+import { loadSettings } from "./settings.ts";
+import { optionValue, pluginFolder, UsageError } from "./usage.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
 
-/** The settings `render` takes from `--config FILE`, as a host takes them from `createHost`. */
+/** The settings `render` takes from its settings file, as a host takes them from `createHost`. */
 export interface RenderSettings {
   readonly timeZone?: string;
   readonly instructions?: InstructionSettings;
@@ -64,7 +64,13 @@ export async function render(options: RenderOptions): Promise<number> {
     if (options.json) {
       options.out(
         JSON.stringify(
-          { baseline: generation.baseline, snapshot: generation.snapshot, plugins: sources.plugins.plugins(), diagnostics },
+          {
+            baseline: generation.baseline,
+            snapshot: generation.snapshot,
+            // The load times vary from run to run: the JSON says what loaded, not how fast.
+            plugins: sources.plugins.plugins().map(({ loadMs: _loadMs, ...plugin }) => plugin),
+            diagnostics,
+          },
           null,
           2,
         ),
@@ -79,7 +85,7 @@ export async function render(options: RenderOptions): Promise<number> {
   }
 }
 
-/** Parses `render` arguments: `[--plugins DIR]... [--json] [--location DIR] [--config FILE]`. */
+/** Parses `render` arguments: `[--plugins DIR]... [--json] [--location DIR] [--settings FILE]` (`--config` is `--settings`). */
 export function parseRenderArgs(
   args: readonly string[],
   cwd: string,
@@ -87,43 +93,29 @@ export function parseRenderArgs(
   const plugins: string[] = [];
   let json = false;
   let location = cwd;
-  let settings: RenderSettings = {};
+  let settingsFile: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
-    else if (arg === "--plugins" || arg === "--location" || arg === "--config") {
-      const value = args[++i];
-      if (value === undefined) throw new UsageError(`${arg} needs a ${arg === "--config" ? "file" : "folder"}`);
-      if (arg === "--plugins") plugins.push(path.resolve(cwd, value));
-      else if (arg === "--location") location = path.resolve(cwd, value);
-      else settings = readSettings(path.resolve(cwd, value));
-    } else throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+    else if (arg === "--plugins") plugins.push(pluginFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd, "render"));
+    else if (arg === "--location") location = locationFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd);
+    else if (arg === "--config" || arg === "--settings") settingsFile = optionValue(args, ++i, arg, "a file", "render");
+    else throw new UsageError({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
-  return { plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")], json, location, settings };
+  return {
+    plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")],
+    json,
+    location,
+    settings: loadSettings(settingsFile, cwd, "render"),
+  };
 }
 
-/** Reads `--config FILE`: JSON `{ timeZone?, instructions?, pluginSettings? }`, checked like `createHost` options. */
-function readSettings(file: string): RenderSettings {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new UsageError(`--config ${file}: ${messageOf(error)}`);
+function locationFolder(value: string, cwd: string): string {
+  const folder = path.resolve(cwd, value);
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) {
+    throw new UsageError({ command: "render", reason: `--location ${value}: no such folder (${folder})` });
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new UsageError(`--config ${file}: expected a JSON object { timeZone?, instructions?, pluginSettings? }`);
-  }
-  const unknown = Object.keys(parsed).filter((name) => !["timeZone", "instructions", "pluginSettings"].includes(name));
-  if (unknown.length > 0) throw new UsageError(`--config ${file}: unknown setting ${unknown.join(", ")}`);
-  try {
-    checkSettings(parsed);
-  } catch (error) {
-    throw new UsageError(`--config ${file}: ${messageOf(error)}`);
-  }
-  return parsed as RenderSettings;
+  return folder;
 }
 
-/** Bad command-line use. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
+export { UsageError };

@@ -5,8 +5,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import Type from "typebox";
 import { scriptedProvider } from "../../core/index.ts";
 import { costOf, priceOf } from "../../core/providers/pricing.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { main } from "../../scripts/cli/main.ts";
 import { openHost } from "../session/fixtures.ts";
 
@@ -49,5 +51,61 @@ describe("context-host inspect", () => {
     const quiet = { cwd: dir, out: () => {}, err: () => {} };
     expect(await main(["inspect"], quiet)).to.equal(64);
     expect(await main(["inspect", "x", "--data", path.join(dir, "none")], quiet)).to.equal(1);
+  });
+
+  it("shows the active epoch's reason, Baseline and snapshot, and the Mid-Conversation System Messages, from a named sessions file", async () => {
+    let branch = "main";
+    const source = {
+      key: "core/branch",
+      load: () =>
+        SystemContext.make({
+          key: "core/branch",
+          schema: Type.String(),
+          load: () => branch,
+          baseline: (b: string) => `branch ${b}`,
+          update: (_p: string, b: string) => `branch is now ${b}`,
+        }),
+    };
+    const host = await openHost(dir, { core: [source], providers: { scripted: scriptedProvider() } });
+    const id = await host.createSession({ location: dir, provider: "scripted", model: "m" });
+    await host.prompt(id, "one");
+    await host.step(id);
+    branch = "feature";
+    await host.prompt(id, "two");
+    await host.step(id);
+    await host.close();
+
+    const db = path.join(dir, "sessions.db");
+    for (const args of [
+      ["inspect", db, id],
+      ["inspect", db, "--session", id],
+    ]) {
+      const out: string[] = [];
+      expect(await main(args, { cwd: os.tmpdir(), out: (t) => out.push(t), err: () => {} })).to.equal(0);
+      const text = out.join("\n");
+      expect(text).to.contain("Context Epoch 1 (initial)");
+      expect(text).to.contain("  | branch main");
+      expect(text).to.contain('  core/branch = "feature"');
+      expect(text).to.match(/system-update +"branch is now feature"/);
+    }
+    const json: string[] = [];
+    expect(await main(["inspect", id, "--data", dir, "--json"], { cwd: dir, out: (t) => json.push(t), err: () => {} })).to.equal(
+      0,
+    );
+    const printed = JSON.parse(json.join("\n")) as {
+      epoch: { number: number; reason: string; baseline: string; snapshot: object };
+    };
+    expect(printed.epoch).to.deep.include({ number: 1, reason: "initial", baseline: "branch main" });
+    expect(printed.epoch.snapshot).to.deep.equal({ "core/branch": { value: "feature" } });
+  });
+
+  it("an unknown session is an error naming it, without a stack trace", async () => {
+    const host = await openHost(dir, { core: [], providers: { scripted: scriptedProvider() } });
+    await host.close();
+    const err: string[] = [];
+    expect(await main(["inspect", "nope", "--data", dir], { cwd: dir, out: () => {}, err: (t) => err.push(t) })).to.equal(1);
+    expect(err.join("\n"))
+      .to.contain("nope")
+      .and.not.match(/\n\s+at /);
   });
 });

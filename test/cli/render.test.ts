@@ -2,7 +2,7 @@
 // sources in key order), and the exit code says what happened.
 
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -154,6 +154,12 @@ export default definePlugin({
     expect(stderr).to.equal("");
     expect(code).to.equal(0);
     expect(stdout).to.contain("(Pacific/Kiritimati).").and.contain("greeting: kia ora");
+    // --settings is the same option, and context-host.json in the working folder is read unnamed.
+    const named = await cli(["render", "--plugins", dir, "--location", dir, "--settings", "settings.json"], dir);
+    expect(named.stdout).to.equal(stdout);
+    renameSync(path.join(dir, "settings.json"), path.join(dir, "context-host.json"));
+    const unnamed = await cli(["render", "--plugins", dir, "--location", dir], dir);
+    expect([unnamed.code, unnamed.stdout]).to.deep.equal([0, stdout]);
   });
 
   it("--config with a bad setting is bad usage naming the file and the setting", async () => {

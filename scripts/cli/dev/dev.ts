@@ -1,0 +1,379 @@
+// Owns `context-host dev`: a terminal session over the user's plugins. At each Safe
+// Provider-Turn Boundary it prints, set apart from the conversation, the Baseline when
+// a Context Epoch starts and each admitted Mid-Conversation System Message, then the
+// reply; plugin reloads and each new diagnostic appear as they happen. Everything it
+// learns goes into the dev model (`model.ts`), which the browser inspector reads.
+
+import path from "node:path";
+import readline from "node:readline";
+import { escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
+import { messageOf } from "../../../core/base/errors.ts";
+import { createHost, type Host } from "../../../core/host/host.ts";
+import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
+import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
+import { openAIModels } from "../../../core/providers/openai-lowering.ts";
+import { scriptedProvider } from "../../../core/providers/scripted.ts";
+import type { Provider } from "../../../core/session/provider.ts";
+import { readToolDefinition } from "../../../core/session/read-tool.ts";
+import type { StoredMessage } from "../../../core/session/store/store.ts";
+import { UsageError } from "../usage.ts";
+import { type DevArgs, type DevProviderName, devProviders, isDevProvider } from "./args.ts";
+import { DevModelStore } from "./model.ts";
+import { Screen, safeLines, wantsColor } from "./screen.ts";
+
+/** Exit code after Ctrl-C (128 + SIGINT). */
+export const interruptedExitCode = 130;
+
+/** The host system prompt of dev sessions. */
+const systemPrompt = "You are a coding agent working in the user's project.";
+
+export interface DevIo {
+  readonly cwd: string;
+  readonly input: NodeJS.ReadableStream & { isTTY?: boolean };
+  readonly output: NodeJS.WritableStream & { isTTY?: boolean };
+  readonly err: (text: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** What `startInspector` of scripts/cli/inspector/ returns. */
+interface InspectorHandle {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * INTEGRATION POINT (issue 14, browser inspector): `--inspect[=PORT]` loads
+ * scripts/cli/inspector/ and calls its `startInspector({ model, host, port })`, which
+ * returns `{ url, close() }`; `model` is the `DevModel` of ./model.ts. Until that module
+ * is part of the build, `--inspect` is a usage error saying so. When it lands, import it
+ * statically here (scripts/build.mjs ships only what the `bin` reaches by static imports).
+ */
+async function loadInspector(): Promise<
+  (options: { model: DevModelStore; host: Host; port?: number }) => Promise<InspectorHandle>
+> {
+  const file = import.meta.url.endsWith(".ts") ? "../inspector/index.ts" : "../inspector/index.js";
+  try {
+    const module = (await import(new URL(file, import.meta.url).href)) as {
+      startInspector?: (options: { model: DevModelStore; host: Host; port?: number }) => Promise<InspectorHandle>;
+    };
+    if (typeof module.startInspector !== "function") throw new Error("no startInspector export");
+    return module.startInspector;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ERR_MODULE_NOT_FOUND" || messageOf(error).includes("no startInspector")) {
+      throw new UsageError({
+        command: "dev",
+        reason: "--inspect: the browser inspector is not in this build yet (scripts/cli/inspector/ is missing)",
+      });
+    }
+    throw error;
+  }
+}
+
+function providersFor(args: DevArgs): Record<DevProviderName, Provider> {
+  const tools = [readToolDefinition];
+  const baseURL = (name: DevProviderName) => (args.provider === name ? args.baseUrl : undefined);
+  return {
+    scripted: scriptedProvider(),
+    anthropic: anthropicProvider({
+      tools,
+      ...(baseURL("anthropic") === undefined ? {} : { baseURL: baseURL("anthropic") as string }),
+    }),
+    openai: openAICompatibleProvider({ baseURL: baseURL("openai") ?? "https://api.openai.com/v1", models: openAIModels, tools }),
+  };
+}
+
+function bannerOf(args: DevArgs, env: NodeJS.ProcessEnv): string {
+  if (args.provider === "scripted") {
+    return "provider: scripted — it echoes your prompt (no model, no key); try --provider anthropic --model M";
+  }
+  const keyEnv = args.provider === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+  const key = env[keyEnv] === undefined || env[keyEnv] === "" ? `${keyEnv} is not set` : `key from ${keyEnv}`;
+  return `provider: ${args.provider}, model ${args.model}${args.baseUrl === undefined ? "" : ` at ${args.baseUrl}`} (${key})`;
+}
+
+const help = [
+  "/context        the Baseline, the snapshot, and what the next boundary would admit (nothing is admitted)",
+  "/plugins        the active plugins, their generations and last reload",
+  "/problems       the problems that still hold",
+  "/compact        summarise the conversation; the next prompt starts a new Context Epoch",
+  "/model P M      switch provider and model (P: scripted, anthropic, openai); a new epoch",
+  "/cd DIR         move the session to DIR; a new epoch there",
+  "/help           this list",
+  "/quit           leave (Ctrl-C leaves with exit code 130)",
+  "anything else   a prompt: one Safe Provider-Turn Boundary and the model's reply",
+];
+
+/** Runs the dev session until `/quit`, the end of input (0) or Ctrl-C (130). */
+export async function dev(args: DevArgs, io: DevIo): Promise<number> {
+  const startInspector = args.inspect === undefined ? undefined : await loadInspector();
+  const isTTY = io.input.isTTY === true && io.output.isTTY === true;
+  const screen = new Screen({
+    write: (text) => io.output.write(text),
+    isTTY,
+    color: wantsColor(io.output.isTTY === true, io.env),
+  });
+  const model = new DevModelStore();
+  // A path inside the working folder relative to it, else absolute.
+  const shown = (file: string) => {
+    const relative = path.relative(io.cwd, file);
+    return escapeControl(relative === "" || relative.startsWith("..") ? file : relative);
+  };
+
+  const host = await createHost({
+    dataDir: args.dataDir,
+    providers: providersFor(args),
+    systemPrompt,
+    plugins: args.plugins,
+    ...args.settings,
+    logger: {
+      info: () => {},
+      warn: (message) => screen.line("note", `  [warn] ${safeLines(message).join(" ")}`),
+      error: (message) => screen.line("problem", `  [error] ${safeLines(message).join(" ")}`),
+    },
+  });
+  let inspector: InspectorHandle | undefined;
+  let unsubscribe = () => {};
+  let exitCode: number | undefined;
+  try {
+    for (const plugin of host.plugins()) model.recordPlugin("activated", plugin);
+    model.syncProblems(host.currentDiagnostics());
+    const printDiagnostic = (text: string) => screen.lines(text.split("\n").map((line) => screen.paint("problem", `  ${line}`)));
+    unsubscribe = host.onPluginEvent((event) => {
+      if (event.kind === "diagnostic") {
+        model.recordProblem(event.diagnostic, host.currentDiagnostics());
+        printDiagnostic(formatDiagnostic(event.diagnostic, io.cwd));
+        return;
+      }
+      model.syncProblems(host.currentDiagnostics());
+      if (event.kind === "activated") {
+        const info = host.plugins().find((p) => p.file === event.file && p.generation === event.generation);
+        const loadMs = info?.loadMs;
+        if (info !== undefined) model.recordPlugin("activated", info);
+        screen.line(
+          "reload",
+          `  ${event.plugin} generation ${event.generation} active${loadMs === undefined ? "" : ` in ${loadMs} ms`}`,
+        );
+      } else {
+        model.recordPlugin("removed", { name: event.plugin, file: event.file });
+        screen.line("reload", `  ${event.plugin} removed (${shown(event.file)})`);
+      }
+    });
+
+    let location = io.cwd;
+    let current = { provider: args.provider as string, model: args.model };
+    const id = await host.createSession({ location, ...current });
+    model.putSession({ id, location, ...current });
+    if (startInspector !== undefined) {
+      inspector = await startInspector({ model, host, ...(args.inspect?.port === undefined ? {} : { port: args.inspect.port }) });
+    }
+
+    const plugins = host.plugins();
+    screen.lines([
+      `context-host dev — session ${id}`,
+      screen.paint("note", bannerOf(args, io.env)),
+      screen.paint(
+        "note",
+        `plugins: ${plugins.map((p) => `${p.name} (${p.keys.join(", ")})`).join("; ") || "none"} — from ${args.plugins.map(shown).join(", ")}`,
+      ),
+      ...(inspector === undefined ? [] : [screen.paint("note", `inspector: ${inspector.url}`)]),
+    ]);
+    for (const diagnostic of host.currentDiagnostics()) printDiagnostic(formatDiagnostic(diagnostic, io.cwd));
+    screen.line("note", "Type a prompt, or /help for the commands.");
+
+    let seenSeq = 0;
+    const newMessages = async (): Promise<StoredMessage[]> => {
+      const all = await host.messages(id);
+      const fresh = all.filter((m) => m.seq > seenSeq);
+      seenSeq = all.at(-1)?.seq ?? seenSeq;
+      return fresh;
+    };
+    const printMessages = (messages: readonly StoredMessage[]) => {
+      for (const message of messages) {
+        if (message.role === "system-update") screen.section("update", "Mid-Conversation System Message", message.text);
+        else if (message.role === "summary") screen.section("summary", "Compaction summary", message.text);
+        else if (message.role === "assistant") {
+          screen.lines(safeLines(message.text).map((line, i) => `${i === 0 ? "assistant: " : "           "}${line}`));
+          for (const call of message.toolCalls ?? []) screen.line("note", `  (tool call ${safeLines(call.name).join(" ")})`);
+        } else if (message.role === "tool")
+          screen.line("note", `  (tool ${safeLines(message.name ?? "?").join(" ")}: ${message.text.length} characters)`);
+      }
+    };
+
+    async function turn(text: string): Promise<void> {
+      await host.prompt(id, text);
+      for (;;) {
+        const result = await host.step(id);
+        if (result.kind === "idle") return;
+        if (result.kind === "blocked") {
+          screen.line("problem", `  blocked: unavailable core sources ${result.keys.join(", ")}`);
+          return;
+        }
+        if (result.kind === "in-flight") {
+          screen.line("note", "  another process is calling the provider for this session; try again shortly");
+          return;
+        }
+        const epoch = await host.epoch(id);
+        const appended = await newMessages();
+        if (epoch !== undefined) {
+          const boundary = model.recordBoundary(id, { request: result.request, epoch, admitted: appended });
+          if (boundary.epochStarted !== undefined) {
+            screen.section(
+              "baseline",
+              `Baseline System Context · epoch ${boundary.epochStarted.number} (${boundary.epochStarted.reason})`,
+              boundary.epochStarted.baseline,
+            );
+          }
+        }
+        printMessages(appended);
+        if ((result.reply.toolCalls ?? []).length === 0) return;
+      }
+    }
+
+    async function showContext(): Promise<void> {
+      const epoch = await host.epoch(id);
+      if (epoch === undefined) screen.line("note", "  no Context Epoch yet: the first prompt renders the Baseline");
+      else {
+        screen.section("baseline", `Baseline System Context · epoch ${epoch.number} (${epoch.reason})`, epoch.baseline);
+        const rows = Object.entries(epoch.snapshot).map(([key, entry]) => `${key} = ${JSON.stringify(entry.value)}`);
+        screen.section("note", "Context Snapshot", rows.length === 0 ? "(empty)" : rows.join("\n"));
+      }
+      const next = await host.preview(id);
+      if (next.kind === "update") screen.section("update", "Would be admitted at the next boundary (not admitted)", next.text);
+      else if (next.kind === "new-epoch") {
+        screen.section("baseline", `The next boundary starts a new epoch (${next.reason}) with this Baseline`, next.baseline);
+      } else if (next.kind === "blocked") screen.line("problem", `  the next boundary is blocked: ${next.keys.join(", ")}`);
+      else screen.line("note", "  nothing new would be admitted at the next boundary");
+    }
+
+    async function command(line: string): Promise<boolean> {
+      const text = line.trim();
+      if (text === "") return true;
+      if (!text.startsWith("/")) {
+        await turn(line);
+        return true;
+      }
+      const [name, ...rest] = text.split(/\s+/);
+      switch (name) {
+        case "/quit":
+        case "/exit":
+          return false;
+        case "/help":
+          screen.lines(help.map((l) => `  ${l}`));
+          return true;
+        case "/context":
+          await showContext();
+          return true;
+        case "/plugins": {
+          const active = host.plugins();
+          if (active.length === 0) screen.line("note", "  no plugins are active");
+          for (const p of active) {
+            screen.line(
+              "note",
+              `  ${p.name} generation ${p.generation} (loaded in ${p.loadMs} ms): ${p.keys.join(", ")} — ${shown(p.file)}`,
+            );
+          }
+          return true;
+        }
+        case "/problems": {
+          const problems = host.currentDiagnostics();
+          if (problems.length === 0) screen.line("note", "  no current problems");
+          for (const d of problems) printDiagnostic(formatDiagnostic(d, io.cwd));
+          return true;
+        }
+        case "/compact":
+          await host.compact(id);
+          {
+            const summary = await newMessages();
+            model.appendMessages(id, summary);
+            printMessages(summary);
+          }
+          screen.line("note", "  compacted: the next prompt starts a new Context Epoch");
+          return true;
+        case "/model": {
+          const [provider, modelName] = rest;
+          if (provider === undefined || modelName === undefined || rest.length > 2 || !isDevProvider(provider)) {
+            screen.line("problem", `  usage: /model P M, with P one of ${devProviders.join(", ")}`);
+            return true;
+          }
+          await host.switchModel(id, { provider, model: modelName });
+          current = { provider, model: modelName };
+          model.putSession({ id, location, ...current });
+          screen.line("note", `  now ${provider} ${modelName}: the next prompt starts a new Context Epoch`);
+          return true;
+        }
+        case "/cd": {
+          const target = path.resolve(location, rest.join(" ") || io.cwd);
+          await host.move(id, target);
+          location = target;
+          model.putSession({ id, location, ...current });
+          screen.line("note", `  moved to ${safeLines(target).join(" ")}: the next prompt starts a new Context Epoch there`);
+          return true;
+        }
+        default:
+          screen.line("problem", `  unknown command ${safeLines(name ?? "").join(" ")}; /help lists them`);
+          return true;
+      }
+    }
+
+    exitCode = await repl(io, screen, async (line) => {
+      try {
+        return await command(line);
+      } catch (error) {
+        // A failed turn or command is reported and the session goes on.
+        screen.line("problem", `  ${(error as Error).name ?? "Error"}: ${safeLines(messageOf(error)).join(" ")}`);
+        return true;
+      }
+    });
+    return exitCode;
+  } finally {
+    // Closing unloads the plugins: that is no news to print.
+    unsubscribe();
+    await inspector?.close().catch(() => {});
+    // After Ctrl-C a turn may still be running (a provider call streaming): do not wait long for it.
+    const closing = host.close();
+    if (exitCode === interruptedExitCode) {
+      await Promise.race([closing.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    } else await closing;
+  }
+}
+
+/** Reads lines one at a time until `/quit` (0), the end of input (0) or Ctrl-C (130). */
+function repl(io: DevIo, screen: Screen, handle: (line: string) => Promise<boolean>): Promise<number> {
+  const lines = readline.createInterface({
+    input: io.input,
+    output: io.output,
+    terminal: screen.isTTY,
+    prompt: screen.isTTY ? "you> " : "",
+  });
+  screen.attach(lines);
+  return new Promise<number>((resolve) => {
+    let queue = Promise.resolve(true);
+    let code: number | undefined;
+    const finish = (exitCode: number) => {
+      if (code !== undefined) return;
+      code = exitCode;
+      process.off("SIGINT", onSignal);
+      lines.close();
+      resolve(exitCode);
+    };
+    const onSignal = () => {
+      if (screen.isTTY) io.output.write("^C\n");
+      finish(interruptedExitCode);
+    };
+    lines.on("SIGINT", onSignal);
+    process.on("SIGINT", onSignal);
+    lines.on("line", (line) => {
+      screen.promptAnswered();
+      queue = queue.then(async (goOn) => {
+        if (!goOn || code !== undefined) return false;
+        const next = await handle(line);
+        if (!next) finish(0);
+        else if (code === undefined) screen.showPrompt();
+        return next;
+      });
+    });
+    lines.on("close", () => void queue.then(() => finish(0)));
+    screen.showPrompt();
+  });
+}

@@ -1,0 +1,84 @@
+// Owns the settings file of `dev` and `render` (`context-host.json`): the time zone, the
+// instruction settings and each plugin's config, checked with TypeBox before anything
+// starts; every error names the file and the setting.
+
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { messageOf } from "../../core/base/errors.ts";
+import { checkSettings } from "../../core/host/settings.ts";
+import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
+import { type CommandName, UsageError } from "./usage.ts";
+
+/** The settings file's name, looked for in the working folder. */
+export const settingsFileName = "context-host.json";
+
+/** What a settings file holds, as `createHost` takes it. */
+export interface CliSettings {
+  readonly timeZone?: string;
+  readonly instructions?: InstructionSettings;
+  /** Each plugin's config by plugin name; the plugin's own `config` schema checks it at load. */
+  readonly pluginSettings?: Readonly<Record<string, unknown>>;
+}
+
+// The file's own shape; `checkSettings` (the host's schema) then checks the host settings in depth.
+const SettingsFile = Type.Object(
+  {
+    $schema: Type.Optional(Type.String()),
+    timeZone: Type.Optional(Type.Unknown()),
+    instructions: Type.Optional(Type.Unknown()),
+    pluginSettings: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+const fileValidator = Compile(SettingsFile);
+
+/**
+ * Reads the settings: `explicit` (it must exist), else `context-host.json` in `cwd` when
+ * it exists, else none. Any problem is a usage error naming the file and the setting.
+ */
+export function loadSettings(explicit: string | undefined, cwd: string, command: CommandName): CliSettings {
+  const file = explicit === undefined ? path.join(cwd, settingsFileName) : path.resolve(cwd, explicit);
+  if (explicit === undefined && !existsSync(file)) return {};
+  return readSettingsFile(file, command);
+}
+
+/** Reads and checks one settings file. */
+export function readSettingsFile(file: string, command: CommandName): CliSettings {
+  const fail = (reason: string) => new UsageError({ command, reason: `settings file ${file}: ${reason}` });
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw fail(code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a folder, not a file" : messageOf(error));
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw fail(`not JSON: ${messageOf(error)}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw fail("expected a JSON object { timeZone?, instructions?, pluginSettings? }");
+  }
+  if (!fileValidator.Check(parsed)) {
+    const first = fileValidator.Errors(parsed)[0];
+    const unknown = Object.keys(parsed).find((name) => !Object.hasOwn(SettingsFile.properties, name));
+    if (unknown !== undefined) {
+      throw fail(`setting ${unknown}: unknown setting (known: timeZone, instructions, pluginSettings)`);
+    }
+    const setting = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
+    throw fail(
+      `setting ${setting}: ${setting === "pluginSettings" ? "must be an object of plugin name to config" : (first?.message ?? "invalid")}`,
+    );
+  }
+  try {
+    checkSettings(parsed);
+  } catch (error) {
+    throw fail(messageOf(error));
+  }
+  const { $schema: _schema, ...settings } = parsed as CliSettings & { $schema?: string };
+  return settings;
+}

@@ -1,0 +1,239 @@
+// `context-host dev` in this process, its input and output plain streams (not a
+// terminal): each line is a prompt or a command, the session ends with the input.
+
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { PassThrough } from "node:stream";
+import { expect } from "chai";
+import { main } from "../../scripts/cli/main.ts";
+
+const notePlugin = (text: string) => `import { definePlugin } from "context-host/plugin";
+import Type from "typebox";
+export default definePlugin({ name: "note", setup(api) {
+  api.source({ key: "note/text", schema: Type.String(), load: () => ${JSON.stringify(text)},
+    baseline: (v) => "Note: " + v, update: (_p, v) => "Note is now: " + v });
+} });`;
+
+/** A dev session fed line by line; `until` waits for output to contain a text. */
+function startDev(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let text = "";
+  output.on("data", (chunk: Buffer) => {
+    text += chunk.toString("utf8");
+  });
+  const err: string[] = [];
+  const exited = main(["dev", ...args], { cwd, out: () => {}, err: (t) => err.push(t), input, output, env });
+  const until = async (needle: string, from = 0, timeoutMs = 5000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!text.slice(from).includes(needle)) {
+      if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(needle)} in output:\n${text}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return text.indexOf(needle, from);
+  };
+  return {
+    exited,
+    until,
+    type: (line: string) => input.write(`${line}\n`),
+    end: () => input.end(),
+    get output() {
+      return text;
+    },
+    err,
+  };
+}
+
+const count = (text: string, needle: string) => text.split(needle).length - 1;
+
+describe("context-host dev (plain streams)", function () {
+  this.timeout(20_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "dev-"));
+    writeFileSync(path.join(dir, "note.ts"), notePlugin("one"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("shows the Baseline once per epoch, each admitted Mid-Conversation System Message, reloads, /context without admitting", async () => {
+    const other = mkdtempSync(path.join(os.tmpdir(), "dev-other-"));
+    try {
+      const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data")], dir);
+      await dev.until("Type a prompt");
+      expect(dev.output).to.contain("provider: scripted — it echoes your prompt");
+      expect(dev.output).to.contain("plugins: note (note/text)");
+      dev.type("first question");
+      await dev.until("assistant: reply 1: first question");
+      expect(count(dev.output, "Baseline System Context · epoch 1 (initial)")).to.equal(1);
+      expect(dev.output).to.contain("│ Note: one");
+
+      const beforeEdit = dev.output.length;
+      writeFileSync(path.join(dir, "note.ts"), notePlugin("two"));
+      await dev.until("note generation 2 active in ", beforeEdit);
+      expect(dev.output.slice(beforeEdit)).to.match(/note generation 2 active in \d+ ms/);
+
+      // /context previews the update; it is not admitted, so the next boundary still admits it.
+      const beforeContext = dev.output.length;
+      dev.type("/context");
+      await dev.until("Would be admitted at the next boundary (not admitted)", beforeContext);
+      await dev.until("│ Note is now: two", beforeContext);
+      expect(dev.output.slice(beforeContext)).to.contain('note/text = "one"');
+      const beforeSecond = dev.output.length;
+      dev.type("second");
+      await dev.until("assistant: reply 2: second", beforeSecond);
+      const second = dev.output.slice(beforeSecond);
+      expect(second).to.contain("Mid-Conversation System Message");
+      expect(second).to.contain("│ Note is now: two");
+      expect(second).not.to.contain("Baseline System Context");
+      expect(second.indexOf("Note is now: two")).to.be.below(second.indexOf("assistant: reply 2"));
+
+      // Nothing changed since: nothing would be admitted.
+      const beforeIdle = dev.output.length;
+      dev.type("/context");
+      await dev.until("nothing new would be admitted at the next boundary", beforeIdle);
+
+      // /cd and /model start new epochs, each shown with its Baseline.
+      const beforeMove = dev.output.length;
+      dev.type(`/cd ${other}`);
+      dev.type("third");
+      await dev.until("assistant: reply 3: third", beforeMove);
+      expect(dev.output.slice(beforeMove)).to.contain("Baseline System Context · epoch 2 (move)");
+      expect(dev.output.slice(beforeMove)).to.contain(`Working directory: ${other}`);
+      const beforeSwitch = dev.output.length;
+      dev.type("/model scripted other-model");
+      dev.type("fourth");
+      await dev.until("assistant: reply 4: fourth", beforeSwitch);
+      expect(dev.output.slice(beforeSwitch)).to.contain("Baseline System Context · epoch 3 (switch)");
+
+      const beforeCompact = dev.output.length;
+      dev.type("/compact");
+      await dev.until("compacted: the next prompt starts a new Context Epoch", beforeCompact);
+      expect(dev.output.slice(beforeCompact)).to.contain("Compaction summary");
+      dev.type("fifth");
+      await dev.until("assistant: reply 6: fifth", beforeCompact);
+      expect(dev.output.slice(beforeCompact)).to.contain("Baseline System Context · epoch 4 (compaction)");
+
+      const beforePlugins = dev.output.length;
+      dev.type("/plugins");
+      await dev.until("note generation 2 (loaded in ", beforePlugins);
+      dev.type("/quit");
+      expect(await dev.exited).to.equal(0);
+      expect(dev.output).not.to.contain("\u001b["); // not a terminal: no colour, no cursor moves
+      expect(dev.output).not.to.contain("you>"); // and no prompt
+      expect(dev.output).not.to.contain("note removed"); // leaving unloads the plugins quietly
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it("prints each diagnostic once with its code frame, and /problems lists only the current ones", async () => {
+    const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data")], dir);
+    await dev.until("Type a prompt");
+    dev.type("hello");
+    await dev.until("assistant: reply 1: hello");
+    const beforeBreak = dev.output.length;
+    writeFileSync(path.join(dir, "note.ts"), `${notePlugin("one")}\nconst broken = ;\n`);
+    await dev.until("[note bundle]", beforeBreak);
+    // A code frame: the line, and a caret under the column.
+    expect(dev.output.slice(beforeBreak)).to.match(/note\.ts:7:\d+ \[note bundle\] .*\n\s+7 \| const broken = ;\n\s+\| +\^/);
+    const beforeProblems = dev.output.length;
+    dev.type("/problems");
+    await dev.until("[note bundle]", beforeProblems);
+    writeFileSync(path.join(dir, "note.ts"), notePlugin("three"));
+    await dev.until("note generation 2 active", beforeProblems);
+    const beforeFixed = dev.output.length;
+    dev.type("/problems");
+    await dev.until("no current problems", beforeFixed);
+    dev.type("after the fix");
+    await dev.until("assistant: reply 2: after the fix", beforeFixed);
+    dev.end();
+    expect(await dev.exited).to.equal(0);
+    // Reported once (when it arose), printed again only when asked for by /problems.
+    expect(count(dev.output, "[note bundle]")).to.equal(2);
+  });
+
+  it("control characters from plugins are printed escaped", async () => {
+    writeFileSync(path.join(dir, "note.ts"), notePlugin("red \u001b[31m text \u0007"));
+    const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data")], dir);
+    await dev.until("Type a prompt");
+    dev.type("hi");
+    await dev.until("assistant: reply 1: hi");
+    dev.end();
+    expect(await dev.exited).to.equal(0);
+    expect(dev.output).to.contain("│ Note: red \\u{1b}[31m text \\u{7}");
+    expect(dev.output).not.to.contain("\u001b");
+  });
+
+  it("takes plugin config from the settings file", async () => {
+    writeFileSync(
+      path.join(dir, "cfg.ts"),
+      `import { definePlugin } from "context-host/plugin";
+import Type from "typebox";
+export default definePlugin({ name: "cfg", config: Type.Object({ city: Type.String({ default: "Oslo" }) }), setup(api, config) {
+  api.source({ key: "cfg/city", schema: Type.String(), load: () => config.city, baseline: (v) => "City: " + v, update: (_p, v) => "City now " + v });
+} });`,
+    );
+    const settings = path.join(dir, "settings.json");
+    writeFileSync(settings, JSON.stringify({ pluginSettings: { cfg: { city: "Tromsø" } } }));
+    const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data"), "--settings", settings], dir);
+    await dev.until("Type a prompt");
+    dev.type("hi");
+    await dev.until("assistant: reply 1: hi");
+    dev.end();
+    expect(await dev.exited).to.equal(0);
+    expect(dev.output).to.contain("│ City: Tromsø");
+  });
+
+  it("--provider openai --base-url talks to a compatible server: the request carries the Baseline, the reply is shown", async () => {
+    const bodies: Array<{ model: string; messages: Array<{ role: string; content: string }> }> = [];
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk: Buffer) => {
+        body += chunk.toString("utf8");
+      });
+      request.on("end", () => {
+        bodies.push(JSON.parse(body));
+        response.setHeader("content-type", "application/json");
+        response.end(
+          JSON.stringify({
+            choices: [{ index: 0, message: { role: "assistant", content: "It is one." }, finish_reason: "stop" }],
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const dev = startDev(
+        [
+          "--plugins",
+          dir,
+          "--data",
+          path.join(dir, ".data"),
+          "--provider",
+          "openai",
+          "--model",
+          "local-model",
+          "--base-url",
+          url,
+        ],
+        dir,
+      );
+      await dev.until("Type a prompt");
+      expect(dev.output).to.contain(`provider: openai, model local-model at ${url} (OPENAI_API_KEY is not set)`);
+      dev.type("what is the note?");
+      await dev.until("assistant: It is one.");
+      dev.end();
+      expect(await dev.exited).to.equal(0);
+      expect(bodies).to.have.length(1);
+      expect(bodies[0]?.model).to.equal("local-model");
+      expect(bodies[0]?.messages.map((m) => m.content).join("\n")).to.contain("Note: one");
+      expect(bodies[0]?.messages.at(-1)).to.deep.equal({ role: "user", content: "what is the note?" });
+    } finally {
+      server.close();
+    }
+  });
+});
