@@ -101,14 +101,6 @@ describe("context-host command line", () => {
     }
   });
 
-  it("dev --inspect without the inspector module says so as bad usage", async () => {
-    // INTEGRATION POINT: the inspector lands separately (scripts/cli/inspector/); when it
-    // does, this test is replaced by the inspector's own.
-    const { code, stderr } = await cli(["dev", "--plugins", dir, "--inspect"], dir);
-    expect(code).to.equal(64);
-    expect(stderr).to.contain("--inspect: the browser inspector is not in this build yet");
-  });
-
   it("the settings file: unknown settings and bad values are usage errors naming the file and the setting", async () => {
     const file = path.join(dir, "context-host.json");
     const cases: Array<[string, string]> = [

@@ -16,8 +16,10 @@ import { scriptedProvider } from "../../../core/providers/scripted.ts";
 import type { Provider } from "../../../core/session/provider.ts";
 import { readToolDefinition } from "../../../core/session/read-tool.ts";
 import type { StoredMessage } from "../../../core/session/store/store.ts";
+import { type Inspector, startInspector } from "../inspector/server.ts";
 import { UsageError } from "../usage.ts";
 import { type DevArgs, type DevProviderName, devProviders, isDevProvider } from "./args.ts";
+import { devInspectorSource } from "./inspector-source.ts";
 import { DevModelStore } from "./model.ts";
 import { Screen, safeLines, wantsColor } from "./screen.ts";
 
@@ -35,39 +37,12 @@ export interface DevIo {
   readonly env: NodeJS.ProcessEnv;
 }
 
-/** What `startInspector` of scripts/cli/inspector/ returns. */
-interface InspectorHandle {
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-/**
- * INTEGRATION POINT (issue 14, browser inspector): `--inspect[=PORT]` loads
- * scripts/cli/inspector/ and calls its `startInspector({ model, host, port })`, which
- * returns `{ url, close() }`; `model` is the `DevModel` of ./model.ts. Until that module
- * is part of the build, `--inspect` is a usage error saying so. When it lands, import it
- * statically here (scripts/build.mjs ships only what the `bin` reaches by static imports).
- */
-async function loadInspector(): Promise<
-  (options: { model: DevModelStore; host: Host; port?: number }) => Promise<InspectorHandle>
-> {
-  const file = import.meta.url.endsWith(".ts") ? "../inspector/index.ts" : "../inspector/index.js";
-  try {
-    const module = (await import(new URL(file, import.meta.url).href)) as {
-      startInspector?: (options: { model: DevModelStore; host: Host; port?: number }) => Promise<InspectorHandle>;
-    };
-    if (typeof module.startInspector !== "function") throw new Error("no startInspector export");
-    return module.startInspector;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ERR_MODULE_NOT_FOUND" || messageOf(error).includes("no startInspector")) {
-      throw new UsageError({
-        command: "dev",
-        reason: "--inspect: the browser inspector is not in this build yet (scripts/cli/inspector/ is missing)",
-      });
-    }
-    throw error;
-  }
+/** Starts the browser inspector over the dev model (`--inspect[=PORT]`). */
+function startDevInspector(options: { model: DevModelStore; host: Host; port?: number }): Promise<Inspector> {
+  return startInspector({
+    source: devInspectorSource(options.model),
+    ...(options.port === undefined ? {} : { port: options.port }),
+  });
 }
 
 function providersFor(args: DevArgs): Record<DevProviderName, Provider> {
@@ -106,7 +81,6 @@ const help = [
 
 /** Runs the dev session until `/quit`, the end of input (0) or Ctrl-C (130). */
 export async function dev(args: DevArgs, io: DevIo): Promise<number> {
-  const startInspector = args.inspect === undefined ? undefined : await loadInspector();
   const isTTY = io.input.isTTY === true && io.output.isTTY === true;
   const screen = new Screen({
     write: (text) => io.output.write(text),
@@ -132,7 +106,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       error: (message) => screen.line("problem", `  [error] ${safeLines(message).join(" ")}`),
     },
   });
-  let inspector: InspectorHandle | undefined;
+  let inspector: Inspector | undefined;
   let unsubscribe = () => {};
   let exitCode: number | undefined;
   try {
@@ -164,8 +138,12 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     let current = { provider: args.provider as string, model: args.model };
     const id = await host.createSession({ location, ...current });
     model.putSession({ id, location, ...current });
-    if (startInspector !== undefined) {
-      inspector = await startInspector({ model, host, ...(args.inspect?.port === undefined ? {} : { port: args.inspect.port }) });
+    if (args.inspect !== undefined) {
+      inspector = await startDevInspector({
+        model,
+        host,
+        ...(args.inspect?.port === undefined ? {} : { port: args.inspect.port }),
+      });
     }
 
     const plugins = host.plugins();

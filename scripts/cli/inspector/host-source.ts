@@ -228,6 +228,8 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     prompt: (id, text) => host.prompt(id, text),
     step: (id) => announcing(id, () => host.step(id)),
     messages: (id) => host.messages(id),
+    preview: (id) => host.preview(id),
+    epoch: (id) => host.epoch(id),
     compact: (id) => announcing(id, () => host.compact(id)),
     switchModel: (id, change) => announcing(id, () => host.switchModel(id, change)),
     move: (id, location) => announcing(id, () => host.move(id, location)),
