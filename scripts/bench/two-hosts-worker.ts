@@ -13,13 +13,13 @@
 // agree), with a call id derived from the key: a tool run twice for one call shows as a
 // repeated id. The tool takes `latencyMs` too.
 
-import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import Type from "typebox";
 import { createHost } from "../../core/index.ts";
 import type { Provider } from "../../core/session/provider.ts";
 import { SqliteSessionStore } from "../../core/session/store/sqlite.ts";
 import * as SystemContext from "../../core/system-context.ts";
+import { awaitGo } from "./barrier.ts";
 import { boundaryKey } from "./boundary-key.ts";
 import { seededRandom } from "./measure.ts";
 
@@ -68,10 +68,7 @@ const host = await createHost({
   leaseMs: Number(leaseText),
 });
 
-process.stdout.write("READY\n");
-const lines = createInterface({ input: process.stdin });
-for await (const line of lines) if (line === "GO") break;
-lines.close();
+await awaitGo();
 
 const outcomes: Record<string, number> = {};
 const started = performance.now();

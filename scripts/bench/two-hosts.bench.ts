@@ -17,13 +17,12 @@
 //     second of stepping (from GO to the later process's last step).
 // BENCH_QUICK=1: 1 run of 1 s.
 
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import Database from "better-sqlite3";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { runWorkers } from "./barrier.ts";
 import { surplus } from "./boundary-key.ts";
 import { emit, envInt, median } from "./measure.ts";
 
@@ -33,7 +32,6 @@ const durationMs = envInt("BENCH_DURATION_MS", isQuick ? 1000 : 5000);
 const runs = envInt("BENCH_RUNS", isQuick ? 1 : 3);
 const latencyMs = envInt("BENCH_LATENCY_MS", 5);
 const worker = path.join(import.meta.dirname, "two-hosts-worker.ts");
-const root = path.resolve(import.meta.dirname, "../..");
 
 interface WorkerOutput {
   calls: string[];
@@ -48,33 +46,6 @@ interface RunResult {
   stepsPerS: number;
 }
 
-/** Starts a worker; resolves `ready` when it printed READY, `done` with its result line. */
-function startWorker(args: string[]) {
-  const child = spawn(process.execPath, ["--import", "tsx", worker, ...args], {
-    cwd: root,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: child.stdout });
-  let last = "";
-  const ready = new Promise<void>((resolve, reject) => {
-    lines.on("line", (line) => {
-      if (line === "READY") resolve();
-      else if (line.trim() !== "") last = line;
-    });
-    child.on("error", reject);
-    child.on("close", () => reject(new Error("two-hosts worker stopped before READY")));
-  });
-  const done = new Promise<WorkerOutput>((resolve, reject) => {
-    child.on("close", (code, signal) => {
-      if (code !== 0) reject(new Error(`two-hosts worker failed (code ${code}, signal ${signal})`));
-      else resolve(JSON.parse(last) as WorkerOutput);
-    });
-  });
-  ready.catch(() => {});
-  done.catch(() => {});
-  return { ready, done, go: () => child.stdin.end("GO\n") };
-}
-
 async function once(leaseMs: number, run: number): Promise<RunResult> {
   const dir = mkdtempSync(path.join(process.env.BENCH_TMPDIR || os.tmpdir(), "context-host-bench-two-hosts-"));
   try {
@@ -87,12 +58,17 @@ async function once(leaseMs: number, run: number): Promise<RunResult> {
       ids.push(id);
     }
     await store.close();
-    const workers = [1, 2].map((tag) =>
-      startWorker([file, JSON.stringify(ids), String(durationMs), String(run * 10 + tag), String(leaseMs), String(latencyMs)]),
+    const outputs = await runWorkers<WorkerOutput>(
+      worker,
+      [1, 2].map((tag) => [
+        file,
+        JSON.stringify(ids),
+        String(durationMs),
+        String(run * 10 + tag),
+        String(leaseMs),
+        String(latencyMs),
+      ]),
     );
-    await Promise.all(workers.map((w) => w.ready));
-    for (const w of workers) w.go();
-    const outputs = await Promise.all(workers.map((w) => w.done));
     const db = new Database(file, { readonly: true });
     const admitted = (db.prepare("SELECT COUNT(*) AS n FROM messages WHERE role = 'assistant'").get() as { n: number }).n;
     db.close();
