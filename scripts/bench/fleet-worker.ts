@@ -1,6 +1,7 @@
 // One host process of the `fleet` bench: steps the sessions it is given (in its own
 // shuffled order, so processes contend for the same sessions) until each has STEPS
-// replies, then prints `{ calls, ms }` as one JSON line on stdout. Latencies of every
+// replies (from the moment the bench says GO: barrier.ts), then prints `{ calls, ms }` as one JSON line on stdout: `calls` holds the
+// boundary key of every provider call it made (see boundary-key.ts). Latencies of every
 // step it ran go to the line too, for p50/p99.
 
 import Type from "typebox";
@@ -9,6 +10,8 @@ import type { Provider } from "../../core/session/provider.ts";
 import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
 import { SqliteSessionStore } from "../../core/session/store/sqlite.ts";
 import * as SystemContext from "../../core/system-context.ts";
+import { awaitGo } from "./barrier.ts";
+import { boundaryKey } from "./boundary-key.ts";
 import { seededRandom } from "./measure.ts";
 
 const [kind, where, idsJson, stepsText, seedText] = process.argv.slice(2);
@@ -24,10 +27,10 @@ const context = SystemContext.make({
   baseline: (n) => `Tick ${n}.`,
   update: (_p, n) => `Tick ${n} now.`,
 });
-let calls = 0;
+const calls: string[] = [];
 const provider: Provider = {
-  async send() {
-    calls++;
+  async send(request) {
+    calls.push(boundaryKey(request));
     return { text: "ok" };
   },
 };
@@ -48,6 +51,8 @@ const order = ids
   .sort((a, b) => a.r - b.r)
   .map((x) => x.id);
 const latencies: number[] = [];
+let errors = 0;
+await awaitGo();
 const started = performance.now();
 for (let open = order; open.length > 0; ) {
   const next: string[] = [];
@@ -62,6 +67,7 @@ for (let open = order; open.length > 0; ) {
       await host.step(id);
     } catch {
       // A conflict another host won: the session is stepped again on the next round.
+      errors++;
     }
     latencies.push(performance.now() - t);
   }
@@ -69,4 +75,4 @@ for (let open = order; open.length > 0; ) {
 }
 const ms = performance.now() - started;
 await host.close();
-process.stdout.write(`${JSON.stringify({ calls, ms, latencies })}\n`);
+process.stdout.write(`${JSON.stringify({ calls, ms, latencies, errors })}\n`);

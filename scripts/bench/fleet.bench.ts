@@ -3,26 +3,27 @@
 // changes, against one process doing the same on SQLite in the same run.
 //
 // Lines:
-//   `steps-per-s`: replies admitted per second of the fleet (first start to last finish);
-//     baseline one process on SQLite.
-//   `duplicate-provider-calls`: provider calls the fleet made beyond the replies it
-//     admitted (goal 0); baseline the replies admitted (the ratio is the wasted share).
+//   `steps-per-s`: replies admitted (assistant messages stored at the end) per second of
+//     the fleet (first start to last finish); baseline one process on SQLite.
+//   `duplicate-provider-calls`: provider calls the fleet made beyond the distinct
+//     boundaries they were for (a boundary is keyed by its request, which is rebuilt byte
+//     for byte and names its session: boundary-key.ts), goal 0; baseline the distinct
+//     boundaries called for (the ratio is the wasted share).
 //   `step-p50-ms`, `step-p99-ms`: per-step latency in the fleet; baseline the SQLite ones.
 // Needs PostgreSQL (a throwaway server is started, as in the tests) or DATABASE_URL.
 // BENCH_QUICK=1: 2 hosts, 20 sessions, 5 steps.
 
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
 import type { SessionStore } from "../../core/session/store/store.ts";
 import { startPostgres } from "../../test/session/postgres-server.ts";
+import { runWorkers } from "./barrier.ts";
+import { surplus } from "./boundary-key.ts";
 import { emit, envInt } from "./measure.ts";
 
-const run = promisify(execFile);
 const isQuick = process.env.BENCH_QUICK === "1";
 const hosts = envInt("BENCH_HOSTS", isQuick ? 2 : 4);
 const sessions = envInt("BENCH_SESSIONS", isQuick ? 20 : 200);
@@ -40,30 +41,35 @@ async function seed(store: SessionStore): Promise<string[]> {
   return ids;
 }
 
+/** Replies stored in the sessions: what the run admitted (two hosts may each add one past STEPS). */
+async function admittedIn(store: SessionStore, ids: readonly string[]): Promise<number> {
+  let replies = 0;
+  for (const id of ids) replies += (await store.messages(id)).filter((m) => m.role === "assistant").length;
+  await store.close();
+  return replies;
+}
+
 interface Outcome {
-  calls: number;
+  calls: string[];
   ms: number;
   latencies: number[];
+  errors: number;
 }
 
 async function fleet(kind: string, where: string, ids: string[], processes: number) {
-  const started = performance.now();
-  const outcomes = await Promise.all(
-    Array.from({ length: processes }, async (_, i) => {
-      const { stdout } = await run(
-        process.execPath,
-        ["--import", "tsx", worker, kind, where, JSON.stringify(ids), String(steps), String(i + 1)],
-        {
-          maxBuffer: 64 * 1024 * 1024,
-        },
-      );
-      return JSON.parse(stdout.trim().split("\n").at(-1) as string) as Outcome;
-    }),
+  const outcomes = await runWorkers<Outcome>(
+    worker,
+    Array.from({ length: processes }, (_, i) => [kind, where, JSON.stringify(ids), String(steps), String(i + 1)]),
   );
-  const ms = performance.now() - started;
+  // From GO (all start together) to the last one's finish.
+  const ms = Math.max(...outcomes.map((o) => o.ms));
+  if (process.env.BENCH_VERBOSE === "1") {
+    process.stderr.write(`fleet ${kind} x${processes}: ${ms.toFixed(0)} ms, errors ${outcomes.map((o) => o.errors).join(" ")}\n`);
+  }
   const latencies = outcomes.flatMap((o) => o.latencies).sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] as number;
-  return { ms, calls: outcomes.reduce((n, o) => n + o.calls, 0), p50: at(0.5), p99: at(0.99) };
+  const calls = outcomes.flatMap((o) => o.calls);
+  return { ms, calls: calls.length, duplicates: surplus(calls), p50: at(0.5), p99: at(0.99) };
 }
 
 const server = await startPostgres();
@@ -73,22 +79,24 @@ try {
   const file = sessionsFile(dir);
   const sqliteIds = await seed(new SqliteSessionStore(file));
   const single = await fleet("sqlite", file, sqliteIds, 1);
-  const pgIds = await seed(await PostgresSessionStore.open({ connectionString: server.url, schema: "fleet" }));
+  const singleAdmitted = await admittedIn(new SqliteSessionStore(file), sqliteIds);
+  const openPostgres = () => PostgresSessionStore.open({ connectionString: server.url, schema: "fleet" });
+  const pgIds = await seed(await openPostgres());
   const many = await fleet("postgres", server.url, pgIds, hosts);
-  const admitted = sessions * steps;
+  const manyAdmitted = await admittedIn(await openPostgres(), pgIds);
   emit({
     bench: "fleet",
     metric: "steps-per-s",
-    value: admitted / (many.ms / 1000),
+    value: manyAdmitted / (many.ms / 1000),
     unit: "steps/s",
-    baseline: admitted / (single.ms / 1000),
+    baseline: singleAdmitted / (single.ms / 1000),
   });
   emit({
     bench: "fleet",
     metric: "duplicate-provider-calls",
-    value: many.calls - admitted,
+    value: many.duplicates,
     unit: "calls",
-    baseline: single.calls - admitted,
+    baseline: many.calls - many.duplicates,
   });
   emit({ bench: "fleet", metric: "step-p50-ms", value: many.p50, unit: "ms", baseline: single.p50 });
   emit({ bench: "fleet", metric: "step-p99-ms", value: many.p99, unit: "ms", baseline: single.p99 });

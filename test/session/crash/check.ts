@@ -19,9 +19,8 @@
 // - Epoch bookkeeping: numbers 1..E, each message tagged with the epoch whose span holds
 //   it, the reply flag agrees with the last message, snapshots parse.
 
-import Database from "better-sqlite3";
-import { SqliteSessionStore } from "../../../core/session/store/sqlite.ts";
 import { canonicalJson, type Json, parseSnapshot, type Snapshot } from "../../../core/system-context/index.ts";
+import type { CrashDatabase, EpochRow, MessageRow, PromptRow, SessionRow } from "./databases.ts";
 import { isRemovable, type Part, parseParts, renderDel, sha256, sourceCount, sourceKey } from "./protocol.ts";
 
 /** What the worker printed before it was killed. */
@@ -35,39 +34,16 @@ export interface WorkerReport {
 /** Baselines read by earlier checks of the same database: `session#epoch` → text. */
 export type BaselineMemory = Map<string, string>;
 
-interface SessionRow {
-  id: string;
-  awaiting_reply: number;
-}
-interface MessageRow {
-  seq: number;
-  role: string;
-  text: string;
-  epoch: number;
-  data: string | null;
-}
-interface EpochRow {
-  number: number;
-  baseline: string;
-  snapshot: string;
-  started_seq: number;
-}
-interface PromptRow {
-  id: number;
-  text: string;
-  promoted_seq: number | null;
-}
-
 const removable = new Map(Array.from({ length: sourceCount }, (_, i) => [sourceKey(i), isRemovable(i)]));
 
-/** Checks every session of the database file; returns the violations found. */
-export async function checkDatabase(file: string, memory: BaselineMemory, report?: WorkerReport): Promise<string[]> {
+/** Checks every session of the database (a SQLite file or a PostgreSQL schema); returns the violations found. */
+export async function checkDatabase(database: CrashDatabase, memory: BaselineMemory, report?: WorkerReport): Promise<string[]> {
   const violations: string[] = [];
-  // Reopen through the store first: it recovers the WAL and must read every session back.
-  const store = new SqliteSessionStore(file);
-  const db = new Database(file, { readonly: true });
+  // Reopen through the store first: it recovers what the kill left (SQLite's WAL) and must read every session back.
+  const store = await database.openStore();
+  const rows = await database.rows();
   try {
-    const sessions = db.prepare("SELECT id, awaiting_reply FROM sessions ORDER BY id").all() as SessionRow[];
+    const sessions = await rows.sessions();
     for (const session of sessions) {
       const problems: string[] = [];
       try {
@@ -78,15 +54,9 @@ export async function checkDatabase(file: string, memory: BaselineMemory, report
       } catch (error) {
         problems.push(`the store cannot read it back: ${error instanceof Error ? error.message : String(error)}`);
       }
-      const messages = db
-        .prepare("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = ? ORDER BY seq")
-        .all(session.id) as MessageRow[];
-      const epochs = db
-        .prepare("SELECT number, baseline, snapshot, started_seq FROM epochs WHERE session_id = ? ORDER BY number")
-        .all(session.id) as EpochRow[];
-      const prompts = db
-        .prepare("SELECT id, text, promoted_seq FROM pending_prompts WHERE session_id = ? ORDER BY id")
-        .all(session.id) as PromptRow[];
+      const messages = await rows.messages(session.id);
+      const epochs = await rows.epochs(session.id);
+      const prompts = await rows.prompts(session.id);
       checkMessages(messages, session, problems);
       checkEpochs(session.id, messages, epochs, memory, problems);
       checkPrompts(messages, prompts, problems);
@@ -97,7 +67,7 @@ export async function checkDatabase(file: string, memory: BaselineMemory, report
       violations.push(`the worker reported activity but the database holds ${sessions.length} sessions`);
     }
   } finally {
-    db.close();
+    await rows.close();
     await store.close();
   }
   return violations;

@@ -1,4 +1,4 @@
-// The crash scenario: a host on a real SQLite file whose core Context Sources change
+// The crash scenario: a host on a real SQLite file (or a PostgreSQL schema) whose core Context Sources change
 // pseudo-randomly (seeded) between steps, and one iteration of the worker's loop. The
 // worker process runs it until it is killed; the checker's own test runs it in-process
 // a fixed number of times to get a database to tamper with.
@@ -12,48 +12,35 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import path from "node:path";
 import Type from "typebox";
 import { createHost, type Host, type ProviderRequest, scriptedProvider } from "../../../core/index.ts";
-import { SqliteSessionStore, sessionsFile } from "../../../core/session/store/sqlite.ts";
-import type { BoundaryCommit } from "../../../core/session/store/store.ts";
+import type { SessionStore } from "../../../core/session/store/store.ts";
 import type { CoreSource } from "../../../core/sources/core-source.ts";
 import { absent, combine, make, unavailable } from "../../../core/system-context/index.ts";
+import { type CrashDatabase, sqliteDatabase } from "./databases.ts";
 import { groupSize, isRemovable, marks, random, renderDel, renderSet, sha256, sourceCount, sourceKey } from "./protocol.ts";
 
 /** Receives one event line (see worker.ts for the lines). */
 export type Say = (line: string) => void;
 
-/** The store of the host, instrumented so the harness knows whether a kill landed inside a commit. */
-class MarkedStore extends SqliteSessionStore {
-  constructor(
-    file: string,
-    readonly say: Say,
-  ) {
-    super(file);
-  }
+/** Store methods that commit, marked in the worker's output so the harness knows whether a kill landed inside one. */
+const commits: Readonly<Record<string, string>> = { commitBoundary: "boundary", commitReply: "reply", commitSummary: "summary" };
 
-  override async commitBoundary(id: string, revision: number, commit: BoundaryCommit) {
-    this.say(`${marks.commitStart} boundary ${revision}`);
-    const committed = await super.commitBoundary(id, revision, commit);
-    this.say(`${marks.commitEnd} boundary ${revision}`);
-    return committed;
-  }
-
-  override async commitReply(
-    id: string,
-    revision: number,
-    reply: Parameters<SqliteSessionStore["commitReply"]>[2],
-    toolResults: Parameters<SqliteSessionStore["commitReply"]>[3],
-  ) {
-    this.say(`${marks.commitStart} reply ${revision}`);
-    const committed = await super.commitReply(id, revision, reply, toolResults);
-    this.say(`${marks.commitEnd} reply ${revision}`);
-    return committed;
-  }
-
-  override async commitSummary(id: string, revision: number, text: string): Promise<void> {
-    this.say(`${marks.commitStart} summary ${revision}`);
-    await super.commitSummary(id, revision, text);
-    this.say(`${marks.commitEnd} summary ${revision}`);
-  }
+/** The store of the host (either engine), its commits marked `C> op revision` before and `C< op revision` after. */
+function marked(store: SessionStore, say: Say): SessionStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== "function") return value;
+      const method = value as (...args: unknown[]) => unknown;
+      const op = typeof property === "string" ? commits[property] : undefined;
+      if (op === undefined) return method.bind(target);
+      return async (...args: unknown[]) => {
+        say(`${marks.commitStart} ${op} ${args[1]}`);
+        const committed = await method.apply(target, args);
+        say(`${marks.commitEnd} ${op} ${args[1]}`);
+        return committed;
+      };
+    },
+  });
 }
 
 const Value = Type.Object({ v: Type.Integer(), pad: Type.String(), location: Type.Optional(Type.String()) });
@@ -70,8 +57,17 @@ export interface Scenario {
   iterate(): Promise<void>;
 }
 
-/** Opens a host on `<dataDir>/sessions.db` and creates the session, or reuses the one recorded there. */
-export async function openScenario(options: { dataDir: string; seed: number; tag: string; say: Say }): Promise<Scenario> {
+/**
+ * Opens a host on `database` (default `<dataDir>/sessions.db`) and creates the session, or
+ * reuses the one recorded in `<dataDir>/session-id`.
+ */
+export async function openScenario(options: {
+  dataDir: string;
+  seed: number;
+  tag: string;
+  say: Say;
+  database?: CrashDatabase;
+}): Promise<Scenario> {
   const { dataDir, tag, say } = options;
   const rng = random(options.seed);
 
@@ -139,7 +135,7 @@ export async function openScenario(options: { dataDir: string; seed: number; tag
 
   const host = await createHost({
     dataDir,
-    store: new MarkedStore(sessionsFile(dataDir), say),
+    store: marked(await (options.database ?? sqliteDatabase(dataDir)).openStore(), say),
     providers: { scripted: provider },
     systemPrompt: "You are the crash worker's model.",
     core,

@@ -1,7 +1,8 @@
-// The crash worker: a real process that opens a host on a real SQLite file and runs
-// boundaries as fast as it can until it is killed. It never stops on its own.
+// The crash worker: a real process that opens a host on a real SQLite file (or a
+// PostgreSQL schema) and runs boundaries as fast as it can until it is killed. It never
+// stops on its own.
 //
-//   node --import tsx test/session/crash/worker.ts <dataDir> <seed> <tag>
+//   node --import tsx test/session/crash/worker.ts <dataDir> <seed> <tag> [<postgresUrl> <schema>]
 //
 // The scenario (scenario.ts) changes its core Context Sources pseudo-randomly between
 // steps and loops: maybe prompt, step, sometimes compact, switch model or move. One line
@@ -15,15 +16,18 @@
 // Anything unexpected is thrown: the process then exits on its own, which the harness
 // reports as a failure.
 
+import { databaseOf } from "./databases.ts";
 import { marks } from "./protocol.ts";
 import { openScenario } from "./scenario.ts";
 
-const [dataDir, seed, tag] = process.argv.slice(2);
-if (dataDir === undefined || seed === undefined || tag === undefined) throw new Error("usage: worker.ts <dataDir> <seed> <tag>");
+const [dataDir, seed, tag, ...rest] = process.argv.slice(2);
+if (dataDir === undefined || seed === undefined || tag === undefined) {
+  throw new Error("usage: worker.ts <dataDir> <seed> <tag> [<postgresUrl> <schema>]");
+}
 
 const say = (line: string) => {
   process.stdout.write(`${line}\n`);
 };
-const scenario = await openScenario({ dataDir, seed: Number(seed), tag, say });
+const scenario = await openScenario({ dataDir, seed: Number(seed), tag, say, database: databaseOf(dataDir, rest) });
 say(`${marks.ready} ${scenario.sessionId}`);
 for (;;) await scenario.iterate();
