@@ -8,12 +8,13 @@
 // 3. Leaves out what no entry point reaches: declarations no entry's declarations import
 //    (internal modules' types), and JavaScript no entry or `bin` imports (modules that
 //    hold only types compile to empty files). The package holds what its API reaches.
+// 4. Takes the whitespace out of the JavaScript with esbuild (decision 051).
 //
 // Both compiler runs skip type checking (`--noCheck`): `npm test` type-checks the whole
 // project first (`npm run typecheck`), and checking core/ twice more would triple the cost.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -49,6 +50,16 @@ for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" }).map(
     rmSync(file);
     left++;
   }
+}
+// 4. Whitespace out of the JavaScript (decision 051): names and code stay as written, so
+//    stack traces still name the host's functions. esbuild is a dependency of the package anyway.
+const esbuild = createRequire(import.meta.url)("esbuild");
+for (const file of javascript) {
+  const code = readFileSync(file, "utf8");
+  writeFileSync(
+    file,
+    esbuild.transformSync(code, { minifyWhitespace: true, format: "esm", target: "node20", loader: "js" }).code,
+  );
 }
 process.stdout.write(
   `dist/: ${javascript.size} modules, ${declarations.size} declaration files (${left} unreachable files left out)\n`,
