@@ -6,20 +6,11 @@
 // turns the loser into a `RevisionConflict`.
 
 import pg from "pg";
-import Type from "typebox";
-import { Compile } from "typebox/compile";
 import { ContextHostError, messageOf } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
-import {
-  type ProviderContent,
-  ProviderContentSchema,
-  type ProviderReply,
-  type TokenUsage,
-  TokenUsageSchema,
-  type ToolCall,
-  ToolCallSchema,
-} from "../provider.ts";
+import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
+import { type MessageRow, messageFromRow } from "./message-row.ts";
 import type {
   BoundaryCommit,
   BoundaryCommitted,
@@ -100,19 +91,6 @@ const migrations: readonly string[] = [
   "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires BIGINT;",
 ];
 
-const MessageData = Compile(
-  Type.Object({
-    toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
-    callId: Type.Optional(Type.String()),
-    name: Type.Optional(Type.String()),
-  }),
-);
-
-const UsageData = Compile(TokenUsageSchema);
-const ProviderContentData = Compile(ProviderContentSchema);
-
-const roles: ReadonlySet<string> = new Set(["user", "assistant", "tool", "system-update", "summary"]);
-
 interface SessionRow {
   id: string;
   location: string;
@@ -124,35 +102,6 @@ interface SessionRow {
   lease_holder: string | null;
   /** BIGINT arrives as a string. */
   lease_expires: string | null;
-}
-
-interface MessageRow {
-  seq: number;
-  role: string;
-  text: string;
-  epoch: number;
-  data: string | null;
-  usage: string | null;
-  provider_content: string | null;
-}
-
-/** A JSON column of a message row, checked against `schema`; `undefined` when NULL. */
-function column(
-  id: string,
-  row: MessageRow,
-  name: "usage" | "provider_content",
-  schema: { Check(value: unknown): boolean },
-): unknown {
-  const text = row[name];
-  if (text === null) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (cause) {
-    throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable ${name}`, cause });
-  }
-  if (!schema.Check(value)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed ${name}` });
-  return value;
 }
 
 interface EpochRow {
@@ -346,35 +295,7 @@ export class PostgresSessionStore implements SessionStore {
       "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
       [id, afterSeq],
     );
-    return result.rows.map((row) => this.#message(id, row));
-  }
-
-  #message(id: string, row: MessageRow): StoredMessage {
-    if (!roles.has(row.role))
-      throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}` });
-    let data: unknown = {};
-    if (row.data !== null) {
-      try {
-        data = JSON.parse(row.data);
-      } catch (cause) {
-        throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable data`, cause });
-      }
-    }
-    if (!MessageData.Check(data)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed data` });
-    const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
-    const usage = column(id, row, "usage", UsageData) as TokenUsage | undefined;
-    const providerContent = column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
-    return {
-      seq: row.seq,
-      role: row.role as MessageRole,
-      text: row.text,
-      epoch: row.epoch,
-      ...(toolCalls === undefined ? {} : { toolCalls }),
-      ...(callId === undefined ? {} : { callId }),
-      ...(name === undefined ? {} : { name }),
-      ...(usage === undefined ? {} : { usage }),
-      ...(providerContent === undefined ? {} : { providerContent }),
-    };
+    return result.rows.map((row) => messageFromRow(id, row));
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
@@ -460,7 +381,7 @@ export class PostgresSessionStore implements SessionStore {
       [id, seq, role, text, epoch, row.data, row.usage, row.provider_content],
     );
     // Exactly what reading the row back gives.
-    return this.#message(id, row);
+    return messageFromRow(id, row);
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {

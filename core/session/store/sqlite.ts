@@ -5,19 +5,11 @@
 import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import Type from "typebox";
-import { Compile } from "typebox/compile";
 import { ContextHostError } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
-import {
-  type ProviderContent,
-  ProviderContentSchema,
-  type TokenUsage,
-  TokenUsageSchema,
-  type ToolCall,
-  ToolCallSchema,
-} from "../provider.ts";
+import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
+import { type MessageRow, messageFromRow } from "./message-row.ts";
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
@@ -84,20 +76,6 @@ const migrations: readonly string[] = [
   "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
 ];
 
-const UsageData = Compile(TokenUsageSchema);
-const ProviderContentData = Compile(ProviderContentSchema);
-
-const MessageData = Compile(
-  Type.Object({
-    // A tool call's input may be absent (JSON has no `undefined`): it reads back absent.
-    toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
-    callId: Type.Optional(Type.String()),
-    name: Type.Optional(Type.String()),
-  }),
-);
-
-const roles: ReadonlySet<string> = new Set(["user", "assistant", "tool", "system-update", "summary"]);
-
 interface SessionRow {
   id: string;
   location: string;
@@ -108,16 +86,6 @@ interface SessionRow {
   awaiting_reply: number;
   lease_holder: string | null;
   lease_expires: number | null;
-}
-
-interface MessageRow {
-  seq: number;
-  role: string;
-  text: string;
-  epoch: number;
-  data: string | null;
-  usage: string | null;
-  provider_content: string | null;
 }
 
 interface EpochRow {
@@ -291,54 +259,7 @@ export class SqliteSessionStore implements SessionStore {
     const rows = this.#prepare(
       "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
     ).all(id, afterSeq) as MessageRow[];
-    return rows.map((row) => this.#message(id, row));
-  }
-
-  #message(id: string, row: MessageRow): StoredMessage {
-    if (!roles.has(row.role))
-      throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has an unknown role ${JSON.stringify(row.role)}` });
-    let data: unknown = {};
-    if (row.data !== null) {
-      try {
-        data = JSON.parse(row.data);
-      } catch (cause) {
-        throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable data`, cause });
-      }
-    }
-    if (!MessageData.Check(data)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed data` });
-    const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
-    const usage = this.#column(id, row, "usage", UsageData) as TokenUsage | undefined;
-    const providerContent = this.#column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
-    return {
-      seq: row.seq,
-      role: row.role as MessageRole,
-      text: row.text,
-      epoch: row.epoch,
-      ...(toolCalls === undefined ? {} : { toolCalls }),
-      ...(callId === undefined ? {} : { callId }),
-      ...(name === undefined ? {} : { name }),
-      ...(usage === undefined ? {} : { usage }),
-      ...(providerContent === undefined ? {} : { providerContent }),
-    };
-  }
-
-  /** A JSON column of a message row, checked against `schema`; `undefined` when NULL. */
-  #column(
-    id: string,
-    row: MessageRow,
-    column: "usage" | "provider_content",
-    schema: { Check(value: unknown): boolean },
-  ): unknown {
-    const text = row[column];
-    if (text === null || text === undefined) return undefined;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (cause) {
-      throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has unreadable ${column}`, cause });
-    }
-    if (!schema.Check(value)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed ${column}` });
-    return value;
+    return rows.map((row) => messageFromRow(id, row));
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
@@ -441,7 +362,7 @@ export class SqliteSessionStore implements SessionStore {
       "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     ).run(id, seq, role, text, epoch, json, usage, providerContent);
     // Exactly what reading the row back gives, so a request built from it matches one built after a restart.
-    return this.#message(id, { seq, role, text, epoch, data: json, usage, provider_content: providerContent });
+    return messageFromRow(id, { seq, role, text, epoch, data: json, usage, provider_content: providerContent });
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {

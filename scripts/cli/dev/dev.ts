@@ -17,7 +17,6 @@ import type { Provider } from "../../../core/session/provider.ts";
 import { readToolDefinition } from "../../../core/session/read-tool.ts";
 import type { StoredMessage } from "../../../core/session/store/store.ts";
 import { type Inspector, startInspector } from "../inspector/server.ts";
-import { UsageError } from "../usage.ts";
 import { type DevArgs, type DevProviderName, devProviders, isDevProvider } from "./args.ts";
 import { devInspectorSource } from "./inspector-source.ts";
 import { DevModelStore } from "./model.ts";
