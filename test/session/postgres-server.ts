@@ -99,3 +99,17 @@ export async function startPostgres(): Promise<PostgresServer | { readonly reaso
     },
   };
 }
+
+let shared: Promise<PostgresServer | { readonly reason: string }> | undefined;
+
+/**
+ * One server for every test file of a run (starting one takes a few seconds): started on
+ * first use, stopped when the process exits. Tests that restart it (`crash`) leave it running.
+ */
+export function sharedPostgres(): Promise<PostgresServer | { readonly reason: string }> {
+  shared ??= startPostgres().then((server) => {
+    if (!("reason" in server)) process.once("exit", () => server.stop());
+    return server;
+  });
+  return shared;
+}

@@ -3,16 +3,18 @@
 // never see each other's sessions; reopening opens a second store (its own pool) on the
 // same schema, as another host would.
 
+import os from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { expect } from "chai";
 import pg from "pg";
-import { createHost, scriptedProvider } from "../../core/index.ts";
+import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
 import { SessionNotFound } from "../../core/session/errors.ts";
 import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
 import { describeSessionStoreConformance } from "../conformance/session-store.ts";
-import { type PostgresServer, startPostgres } from "./postgres-server.ts";
+import { type PostgresServer, sharedPostgres } from "./postgres-server.ts";
 
 // Started while the file loads, so the suites below are declared only when there is a server.
-const started = await startPostgres();
+const started = await sharedPostgres();
 let schemas = 0;
 
 if ("reason" in started) {
@@ -27,7 +29,29 @@ if ("reason" in started) {
 
 function declare(server: PostgresServer) {
   const url = server.url;
-  after(() => server.stop());
+
+  /** A host on its own store (its own pool) on `schema`, as another process would have. */
+  async function hostOn(schema: string, provider: ReturnType<typeof scriptedProvider>, leaseMs?: number): Promise<Host> {
+    const store = await PostgresSessionStore.open({ connectionString: url, schema, poolSize: 2 });
+    return createHost({
+      store,
+      providers: { scripted: provider },
+      builtins: false,
+      plugins: [],
+      watch: false,
+      ...(leaseMs === undefined ? {} : { leaseMs }),
+    });
+  }
+
+  /** A scripted provider that takes 20 ms to answer, as a model is never instant. */
+  function slowProvider(tag: string) {
+    return scriptedProvider(
+      Array.from({ length: 64 }, (_, i) => async () => {
+        await sleep(20);
+        return { text: `reply ${i + 1} of provider ${tag}` };
+      }),
+    );
+  }
 
   describe("session store: PostgreSQL", () => {
     it("opens, migrates once under concurrent hosts, and names the database in errors", async () => {
@@ -76,6 +100,78 @@ function declare(server: PostgresServer) {
       } finally {
         await host.close();
       }
+    });
+
+    it("the in-flight lease across two hosts on one database: while one host's call is in flight the other sends nothing", async function () {
+      this.timeout(20_000);
+      const schema = `lease_${process.pid}`;
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const first = scriptedProvider([
+        async () => {
+          await held;
+          return { text: "first" };
+        },
+      ]);
+      const second = scriptedProvider();
+      const a = await hostOn(schema, first, 150);
+      const b = await hostOn(schema, second, 150);
+      try {
+        const id = await a.createSession({ location: os.tmpdir(), provider: "scripted", model: "m" });
+        await a.prompt(id, "one");
+        const stepping = a.step(id);
+        while (first.requests.length === 0) await sleep(1);
+        expect((await b.step(id)).kind).to.equal("in-flight");
+        await sleep(400); // the holder renews its lease while it lives
+        expect((await b.step(id)).kind).to.equal("in-flight");
+        expect(second.requests).to.have.length(0);
+        release();
+        expect((await stepping).kind).to.equal("replied");
+        expect((await b.step(id)).kind).to.equal("idle");
+        expect((await b.messages(id)).map((m) => `${m.role}: ${m.text}`)).to.deep.equal(["user: one", "assistant: first"]);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it("two hosts on one database stepping the same boundaries together make exactly one provider call per boundary (and twice as many with leaseMs 0)", async function () {
+      this.timeout(30_000);
+      const rounds = 8;
+      /** Both hosts step the session together each round; resolves with calls made and boundaries admitted. */
+      async function contend(schema: string, leaseMs: number | undefined) {
+        const providers = [slowProvider("a"), slowProvider("b")];
+        const hosts = await Promise.all(providers.map((provider) => hostOn(schema, provider, leaseMs)));
+        try {
+          const [a, b] = hosts as [Host, Host];
+          const id = await a.createSession({ location: os.tmpdir(), provider: "scripted", model: "m" });
+          for (let round = 1; round <= rounds; round++) {
+            await a.prompt(id, `prompt ${round}`);
+            const results = await Promise.all([a.step(id), b.step(id)]);
+            const history = await a.messages(id);
+            // Whatever a step hands back is in history.
+            for (const result of results) {
+              if (result.kind === "replied") {
+                expect(history.some((m) => m.role === "assistant" && m.text === result.reply.text)).to.equal(true);
+              }
+            }
+          }
+          const history = await a.messages(id);
+          const calls = providers.reduce((n, p) => n + p.requests.length, 0);
+          const boundaries = history.filter((m) => m.role === "user").length;
+          const replies = history.filter((m) => m.role === "assistant").length;
+          return { calls, boundaries, replies };
+        } finally {
+          for (const host of hosts) await host.close();
+        }
+      }
+      const leased = await contend(`contend_${process.pid}`, undefined);
+      expect(leased).to.deep.equal({ calls: rounds, boundaries: rounds, replies: rounds });
+      const unleased = await contend(`contend_off_${process.pid}`, 0);
+      expect(unleased.replies).to.equal(rounds);
+      expect(unleased.calls).to.be.greaterThan(rounds);
     });
 
     it("a server that cannot be reached is StoreUnavailable naming the database", async () => {
