@@ -1,6 +1,7 @@
 /**
  * context-host/conformance: the conformance kit — the checks of `context-host check` as a
- * function and as test cases, and the registry rules as a suite any registry can run.
+ * function and as test cases, the registry rules as a suite any registry can run, and the
+ * session store contract as a suite any `SessionStore` can run.
  *
  * @module
  */
@@ -16,3 +17,8 @@ export {
 export { checkNames, describePluginConformance, type TestRunner } from "./conformance/plugin-suite.ts";
 export { describeRegistryConformance, type RegistryUnderTest } from "./conformance/registry-suite.ts";
 export { type CheckedSource, checkSource, type Finding, type SourceCheckOptions } from "./conformance/source-checks.ts";
+export {
+  describeStoreConformance,
+  type SessionStoreFixture,
+  type StoreConformanceOptions,
+} from "./conformance/store-suite.ts";

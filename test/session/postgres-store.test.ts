@@ -7,10 +7,10 @@ import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect } from "chai";
 import pg from "pg";
+import { describeStoreConformance } from "../../core/conformance.ts";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
 import { SessionNotFound } from "../../core/session/errors.ts";
 import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
-import { describeSessionStoreConformance } from "../conformance/session-store.ts";
 import { type PostgresServer, sharedPostgres } from "./postgres-server.ts";
 
 // Started while the file loads, so the suites below are declared only when there is a server.
@@ -183,7 +183,7 @@ function declare(server: PostgresServer) {
     });
   });
 
-  describeSessionStoreConformance("PostgresSessionStore", async () => {
+  describeStoreConformance("PostgresSessionStore", async () => {
     const schema = `conformance_${process.pid}_${++schemas}`;
     const opened: PostgresSessionStore[] = [];
     const open = async () => {

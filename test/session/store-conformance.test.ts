@@ -1,11 +1,11 @@
 // The SQLite session store against the session store conformance suite: on a real file
 // (reopened for durability) and in memory (":memory:", which keeps nothing to reopen).
 
+import { describeStoreConformance } from "../../core/conformance.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { describeSessionStoreConformance } from "../conformance/session-store.ts";
 import { tempFolder } from "./fixtures.ts";
 
-describeSessionStoreConformance("SqliteSessionStore on a file", async () => {
+describeStoreConformance("SqliteSessionStore on a file", async () => {
   const folder = tempFolder("store-conformance");
   const file = sessionsFile(folder.path);
   const opened: SqliteSessionStore[] = [];
@@ -27,7 +27,7 @@ describeSessionStoreConformance("SqliteSessionStore on a file", async () => {
   };
 });
 
-describeSessionStoreConformance(
+describeStoreConformance(
   'SqliteSessionStore in memory (":memory:")',
   async () => {
     const store = new SqliteSessionStore(":memory:");
