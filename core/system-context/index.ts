@@ -36,6 +36,13 @@ export {
   replace,
   replaceOrReconcile,
 } from "./reconcile.ts";
+export {
+  type PrerenderedLimits,
+  type PrerenderedObservation,
+  type PrerenderedSource,
+  prerendered,
+  type RenderedText,
+} from "./prerendered.ts";
 export { parseSnapshot, Snapshot, SnapshotEntry } from "./snapshot.ts";
 export {
   type Absent,

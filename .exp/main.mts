@@ -1,0 +1,17 @@
+import { Worker } from "node:worker_threads";
+import * as esbuild from "esbuild";
+const N = Number(process.argv[2] ?? 10);
+const mode = process.argv[3] ?? "inline";
+let t0 = performance.now();
+const entry = "/work/h-iso/.exp/w.ts";
+const r = await esbuild.build({ entryPoints: [entry], bundle: true, write: false, format: "cjs", platform: "node", target: "node20", absWorkingDir: "/work/h-iso", logLevel: "silent", packages: mode === "external" ? "external" : undefined, define: { "import.meta.url": "__entryUrl", "import.meta.dirname": "__entryDir", "import.meta.filename": "__entryFile" }, minify: process.argv[4] === "min" });
+const body = r.outputFiles[0].text;
+const code = `"use strict";const __entryFile=${JSON.stringify(entry)};const __entryDir=${JSON.stringify("/work/h-iso/.exp")};const __entryUrl=${JSON.stringify("file://" + entry)};
+(function(require,module,exports){${body}\n})(process.getBuiltinModule("node:module").createRequire(__entryFile),{exports:{}},{});`;
+console.log("bundle ms", (performance.now() - t0).toFixed(1), code.length);
+const make = () => new Worker(code, { eval: true });
+t0 = performance.now();
+const ws = Array.from({ length: N }, make);
+await Promise.all(ws.map(w => new Promise((r, j) => { w.once("message", r); w.once("error", j); })));
+console.log(mode, N, "workers ready ms", (performance.now() - t0).toFixed(1), "rss MB", (process.memoryUsage().rss/1e6).toFixed(0));
+await Promise.all(ws.map(w => w.terminate()));
