@@ -268,7 +268,7 @@ export class IsolatedPlugin {
         ? ""
         : count >= this.#options.maxCrashes
           ? `; it stopped ${count} times within ${this.#options.crashWindowMs / 1000} s and is disabled until its file changes`
-          : "; restarting it with the last good generation";
+          : `; restarting it with the last good generation (stop ${count} within ${this.#options.crashWindowMs / 1000} s)`;
     this.#options.report({
       phase: stopped.phase ?? "load",
       message: `${stopped.reason}${restart}`,
@@ -315,7 +315,7 @@ export class IsolatedPlugin {
     const evaluated = await worker.request<Evaluated>(
       { type: "evaluate", generation, code: bundle.code, entry: bundle.entry, baseDir: bundle.baseDir, reserved },
       ms + graceMs,
-      () => ({ what: `the module code of ${bundle.entry}`, phase: "evaluate" }),
+      () => ({ what: `the module code of ${bundle.entry}`, phase: "evaluate", ms }),
     );
     if (typeof evaluated?.name !== "string") throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
     return evaluated;
@@ -326,7 +326,7 @@ export class IsolatedPlugin {
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
-      () => ({ what: "setup", phase: "setup" }),
+      () => ({ what: "setup", phase: "setup", ms }),
     );
     const sources = Array.isArray(activated?.sources) ? activated.sources : [];
     const deadlines = new Map<string, number>();
@@ -416,11 +416,11 @@ export class IsolatedPlugin {
         },
         ms + graceMs,
         (phase, index) => {
-          const key = waiting[index]?.key;
-          const isLoad = phase === undefined || phase === "load";
-          return isLoad
-            ? { what: `loader ${key ?? "of the plugin"}`, phase: "load", key }
-            : { what: `renderer ${phase} of ${key}`, phase, key };
+          const stuck = waiting[index];
+          if (phase === undefined || phase === "load")
+            return { what: `loader ${stuck?.key ?? "of the plugin"}`, phase: "load", key: stuck?.key, ms: stuck?.deadlineMs };
+          if (phase === "value") return { what: `the codec of ${stuck?.key}`, phase, key: stuck?.key };
+          return { what: `renderer "${phase}" of ${stuck?.key}`, phase, key: stuck?.key };
         },
       );
     } catch {

@@ -94,7 +94,13 @@ export class PluginWorkerDeadline extends PluginWorkerStopped {
 export type Describe = (
   phase: DiagnosticPhase | undefined,
   index: number,
-) => { readonly what: string; readonly phase: DiagnosticPhase; readonly key?: string | undefined };
+) => {
+  readonly what: string;
+  readonly phase: DiagnosticPhase;
+  readonly key?: string | undefined;
+  /** The deadline to name, when it is not the request's (a loader's own). */
+  readonly ms?: number | undefined;
+};
 
 /** A request the worker answered with a fault. */
 export class PluginWorkerFault extends ContextHostError {
@@ -217,7 +223,7 @@ export class PluginWorker {
     const code = Atomics.load(this.#cells, progress.phase);
     const running = isThisRequest && code > 0 ? (phaseCodes[code] as DiagnosticPhase | undefined) : undefined;
     const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
-    const missed = new PluginWorkerDeadline({ what: described.what, ms, phase: described.phase, key: described.key });
+    const missed = new PluginWorkerDeadline({ what: described.what, ms: described.ms ?? ms, phase: described.phase, key: described.key });
     this.#stop(missed, id);
     void this.#worker.terminate().catch(() => {});
   }
