@@ -34,7 +34,10 @@ const entries = Object.values(manifest.exports).filter((target) => typeof target
 // Plugin workers run a program the host builds from this entry at run time (decision 060):
 // no import names it, so it is listed here.
 const workerEntries = ["dist/core/plugins/worker/entry.js"];
-const javascript = reachable([...entries.map((e) => e.default), ...Object.values(manifest.bin), ...workerEntries], (file) => file);
+const javascript = reachable(
+  [...entries.map((e) => e.default), ...Object.values(manifest.bin), ...workerEntries],
+  (file) => file,
+);
 const declarations = reachable(
   entries.map((e) => e.types),
   (file) => file.replace(/\.(ts|js)$/, ".d.ts"),
@@ -60,7 +63,10 @@ for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" }).map(
 const esbuild = createRequire(import.meta.url)("esbuild");
 for (const file of javascript) {
   const code = readFileSync(file, "utf8");
-  writeFileSync(file, esbuild.transformSync(code, { minifyWhitespace: true, format: "esm", target: "node20", loader: "js" }).code);
+  writeFileSync(
+    file,
+    esbuild.transformSync(code, { minifyWhitespace: true, format: "esm", target: "node20", loader: "js" }).code,
+  );
 }
 
 process.stdout.write(

@@ -48,6 +48,8 @@ export interface IsolatedPluginOptions {
   readonly isSystemClock: boolean;
   now(): number;
   readonly heapMb: number;
+  /** Largest value the worker sends (UTF-8 bytes of its JSON, roughly; the host checks exactly). */
+  readonly maxValueBytes: number;
   readonly execArgv?: readonly string[];
   readonly setupDeadlineMs: number;
   readonly disposeDeadlineMs: number;
@@ -176,7 +178,7 @@ export class IsolatedPlugin {
   registration(
     generation: number,
     key: string,
-    limits: { readonly maxTextLength: number; readonly maxValueLength: number; report(fault: SourceFault): void },
+    limits: { readonly maxTextLength: number; readonly maxValueBytes: number; report(fault: SourceFault): void },
     observed: (key: string) => void,
   ): Registration {
     const contexts = new Map<string, SystemContext>();
@@ -187,10 +189,12 @@ export class IsolatedPlugin {
         const id = env.sessionId === undefined ? env.location : `${env.location}\u0000${env.sessionId}`;
         let context = contexts.get(id);
         if (context === undefined) {
-          const frozen = Object.freeze(env.sessionId === undefined ? { location: env.location } : { location: env.location, sessionId: env.sessionId });
+          const frozen = Object.freeze(
+            env.sessionId === undefined ? { location: env.location } : { location: env.location, sessionId: env.sessionId },
+          );
           context = prerendered(
             { key, observe: (stored) => this.#observe(generation, frozen, key, stored, observed) },
-            { maxTextLength: limits.maxTextLength, maxValueLength: limits.maxValueLength, report: limits.report },
+            { maxTextLength: limits.maxTextLength, maxValueBytes: limits.maxValueBytes, report: limits.report },
           );
           if (contexts.size >= 256) contexts.delete(contexts.keys().next().value as string);
           contexts.set(id, context);
@@ -241,7 +245,12 @@ export class IsolatedPlugin {
     this.#living.clear();
     const options = this.#options;
     const worker: PluginWorker = await PluginWorker.start({
-      init: { location: options.location, clock: options.isSystemClock ? "system" : "host" },
+      init: {
+        location: options.location,
+        clock: options.isSystemClock ? "system" : "host",
+        maxDepth: 64,
+        maxValueBytes: options.maxValueBytes,
+      },
       heapMb: options.heapMb,
       ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
       log: options.log,
@@ -310,14 +319,20 @@ export class IsolatedPlugin {
     }
   }
 
-  async #evaluate(worker: PluginWorker, bundle: PluginBundle, generation: number, reserved: readonly string[]): Promise<Evaluated> {
+  async #evaluate(
+    worker: PluginWorker,
+    bundle: PluginBundle,
+    generation: number,
+    reserved: readonly string[],
+  ): Promise<Evaluated> {
     const ms = this.#options.setupDeadlineMs;
     const evaluated = await worker.request<Evaluated>(
       { type: "evaluate", generation, code: bundle.code, entry: bundle.entry, baseDir: bundle.baseDir, reserved },
       ms + graceMs,
       () => ({ what: `the module code of ${bundle.entry}`, phase: "evaluate", ms }),
     );
-    if (typeof evaluated?.name !== "string") throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
+    if (typeof evaluated?.name !== "string")
+      throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
     return evaluated;
   }
 

@@ -60,7 +60,9 @@ export type LoadResult =
  */
 export async function bundleForLoad(
   request: LoadRequest,
-): Promise<Extract<LoadResult, { kind: "unchanged" | "bundle-failed" }> | { readonly kind: "bundled"; readonly bundle: PluginBundle }> {
+): Promise<
+  Extract<LoadResult, { kind: "unchanged" | "bundle-failed" }> | { readonly kind: "bundled"; readonly bundle: PluginBundle }
+> {
   let bundle: PluginBundle;
   try {
     bundle = await bundlePlugin(request.file);

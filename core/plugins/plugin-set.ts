@@ -63,8 +63,8 @@ export interface PluginSetOptions {
   readonly workerExecArgv?: readonly string[];
   /** Time an isolated plugin's renderers may take at one boundary, besides its loaders' deadline (default 1 s). */
   readonly renderDeadlineMs?: number;
-  /** Largest accepted source value of an isolated plugin, roughly in characters of its JSON (default 1 MiB). */
-  readonly maxValueLength?: number;
+  /** Largest accepted source value of an isolated plugin, in UTF-8 bytes of its JSON (default 1 MiB). */
+  readonly maxValueBytes?: number;
   /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes (default 3 in 60 s). */
   readonly maxCrashes?: number;
   readonly crashWindowMs?: number;
@@ -160,7 +160,7 @@ function isolatedGeneration(isolated: IsolatedPlugin, activated: IsolatedGenerat
         isolated.registration(
           activated.generation,
           key,
-          { maxTextLength: guard.maxTextLength, maxValueLength: guard.maxValueLength ?? 1024 * 1024, report: guard.report },
+          { maxTextLength: guard.maxTextLength, maxValueBytes: guard.maxValueBytes ?? 1024 * 1024, report: guard.report },
           guard.observed,
         ),
       ),
@@ -479,7 +479,12 @@ export class PluginSet {
       ...this.#loadContext.reservedNamespaces,
     ]);
     if (outcome.kind === "failed") return { kind: "failed", inputs: bundle.inputs, hash: bundle.hash, fault: outcome.fault };
-    return { kind: "activated", inputs: bundle.inputs, hash: bundle.hash, loaded: isolatedGeneration(entry.isolated, outcome.activated) };
+    return {
+      kind: "activated",
+      inputs: bundle.inputs,
+      hash: bundle.hash,
+      loaded: isolatedGeneration(entry.isolated, outcome.activated),
+    };
   }
 
   /** The worker handle of one plugin: its stops and faults become the entry's diagnostics. */
@@ -493,6 +498,7 @@ export class PluginSet {
       isSystemClock: clock === systemClock,
       now: () => clock.now(),
       heapMb: options.workerHeapMb ?? 128,
+      maxValueBytes: options.maxValueBytes ?? 1024 * 1024,
       ...(options.workerExecArgv === undefined ? {} : { execArgv: options.workerExecArgv }),
       setupDeadlineMs: this.#loadContext.setupDeadlineMs,
       disposeDeadlineMs: options.disposeDeadlineMs ?? 5000,
@@ -625,7 +631,7 @@ export class PluginSet {
     return {
       deadlineMs: this.#options.deadlineMs ?? 2000,
       maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
-      maxValueLength: this.#options.maxValueLength ?? 1024 * 1024,
+      maxValueBytes: this.#options.maxValueBytes ?? 1024 * 1024,
       report: (fault: SourceFault) => {
         entry.faulted.add(fault.key);
         const location = locate(fault.error);

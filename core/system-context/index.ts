@@ -27,6 +27,13 @@ export {
 export { canonicalJson, type Json, NotPlainJson } from "./json.ts";
 export { isKey, type Key, keyPattern, namespaceOf } from "./key.ts";
 export {
+  type PrerenderedLimits,
+  type PrerenderedObservation,
+  type PrerenderedSource,
+  prerendered,
+  type RenderedText,
+} from "./prerendered.ts";
+export {
   type Generation,
   initialize,
   type ReconcileResult,
@@ -36,13 +43,6 @@ export {
   replace,
   replaceOrReconcile,
 } from "./reconcile.ts";
-export {
-  type PrerenderedLimits,
-  type PrerenderedObservation,
-  type PrerenderedSource,
-  prerendered,
-  type RenderedText,
-} from "./prerendered.ts";
 export { parseSnapshot, Snapshot, SnapshotEntry } from "./snapshot.ts";
 export {
   type Absent,

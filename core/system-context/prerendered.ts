@@ -20,7 +20,9 @@ import {
 } from "./source.ts";
 
 /** A text a renderer produced elsewhere, or why it could not: `cause` is what the caller knows of the failure. */
-export type RenderedText = { readonly ok: true; readonly text: unknown } | { readonly ok: false; readonly reason: string; readonly cause?: unknown };
+export type RenderedText =
+  | { readonly ok: true; readonly text: unknown }
+  | { readonly ok: false; readonly reason: string; readonly cause?: unknown };
 
 /** One observation made elsewhere, as it arrives (nothing in it is trusted yet). */
 export type PrerenderedObservation =
@@ -51,8 +53,8 @@ export interface PrerenderedSource {
 export interface PrerenderedLimits extends Containment {
   /** Deepest accepted nesting of a value (default 64). */
   readonly maxDepth?: number;
-  /** Largest accepted value, in UTF-16 code units of its JSON text, roughly (default 1 MiB). */
-  readonly maxValueLength?: number;
+  /** Largest accepted value, in UTF-8 bytes of its JSON text (an upper bound of it; default 1 MiB). */
+  readonly maxValueBytes?: number;
 }
 
 const unavailableObservation: Observation = Object.freeze({ kind: "unavailable" });
@@ -66,14 +68,16 @@ const absentObservation: Observation = Object.freeze({ kind: "absent" });
  */
 export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits): SystemContext {
   if (!isKey(source.key)) {
-    throw new TypeError(`invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name", matching ${keyPattern}`);
+    throw new TypeError(
+      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name", matching ${keyPattern}`,
+    );
   }
   const { key } = source;
   const checks: Checks = {
     key,
     maxTextLength: limits.maxTextLength,
     maxDepth: limits.maxDepth ?? 64,
-    maxValueLength: limits.maxValueLength ?? 1024 * 1024,
+    maxValueBytes: limits.maxValueBytes ?? 1024 * 1024,
   };
   const report = (fault: SourceFault) => {
     try {
@@ -119,7 +123,7 @@ interface Checks {
   readonly key: Key;
   readonly maxTextLength: number;
   readonly maxDepth: number;
-  readonly maxValueLength: number;
+  readonly maxValueBytes: number;
 }
 
 class PrerenderedValue implements Present {
@@ -193,7 +197,7 @@ function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText 
 
 /** The arrived value as owned plain JSON within the depth and size limits, or `ValueRejected` naming the path. */
 function checkedValue(value: unknown, checks: Checks): Json {
-  const budget = { left: checks.maxValueLength };
+  const budget = { left: checks.maxValueBytes };
   try {
     return walk(value, "", 0, checks, budget);
   } catch (error) {
@@ -206,31 +210,52 @@ function pointer(path: string, key: string | number): string {
   return `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: counting the characters JSON escapes is the point
+const needsEscape = /["\\\u0000-\u001f\u2028\u2029]/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range starts at U+0000
+const nonAscii = /[^\u0000-\u007f]/;
+
+/** An upper bound of the UTF-8 bytes of a string's JSON text, with its quotes and a comma. */
+function jsonBytes(text: string): number {
+  let bytes = text.length + 3;
+  needsEscape.lastIndex = 0;
+  if (needsEscape.test(text)) bytes += 5 * (text.match(needsEscape)?.length ?? 0);
+  if (nonAscii.test(text)) {
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      // Beyond the one byte counted: two more for most, one more for each half of a surrogate pair.
+      if (code >= 0x80) bytes += code < 0x800 || (code >= 0xd800 && code <= 0xdfff) ? 1 : 2;
+    }
+  }
+  return bytes;
+}
+
 function spend(budget: { left: number }, length: number, path: string, checks: Checks) {
   budget.left -= length;
-  if (budget.left < 0) throw new NotPlainJson(path, `makes the value larger than the limit of ${checks.maxValueLength}`);
+  if (budget.left < 0) throw new NotPlainJson(path, `makes the value larger than the limit of ${checks.maxValueBytes} bytes`);
 }
 
 function walk(value: unknown, path: string, depth: number, checks: Checks, budget: { left: number }): Json {
   switch (typeof value) {
     case "string":
-      spend(budget, value.length + 2, path, checks);
       if (!isWellFormed(value)) throw new NotPlainJson(path, "is a string with a lone surrogate");
+      spend(budget, jsonBytes(value), path, checks);
       return value;
     case "boolean":
-      spend(budget, 5, path, checks);
+      spend(budget, 6, path, checks);
       return value;
     case "number":
-      spend(budget, 8, path, checks);
+      // The longest JSON number text (`-1.2345678901234567e-308`), and a comma.
+      spend(budget, 25, path, checks);
       if (!Number.isFinite(value)) throw new NotPlainJson(path, `is ${value}, not a finite number`);
       return Object.is(value, -0) ? 0 : value;
     case "object": {
       if (value === null) {
-        spend(budget, 4, path, checks);
+        spend(budget, 5, path, checks);
         return null;
       }
       if (depth >= checks.maxDepth) throw new NotPlainJson(path, `is nested deeper than the limit of ${checks.maxDepth}`);
-      spend(budget, 2, path, checks);
+      spend(budget, 3, path, checks);
       if (Array.isArray(value)) {
         const copy: Json[] = new Array(value.length);
         for (let i = 0; i < value.length; i++) copy[i] = walk(value[i], pointer(path, i), depth + 1, checks, budget);
@@ -240,9 +265,10 @@ function walk(value: unknown, path: string, depth: number, checks: Checks, budge
       if (proto !== Object.prototype && proto !== null) throw new NotPlainJson(path, "is not a plain object");
       const copy: { [key: string]: Json } = {};
       for (const key of Object.keys(value)) {
-        if (key === "__proto__" || key === "constructor") throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
-        spend(budget, key.length + 3, path, checks);
+        if (key === "__proto__" || key === "constructor")
+          throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
         if (!isWellFormed(key)) throw new NotPlainJson(pointer(path, key), "is a key with a lone surrogate");
+        spend(budget, jsonBytes(key) + 1, path, checks);
         copy[key] = walk((value as Record<string, unknown>)[key], pointer(path, key), depth + 1, checks, budget);
       }
       return copy;

@@ -125,10 +125,13 @@ describe("Plugin workers: a stopped worker is restarted with the last good bundl
     const file = write(path.join(folder, "crashy.ts"), threadPlugin({ name: "crashy", tag: "crashy", trigger, exitCode: 7 }));
     const running = await harness.start({ folders: [folder], watch: false });
     for (let round = 0; round < 3; round++) {
-      await eventually(async () => {
-        await baselineText(running);
-        return diagnosticsLike(running, { plugin: "crashy", phase: "load" }).length > round;
-      }, `stop ${round + 1}`);
+      await eventually(
+        async () => {
+          await baselineText(running);
+          return diagnosticsLike(running, { plugin: "crashy", phase: "load" }).length > round;
+        },
+        `stop ${round + 1}`,
+      );
     }
     const messages = running.host.diagnostics.filter((d) => d.plugin === "crashy").map((d) => d.message);
     expect(messages.at(-1)).to.contain("exited with code 7").and.contain("stopped 3 times within 60 s and is disabled");

@@ -117,7 +117,11 @@ async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Pr
   try {
     exports = evaluateBundle(bundle, request.generation);
   } catch (error) {
-    fail(request.id, { ...faultOf(error, locations, "evaluate"), phase: "evaluate", message: `module code threw: ${messageOf(error)}` });
+    fail(request.id, {
+      ...faultOf(error, locations, "evaluate"),
+      phase: "evaluate",
+      message: `module code threw: ${messageOf(error)}`,
+    });
     return;
   }
   try {
@@ -148,7 +152,10 @@ async function activate(request: Extract<HostRequest, { type: "activate" }>): Pr
     });
     living.scope = activated.scope;
     living.sources = new Map(
-      activated.sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Number.POSITIVE_INFINITY) }]),
+      activated.sources.map((source) => [
+        source.key,
+        { source, codec: new SourceCodec(source as unknown as Source, Number.POSITIVE_INFINITY) },
+      ]),
     );
     const sources = activated.sources.map((source) =>
       typeof source.deadlineMs === "number" ? { key: source.key, deadlineMs: source.deadlineMs } : { key: source.key },
@@ -225,6 +232,8 @@ async function observe(request: Extract<HostRequest, { type: "observe" }>): Prom
     mark(request.id, "value", index);
     try {
       value = codec.plain(codec.encode(loaded));
+      const oversize = oversized(value);
+      if (oversize !== undefined) throw new Error(`loaded value rejected: ${oversize}`);
     } catch (error) {
       faults.push({ ...faultOf(error, locations, "value"), phase: "value", key });
       return { kind: "unavailable" };
@@ -270,6 +279,32 @@ async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Prom
   } finally {
     mark(0, "idle");
   }
+}
+
+/**
+ * Why a value must not be sent, if it must not: deeper than the limit (a deep enough value
+ * cannot even be read by the host's thread) or larger (a rough count of its JSON text).
+ */
+function oversized(value: Json): string | undefined {
+  let left = init.maxValueBytes;
+  const pending: Array<[Json, number]> = [[value, 0]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop() as [Json, number];
+    if (typeof item === "string") left -= item.length + 3;
+    else if (item === null || typeof item !== "object") left -= 8;
+    else {
+      if (depth >= init.maxDepth) return `nested deeper than the limit of ${init.maxDepth}`;
+      left -= 3;
+      if (Array.isArray(item)) for (const inner of item) pending.push([inner, depth + 1]);
+      else
+        for (const key of Object.keys(item)) {
+          left -= key.length + 4;
+          pending.push([item[key] as Json, depth + 1]);
+        }
+    }
+    if (left < 0) return `larger than the limit of ${init.maxValueBytes} bytes`;
+  }
+  return undefined;
 }
 
 let collect: (() => void) | undefined;

@@ -165,6 +165,11 @@ export class PluginWorker {
     this.#worker.on("error", (error) => {
       this.#lastError = error;
     });
+    // A message the host's thread cannot read (too deep for its stack, say) ends the worker.
+    this.#worker.on("messageerror", (error) => {
+      this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
+      void this.#worker.terminate().catch(() => {});
+    });
     this.#exited = new Promise((resolve) => {
       this.#worker.once("exit", (code) => {
         this.#end(code);
@@ -223,7 +228,12 @@ export class PluginWorker {
     const code = Atomics.load(this.#cells, progress.phase);
     const running = isThisRequest && code > 0 ? (phaseCodes[code] as DiagnosticPhase | undefined) : undefined;
     const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
-    const missed = new PluginWorkerDeadline({ what: described.what, ms: described.ms ?? ms, phase: described.phase, key: described.key });
+    const missed = new PluginWorkerDeadline({
+      what: described.what,
+      ms: described.ms ?? ms,
+      phase: described.phase,
+      key: described.key,
+    });
     this.#stop(missed, id);
     void this.#worker.terminate().catch(() => {});
   }
@@ -264,7 +274,8 @@ export class PluginWorker {
 
   #why(code: number): string {
     const error = this.#lastError as (Error & { code?: string }) | undefined;
-    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY") return `the plugin's worker ran out of memory (heap limit ${this.#options.heapMb} MiB)`;
+    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY")
+      return `the plugin's worker ran out of memory (heap limit ${this.#options.heapMb} MiB)`;
     if (error !== undefined) return `the plugin's worker crashed: ${messageOf(error)}`;
     return `the plugin's worker exited with code ${code}`;
   }
@@ -302,7 +313,18 @@ export class PluginWorker {
   }
 }
 
-const faultPhases = new Set(["evaluate", "config", "setup", "namespace", "load", "value", "baseline", "update", "removed", "dispose"]);
+const faultPhases = new Set([
+  "evaluate",
+  "config",
+  "setup",
+  "namespace",
+  "load",
+  "value",
+  "baseline",
+  "update",
+  "removed",
+  "dispose",
+]);
 
 /** A location as the worker sent it, if it is one. */
 export function sanitizeLocation(location: unknown): Location | undefined {

@@ -14,6 +14,9 @@ export interface WorkerInit {
   readonly clock: "system" | "host";
   /** Shared progress cells: what the worker is running now (see `progress`). */
   readonly progress: SharedArrayBuffer;
+  /** Values deeper or larger than this are not sent (the host checks again on arrival). */
+  readonly maxDepth: number;
+  readonly maxValueBytes: number;
 }
 
 /** Indices into the progress cells (an `Int32Array`). */
@@ -50,7 +53,9 @@ export interface WorkerFault {
 }
 
 /** A rendering made in the worker. */
-export type WorkerText = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly reason: string; readonly location?: Location };
+export type WorkerText =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly reason: string; readonly location?: Location };
 
 /** One source's observation made in the worker. */
 export type WorkerObservation =
@@ -74,7 +79,14 @@ export type HostRequest =
       readonly baseDir: string;
       readonly reserved: readonly string[];
     }
-  | { readonly type: "activate"; readonly id: number; readonly generation: number; readonly config: unknown; readonly now: number; readonly setupDeadlineMs: number }
+  | {
+      readonly type: "activate";
+      readonly id: number;
+      readonly generation: number;
+      readonly config: unknown;
+      readonly now: number;
+      readonly setupDeadlineMs: number;
+    }
   | {
       readonly type: "observe";
       readonly id: number;
