@@ -8,7 +8,7 @@ import path from "node:path";
 import type { AwilixContainer } from "awilix";
 import { type Clock, type Logger, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
-import { type Diagnostic, Diagnostics } from "../base/diagnostics.ts";
+import { type Diagnostic, Diagnostics, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
@@ -507,9 +507,10 @@ export class PluginSet {
       maxCrashes: options.maxCrashes ?? 3,
       crashWindowMs: options.crashWindowMs ?? 60_000,
       backoffMs: [0, 250, 1000],
+      // A plugin's printed and logged lines reach the host's logger with control characters escaped.
       log: (level, message) => {
         try {
-          logger?.[level](message);
+          logger?.[level](escapeControl(message));
         } catch {
           // A failing logger must not break the host.
         }
