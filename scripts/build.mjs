@@ -8,7 +8,7 @@
 // 3. Leaves out what no entry point reaches: declarations no entry's declarations import
 //    (internal modules' types), and JavaScript no entry or `bin` imports (modules that
 //    hold only types compile to empty files). The package holds what its API reaches.
-// 4. Takes the whitespace out of the JavaScript with esbuild (decision 051).
+// 4. Minifies the JavaScript with esbuild, keeping every name (decisions 051, 052).
 //
 // Both compiler runs skip type checking (`--noCheck`): `npm test` type-checks the whole
 // project first (`npm run typecheck`), and checking core/ twice more would triple the cost.
@@ -31,7 +31,13 @@ for (const config of ["tsconfig.build.json", "tsconfig.types.json"]) {
 
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 const entries = Object.values(manifest.exports).filter((target) => typeof target === "object");
-const javascript = reachable([...entries.map((e) => e.default), ...Object.values(manifest.bin)], (file) => file);
+// Plugin workers run a program the host builds from this entry at run time (decision 060):
+// no import names it, so it is listed here.
+const workerEntries = ["dist/core/plugins/worker/entry.js"];
+const javascript = reachable(
+  [...entries.map((e) => e.default), ...Object.values(manifest.bin), ...workerEntries],
+  (file) => file,
+);
 const declarations = reachable(
   entries.map((e) => e.types),
   (file) => file.replace(/\.(ts|js)$/, ".d.ts"),
@@ -51,14 +57,15 @@ for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" }).map(
     left++;
   }
 }
-// 4. Whitespace out of the JavaScript (decision 051): names and code stay as written, so
-//    stack traces still name the host's functions. esbuild is a dependency of the package anyway.
+// 4. Minify the JavaScript (decisions 051, 052): local identifiers shortened, whitespace out,
+//    every function and class keeping its name (`keepNames`), so stack traces and the error
+//    classes' `name` still read as written. esbuild is a dependency of the package anyway.
 const esbuild = createRequire(import.meta.url)("esbuild");
 for (const file of javascript) {
   const code = readFileSync(file, "utf8");
   writeFileSync(
     file,
-    esbuild.transformSync(code, { minifyWhitespace: true, format: "esm", target: "node20", loader: "js" }).code,
+    esbuild.transformSync(code, { minify: true, keepNames: true, format: "esm", target: "node20", loader: "js" }).code,
   );
 }
 process.stdout.write(

@@ -3,6 +3,10 @@
 
 import { ContextHostError } from "./errors.ts";
 
+// Taken when this module loads, before any plugin code runs: in a plugin's worker, a plugin
+// that replaces the global timers does not disable the deadlines of its own sources.
+const { setTimeout: startTimer, clearTimeout: stopTimer } = globalThis;
+
 /** Work that did not settle before its deadline. `what` names it ("loader core/date", "setup"). */
 export class DeadlineExceeded extends ContextHostError {
   readonly what: string;
@@ -17,17 +21,17 @@ export class DeadlineExceeded extends ContextHostError {
 /** Runs `work` (sync throws become rejections) and rejects with `DeadlineExceeded` after `ms`. */
 export function withinDeadline<T>(work: () => T | Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new DeadlineExceeded({ what, ms })), ms);
+    const timer = startTimer(() => reject(new DeadlineExceeded({ what, ms })), ms);
     timer.unref();
     Promise.resolve()
       .then(work)
       .then(
         (value) => {
-          clearTimeout(timer);
+          stopTimer(timer);
           resolve(value);
         },
         (error) => {
-          clearTimeout(timer);
+          stopTimer(timer);
           reject(error);
         },
       );

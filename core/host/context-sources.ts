@@ -8,7 +8,7 @@ import { asValue, createContainer } from "awilix";
 import { type Clock, consoleLogger, type Logger, systemClock } from "../base/clock.ts";
 import { Diagnostics } from "../base/diagnostics.ts";
 import type { Scope } from "../base/scope.ts";
-import { type PluginEvent, PluginSet } from "../plugins/plugin-set.ts";
+import { type Isolation, type PluginEvent, PluginSet } from "../plugins/plugin-set.ts";
 import { Registry, type SourceEnv } from "../registry/registry.ts";
 import type { CoreSource } from "../sources/core-source.ts";
 import { dateSource } from "../sources/date.ts";
@@ -42,6 +42,12 @@ export interface ContextSourcesOptions {
   readonly instructions?: InstructionSettings;
   /** Where nested instruction files discovered by tools are kept (the session store); none: not kept. */
   readonly discoveryLog?: DiscoveryLog;
+  /** How long a plugin generation's disposers may run (default 5 s). */
+  readonly disposeDeadlineMs?: number;
+  /** Where plugin code runs: its own worker per plugin (default) or the host's process (decision 060). */
+  readonly isolation?: Isolation;
+  /** Largest accepted value of an isolated plugin source, UTF-8 bytes of its JSON (the session's `sourceValueBytes`). */
+  readonly maxValueBytes?: number;
 }
 
 /** The started context sources of one host. */
@@ -104,6 +110,9 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     watch: options.watch ?? true,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+    ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
+    ...(options.disposeDeadlineMs === undefined ? {} : { disposeDeadlineMs: options.disposeDeadlineMs }),
+    ...(options.maxValueBytes === undefined ? {} : { maxValueBytes: options.maxValueBytes }),
   });
   void scope.add(() => plugins.close());
 

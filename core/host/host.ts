@@ -56,6 +56,12 @@ export interface HostOptions {
   readonly instructions?: InstructionSettings;
   /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
   readonly builtins?: boolean;
+  /**
+   * Where plugin code runs (decision 060): `"worker"` (default), each plugin in its own worker
+   * thread, so no plugin can freeze, crash or corrupt the host; `"none"`, in the host's own
+   * process, for trusted first-party plugins and comparison benchmarks.
+   */
+  readonly isolation?: "worker" | "none";
 }
 
 /** The Host API (SPEC section 5). */
@@ -120,7 +126,9 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
         "deadlineMs",
         "timeZone",
         "instructions",
+        "isolation",
       ]),
+      ...(options.limits?.sourceValueBytes === undefined ? {} : { maxValueBytes: options.limits.sourceValueBytes }),
     },
     scope,
   );

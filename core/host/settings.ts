@@ -10,6 +10,9 @@ import { checkTimeZone } from "../sources/date.ts";
 export const HostSettings = Type.Object(
   {
     timeZone: Type.Optional(Type.String({ minLength: 1, description: "IANA time zone of core/date; host-local when unset" })),
+    isolation: Type.Optional(
+      Type.Union([Type.Literal("worker"), Type.Literal("none")], { description: "where plugin code runs (decision 060)" }),
+    ),
     instructions: Type.Optional(
       Type.Object(
         {

@@ -12,8 +12,15 @@ import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
 import { BundleLocations } from "./locations.ts";
 
-/** What `context-host` and `context-host/plugin` resolve to inside a plugin: the plugin API only. */
-const pluginApiModule = asRequired(pluginApi);
+/**
+ * What `context-host` and `context-host/plugin` resolve to inside a plugin: the plugin API's
+ * named exports only (bundled into a plugin worker, a namespace object may carry a `default`).
+ */
+const pluginApiModule = Object.freeze(
+  Object.defineProperty(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")), "__esModule", {
+    value: true,
+  }),
+);
 
 const hostRequire = createRequire(import.meta.url);
 

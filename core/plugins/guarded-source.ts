@@ -11,6 +11,8 @@ import type { PluginSource } from "./define.ts";
 export interface Guard {
   readonly deadlineMs: number;
   readonly maxTextLength: number;
+  /** Largest accepted value of an isolated source, in UTF-8 bytes of its JSON. */
+  readonly maxValueBytes?: number;
   report(fault: SourceFault): void;
   /** The loader of `key` returned without throwing: its earlier load faults may no longer hold. */
   observed(key: string): void;

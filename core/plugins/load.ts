@@ -54,8 +54,15 @@ export type LoadResult =
       readonly locations: BundleLocations;
     };
 
-/** Bundles, evaluates and activates one generation of the plugin at `request.file`. */
-export async function loadGeneration(request: LoadRequest, context: LoadContext): Promise<LoadResult> {
+/**
+ * The first step of every load, in-process or isolated: bundle, and stop there when the
+ * bundle failed or is the one last attempted.
+ */
+export async function bundleForLoad(
+  request: LoadRequest,
+): Promise<
+  Extract<LoadResult, { kind: "unchanged" | "bundle-failed" }> | { readonly kind: "bundled"; readonly bundle: PluginBundle }
+> {
   let bundle: PluginBundle;
   try {
     bundle = await bundlePlugin(request.file);
@@ -71,8 +78,16 @@ export async function loadGeneration(request: LoadRequest, context: LoadContext)
       },
     };
   }
+  if (request.attemptedHash === bundle.hash) return { kind: "unchanged", inputs: bundle.inputs };
+  return { kind: "bundled", bundle };
+}
+
+/** Bundles, evaluates and activates one generation of the plugin at `request.file`, in this process. */
+export async function loadGeneration(request: LoadRequest, context: LoadContext): Promise<LoadResult> {
+  const bundled = await bundleForLoad(request);
+  if (bundled.kind !== "bundled") return bundled;
+  const { bundle } = bundled;
   const { inputs, hash } = bundle;
-  if (request.attemptedHash === hash) return { kind: "unchanged", inputs };
   const locations = locationsOf(bundle, request.generation);
   try {
     let exports: Record<string, unknown>;

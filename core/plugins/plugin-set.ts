@@ -6,17 +6,18 @@
 
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
+import { type Clock, type Logger, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
-import { type Diagnostic, Diagnostics } from "../base/diagnostics.ts";
+import { type Diagnostic, Diagnostics, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { discoverPlugins } from "./discover.ts";
-import type { ActivatedGeneration } from "./generation.ts";
 import { type Guard, guardedRegistration } from "./guarded-source.ts";
-import { type LoadContext, type LoadFault, loadGeneration } from "./load.ts";
-import type { BundleLocations } from "./locations.ts";
+import { type IsolatedGeneration, IsolatedPlugin, PluginCodeFault } from "./isolated.ts";
+import { bundleForLoad, type LoadContext, type LoadFault, type LoadResult, loadGeneration } from "./load.ts";
+import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
 import { PluginWatcher, type ReloadCause, ReloadSchedule } from "./watching.ts";
 
@@ -50,7 +51,27 @@ export interface PluginSetOptions {
   readonly reservedNamespaces?: readonly string[];
   /** The host's diagnostics channel (a new one when not given). */
   readonly diagnostics?: Diagnostics;
+  /**
+   * Where plugin code runs (decision 060): `worker` (the default), each plugin in its own
+   * worker thread with a heap limit, deadlines kept by the host; `none`, in the host's own
+   * process and realm, for trusted first-party plugins and comparison benchmarks.
+   */
+  readonly isolation?: Isolation;
+  /** Heap limit of each plugin's worker, MiB (default 128). */
+  readonly workerHeapMb?: number;
+  /** Node flags of plugin workers (benches: `--expose-gc`). */
+  readonly workerExecArgv?: readonly string[];
+  /** Time an isolated plugin's renderers may take at one boundary, besides its loaders' deadline (default 1 s). */
+  readonly renderDeadlineMs?: number;
+  /** Largest accepted source value of an isolated plugin, in UTF-8 bytes of its JSON (default 1 MiB). */
+  readonly maxValueBytes?: number;
+  /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes (default 3 in 60 s). */
+  readonly maxCrashes?: number;
+  readonly crashWindowMs?: number;
 }
+
+/** Where plugin code runs: in its own worker thread (default), or in the host's process. */
+export type Isolation = "worker" | "none";
 
 /** What the host reports: diagnostics and generation changes, in order. */
 export type PluginEvent =
@@ -77,10 +98,25 @@ interface Active {
   readonly loadMs: number;
 }
 
+/**
+ * A generation ready to be swapped in, wherever its code runs: its scope (closing it runs
+ * its disposers), its sources' registrations under a guard, and how to locate its faults.
+ */
+interface LoadedGeneration {
+  readonly name: string;
+  readonly scope: Scope;
+  registrations(guard: Guard): Registration[];
+  locate(error: unknown): Location | undefined;
+}
+
 /** One discovered plugin file and its life. */
 interface PluginEntry {
   readonly id: string;
   readonly file: string;
+  /** The plugin's worker handle (isolation `worker`), made at its first load. */
+  isolated: IsolatedPlugin | undefined;
+  /** The first load of a plugin found by a scan, started at once so that setups run concurrently. */
+  preload: Promise<Loaded> | undefined;
   active: Active | undefined;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
   attemptedHash: string | undefined;
@@ -101,6 +137,65 @@ interface PluginEntry {
   queue: Promise<void>;
 }
 
+/** What one load produced: a `LoadResult`, with an activated generation in the shape both isolations share. */
+/** One load's request: which file, as which generation, and when it started. */
+interface LoadRequest {
+  readonly file: string;
+  readonly generation: number;
+  readonly attemptedHash: string | undefined;
+  readonly startedAt: number;
+}
+
+type Loaded =
+  | Exclude<LoadResult, { readonly kind: "activated" }>
+  | {
+      readonly kind: "activated";
+      readonly inputs: readonly string[];
+      readonly hash: string;
+      readonly loaded: LoadedGeneration;
+      /** Milliseconds from the start of this load (bundle, evaluate, setup) to its generation being ready. */
+      readonly loadMs: number;
+    };
+
+/** An in-process generation: its sources are guarded here. Outside the class, so its closures hold nothing else. */
+function inProcessGeneration(result: Extract<LoadResult, { kind: "activated" }>): LoadedGeneration {
+  const { activated, locations } = result;
+  return {
+    name: activated.name,
+    scope: activated.scope,
+    registrations: (guard) => activated.sources.map((source) => guardedRegistration(source, guard)),
+    locate: (error) => locations.locate(error),
+  };
+}
+
+/** An isolated generation: its sources are observed in the plugin's worker. */
+function isolatedGeneration(isolated: IsolatedPlugin, activated: IsolatedGeneration): LoadedGeneration {
+  return {
+    name: activated.name,
+    scope: activated.scope,
+    registrations: (guard) =>
+      activated.keys.map((key) =>
+        isolated.registration(
+          activated.generation,
+          key,
+          { maxTextLength: guard.maxTextLength, maxValueBytes: guard.maxValueBytes ?? 1024 * 1024, report: guard.report },
+          guard.observed,
+        ),
+      ),
+    locate: locatedInWorker,
+  };
+}
+
+/** The location a fault of plugin code in a worker carries (on the error or a cause of it). */
+function locatedInWorker(error: unknown): Location | undefined {
+  let current = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    if (current instanceof PluginCodeFault) return current.location;
+    current = current.cause;
+  }
+  return undefined;
+}
+
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The phases of a source's faults at a boundary (as opposed to its generation's). */
@@ -114,6 +209,10 @@ export class PluginSet {
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #loadContext: LoadContext;
+  readonly #isolation: Isolation;
+  readonly #clock: Clock;
+  readonly #logger: Logger | undefined;
+  readonly #location: string;
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
@@ -128,6 +227,11 @@ export class PluginSet {
       setupDeadlineMs: options.setupDeadlineMs ?? 10_000,
       reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
     };
+    this.#isolation = options.isolation ?? "worker";
+    const container = options.container;
+    this.#clock = container.hasRegistration("clock") ? (container.resolve("clock") as Clock) : systemClock;
+    this.#logger = container.hasRegistration("logger") ? (container.resolve("logger") as Logger) : undefined;
+    this.#location = container.hasRegistration("location") ? String(container.resolve("location")) : process.cwd();
   }
 
   /** Discovers and loads every plugin (sorted by name), then starts watching if asked. */
@@ -222,7 +326,18 @@ export class PluginSet {
       entry.isRemoved = true;
     }
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
-    for (const entry of this.#entries.values()) await this.#deactivate(entry);
+    if (this.#isolation === "none") {
+      for (const entry of this.#entries.values()) await this.#deactivate(entry);
+    } else {
+      // Each plugin's disposers run in its own worker, within the dispose deadline; then the
+      // worker is stopped, whatever it still runs (a leaked timer, a loop).
+      await Promise.all(
+        [...this.#entries.values()].map(async (entry) => {
+          await this.#deactivate(entry);
+          await entry.isolated?.close();
+        }),
+      );
+    }
     this.#entries.clear();
     this.#listeners.clear();
   }
@@ -279,6 +394,9 @@ export class PluginSet {
       if (!seen.has(entry.file)) {
         this.#remove(entry);
       } else if (created.has(entry)) {
+        // Isolated plugins bundle and set up concurrently, each in its own worker (a stuck one
+        // costs start-up one deadline); they are swapped in one after another in name order.
+        if (this.#isolation === "worker") entry.preload = this.#load(entry);
         entry.queue = previous.then(
           () => {},
           () => {},
@@ -293,6 +411,8 @@ export class PluginSet {
     const entry: PluginEntry = {
       id,
       file,
+      isolated: undefined,
+      preload: undefined,
       active: undefined,
       attemptedHash: undefined,
       inputs: [file],
@@ -326,6 +446,7 @@ export class PluginSet {
       this.#entries.delete(entry.file);
       const name = entry.active?.name ?? entry.id;
       await this.#deactivate(entry);
+      await entry.isolated?.close();
       this.#resolveProblems(entry, name);
       this.#revive(this.#namespaces.release(entry.file));
       this.#watchInputs();
@@ -354,12 +475,91 @@ export class PluginSet {
     return entry.queue;
   }
 
+  /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
+  async #load(entry: PluginEntry): Promise<Loaded> {
+    const request = {
+      file: entry.file,
+      generation: entry.attempts + 1,
+      attemptedHash: entry.attemptedHash,
+      startedAt: performance.now(),
+    };
+    try {
+      return this.#isolation === "none" ? await this.#loadInProcess(request) : await this.#loadIsolated(entry, request);
+    } catch (error) {
+      return { kind: "bundle-failed", inputs: entry.inputs, fault: { phase: "evaluate", message: messageOf(error) } };
+    }
+  }
+
+  async #loadInProcess(request: LoadRequest): Promise<Loaded> {
+    const result = await loadGeneration(request, this.#loadContext);
+    if (result.kind !== "activated") return result;
+    return {
+      kind: "activated",
+      inputs: result.inputs,
+      hash: result.hash,
+      loaded: inProcessGeneration(result),
+      loadMs: Math.round(performance.now() - request.startedAt),
+    };
+  }
+
+  async #loadIsolated(entry: PluginEntry, request: LoadRequest): Promise<Loaded> {
+    const bundled = await bundleForLoad(request);
+    if (bundled.kind !== "bundled") return bundled;
+    const { bundle } = bundled;
+    entry.isolated ??= this.#isolatedFor(entry);
+    const outcome = await entry.isolated.load(bundle, request.generation, this.#loadContext.settings, [
+      ...this.#loadContext.reservedNamespaces,
+    ]);
+    if (outcome.kind === "failed") return { kind: "failed", inputs: bundle.inputs, hash: bundle.hash, fault: outcome.fault };
+    return {
+      kind: "activated",
+      inputs: bundle.inputs,
+      hash: bundle.hash,
+      loaded: isolatedGeneration(entry.isolated, outcome.activated),
+      loadMs: Math.round(performance.now() - request.startedAt),
+    };
+  }
+
+  /** The worker handle of one plugin: its stops and faults become the entry's diagnostics. */
+  #isolatedFor(entry: PluginEntry): IsolatedPlugin {
+    const options = this.#options;
+    const clock = this.#clock;
+    const logger = this.#logger;
+    return new IsolatedPlugin({
+      file: entry.file,
+      location: this.#location,
+      isSystemClock: clock === systemClock,
+      now: () => clock.now(),
+      heapMb: options.workerHeapMb ?? 128,
+      maxValueBytes: options.maxValueBytes ?? 1024 * 1024,
+      ...(options.workerExecArgv === undefined ? {} : { execArgv: options.workerExecArgv }),
+      setupDeadlineMs: this.#loadContext.setupDeadlineMs,
+      disposeDeadlineMs: options.disposeDeadlineMs ?? 5000,
+      deadlineMs: options.deadlineMs ?? 2000,
+      renderDeadlineMs: options.renderDeadlineMs ?? 1000,
+      maxCrashes: options.maxCrashes ?? 3,
+      crashWindowMs: options.crashWindowMs ?? 60_000,
+      backoffMs: [0, 250, 1000],
+      // A plugin's printed and logged lines reach the host's logger with control characters escaped.
+      log: (level, message) => {
+        try {
+          logger?.[level](escapeControl(message));
+        } catch {
+          // A failing logger must not break the host.
+        }
+      },
+      report: (problem) => {
+        if (problem.key !== undefined) entry.faulted.add(problem.key);
+        const { location, ...rest } = problem;
+        this.#diagnose(entry, { ...rest, ...location });
+      },
+    });
+  }
+
   async #loadOnce(entry: PluginEntry, isProvisional: boolean): Promise<void> {
-    const startedAt = performance.now();
-    const result = await loadGeneration(
-      { file: entry.file, generation: entry.attempts + 1, attemptedHash: entry.attemptedHash },
-      this.#loadContext,
-    );
+    const preload = entry.preload;
+    entry.preload = undefined;
+    const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
       this.#setInputs(entry, result.inputs);
       return;
@@ -377,15 +577,15 @@ export class PluginSet {
       entry.failed = this.#diagnoseFault(entry, result.fault);
       return;
     }
-    const { activated, locations } = result;
+    const { loaded } = result;
     // A change arrived while this generation was being built: it is stale, the next load wins
     // (and may load the same content again: it was never swapped in).
     if (entry.isDirty || entry.isRemoved || this.#isClosed) {
-      await this.#closeScope(entry, activated.name, activated.scope);
+      await this.#closeScope(entry, loaded.name, loaded.scope);
       return;
     }
     entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, activated, generation, locations, startedAt);
+    const displaced = this.#swap(entry, loaded, generation, result.loadMs);
     for (const { name, scope } of displaced) await this.#closeScope(entry, name, scope);
   }
 
@@ -396,10 +596,9 @@ export class PluginSet {
    */
   #swap(
     entry: PluginEntry,
-    next: ActivatedGeneration,
+    next: LoadedGeneration,
     generation: number,
-    locations: BundleLocations,
-    startedAt: number,
+    loadMs: number,
   ): Array<{ readonly name: string; readonly scope: Scope }> {
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
@@ -412,13 +611,14 @@ export class PluginSet {
       return [{ name: next.name, scope: next.scope }];
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
-    const guard = this.#guardFor(entry, next.name, locations);
-    const registrations = next.sources.map((source) => guardedRegistration(source, guard));
+    const guard = this.#guardFor(entry, next.name, next.locate);
+    const registrations = next.registrations(guard);
     const previous = entry.active;
     const held = holder?.active;
     if (!this.#applySwap(entry, next, registrations, [previous?.scope, held?.scope]))
       return [{ name: next.name, scope: next.scope }];
     this.#namespaces.record(next.name, entry.file, claim);
+    entry.isolated?.swappedIn(next.scope);
     const displaced: Array<{ name: string; scope: Scope }> = [];
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
@@ -435,7 +635,7 @@ export class PluginSet {
       generation,
       scope: next.scope,
       keys: registrations.map((r) => r.key),
-      loadMs: Math.round(performance.now() - startedAt),
+      loadMs,
     };
     entry.failed = undefined;
     this.#resolveProblems(entry, next.name);
@@ -449,7 +649,7 @@ export class PluginSet {
   /** One registry version: the retired scopes' registrations out, the new ones in. Whether it applied. */
   #applySwap(
     entry: PluginEntry,
-    next: ActivatedGeneration,
+    next: LoadedGeneration,
     registrations: readonly Registration[],
     retired: ReadonlyArray<Scope | undefined>,
   ) {
@@ -472,13 +672,14 @@ export class PluginSet {
    * made in `#swap` would hold `#swap`'s `previous` (captured by the batch callback) for as
    * long as the registration lives, and every generation would keep the one before it alive.
    */
-  #guardFor(entry: PluginEntry, plugin: string, locations: BundleLocations): Guard {
+  #guardFor(entry: PluginEntry, plugin: string, locate: (error: unknown) => Location | undefined): Guard {
     return {
       deadlineMs: this.#options.deadlineMs ?? 2000,
       maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
+      maxValueBytes: this.#options.maxValueBytes ?? 1024 * 1024,
       report: (fault: SourceFault) => {
         entry.faulted.add(fault.key);
-        const location = locations.locate(fault.error);
+        const location = locate(fault.error);
         this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
       },
       observed: (key) => {

@@ -28,6 +28,13 @@ export {
 export { canonicalJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
 export { isKey, type Key, keyPattern, namespaceOf } from "./key.ts";
 export {
+  type PrerenderedLimits,
+  type PrerenderedObservation,
+  type PrerenderedSource,
+  prerendered,
+  type RenderedText,
+} from "./prerendered.ts";
+export {
   type Generation,
   initialize,
   type ReconcileResult,

@@ -36,10 +36,13 @@ interface Observed {
 /** Texts of one System Context are separated by one blank line. */
 const separator = "\n\n";
 
-async function observe(context: SystemContext): Promise<Observed[]> {
+async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Observed[]> {
   const sources = sourcesOf(context);
-  // Start every load before awaiting any: sources are observed concurrently.
-  const pending = sources.map((source) => source.observe());
+  // Start every load before awaiting any: sources are observed concurrently. Each is told the
+  // value the snapshot admitted for it (a pre-rendered source renders its update against it).
+  const pending = sources.map((source) =>
+    source.observe(snapshot === undefined ? undefined : storedEntry(snapshot, source.key)?.value),
+  );
   const observations = await Promise.all(pending);
   return sources.map((source, i) => ({ source, observation: observations[i] as Observation }));
 }
@@ -103,7 +106,7 @@ export async function initialize(context: SystemContext): Promise<Generation> {
  */
 export async function replace(context: SystemContext, snapshot: Snapshot): Promise<ReplacementResult> {
   const admitted = checkedSnapshot(snapshot);
-  return replaceObserved(await observe(context), admitted);
+  return replaceObserved(await observe(context, admitted), admitted);
 }
 
 function replaceObserved(observed: readonly Observed[], snapshot: Snapshot): ReplacementResult {
@@ -173,7 +176,7 @@ function plan(observed: readonly Observed[], snapshot: Snapshot): { decisions: D
  */
 export async function reconcile(context: SystemContext, given: Snapshot): Promise<ReconcileResult> {
   const snapshot = checkedSnapshot(given);
-  return reconcileObserved(await observe(context), snapshot);
+  return reconcileObserved(await observe(context, snapshot), snapshot);
 }
 
 /** The outcome of `replaceOrReconcile`: a fresh generation, or, while that is blocked, what reconciling decided. */
@@ -194,7 +197,7 @@ export type ReplaceOrReconcileResult =
  */
 export async function replaceOrReconcile(context: SystemContext, given: Snapshot): Promise<ReplaceOrReconcileResult> {
   const snapshot = checkedSnapshot(given);
-  const observed = await observe(context);
+  const observed = await observe(context, snapshot);
   const replaced = replaceObserved(observed, snapshot);
   if (replaced.kind === "replaced") return replaced;
   const reconciled = reconcileObserved(observed, snapshot);

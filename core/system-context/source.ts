@@ -66,8 +66,11 @@ export interface PackedSource {
   readonly key: Key;
   /** Core sources block initialization when unavailable; contained (plugin) sources are left out. */
   readonly blocksInitialization: boolean;
-  /** Observes the source once. Rejects only for trusted sources (a throwing core loader). */
-  observe(): Promise<Observation>;
+  /**
+   * Observes the source once. Rejects only for trusted sources (a throwing core loader).
+   * `stored` is the encoded value the operation's snapshot admitted for this key, if any.
+   */
+  observe(stored?: Json): Promise<Observation>;
   /** Called when a contained source's rendering fails after observation. */
   readonly onRenderFault?: (error: RenderFailed) => void;
 }
@@ -84,7 +87,8 @@ export function sourcesOf(context: SystemContext): readonly PackedSource[] {
   return context[carrier];
 }
 
-function carry(sources: readonly PackedSource[]): SystemContext {
+/** A context of exactly these sources (for this layer's own kinds of source). */
+export function carry(sources: readonly PackedSource[]): SystemContext {
   return Object.freeze({ [carrier]: Object.freeze(sources.slice()) });
 }
 
@@ -149,9 +153,10 @@ export function contain<S extends TSchema>(source: Source<S>, containment: Conta
 /**
  * One source's codec and renderers, checked once at `make`. Observations are small
  * objects whose methods live on prototypes: a boundary over many sources allocates
- * no closures per source.
+ * no closures per source. Exported for the plugin worker, which encodes and renders a
+ * source where its schema lives (not part of the package's API).
  */
-class SourceCodec {
+export class SourceCodec {
   readonly validator: Validator;
   readonly hasCodec: boolean;
 

@@ -46,6 +46,8 @@ export async function render(options: RenderOptions): Promise<number> {
         plugins: options.plugins,
         watch: false,
         logger: silentLogger,
+        // A one-shot command: a plugin's disposers get 1 s, then its worker is stopped.
+        disposeDeadlineMs: 1000,
         ...(options.core === undefined ? {} : { core: options.core }),
         ...(options.builtins === undefined ? {} : { builtins: options.builtins }),
         ...options.settings,

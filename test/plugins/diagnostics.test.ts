@@ -68,7 +68,9 @@ describe("Plugin set: diagnostics of source faults", () => {
     const log = path.join(folder, "lifecycle.log");
     const one = write(path.join(folder, "one.ts"), textPlugin({ name: "one", value: "1", log }));
     write(path.join(folder, "two.ts"), textPlugin({ name: "two", value: "2", log }));
-    const running = await harness.start({ folders: [folder], watch: false });
+    // The order of the first setups is asserted: in-process they run one after another (isolated
+    // setups run concurrently, each in its own worker).
+    const running = await harness.start({ folders: [folder], watch: false, isolation: "none" });
     write(one, textPlugin({ name: "one", value: "1b", log }));
     await running.host.reload(one);
     expect(logLines(log)).to.deep.equal(["setup 1", "setup 2", "setup 1b", "dispose 1"]);

@@ -55,7 +55,9 @@ describe("Plugin host: discovery", () => {
     for (const name of ["delta", "alpha", "echo", "charlie", "bravo"]) {
       write(path.join(folder, `${name}.ts`), textPlugin({ name, value: name, log }));
     }
-    await harness.start({ folders: [folder], watch: false });
+    // In-process setups run one after another; isolated ones run concurrently, each in its own
+    // worker (test/plugins/worker-lifecycle.test.ts), so the order of their side effects is free.
+    await harness.start({ folders: [folder], watch: false, isolation: "none" });
     expect(logLines(log)).to.deep.equal(["setup alpha", "setup bravo", "setup charlie", "setup delta", "setup echo"]);
   });
 
@@ -202,20 +204,31 @@ describe("Plugin host: plugins outside the project", () => {
 
   it("a plugin reaches only the plugin API through context-host: not the host, the store or the runtime", async () => {
     const folder = harness.tempFolder("api-only-");
-    const token = `__contextHostApi_${process.pid}_${Date.now()}`;
     write(
       path.join(folder, "probe.ts"),
       `import * as byName from "context-host";
 import * as byPlugin from "context-host/plugin";
+import Type from "typebox";
 
-(globalThis as Record<string, unknown>)[${JSON.stringify(token)}] = { names: Object.keys(byName).sort(), same: byName.definePlugin === byPlugin.definePlugin && byName.SystemContext === byPlugin.SystemContext };
+const seen = { names: Object.keys(byName).sort(), same: byName.definePlugin === byPlugin.definePlugin && byName.SystemContext === byPlugin.SystemContext };
 
-export default byName.definePlugin({ name: "probe", setup() {} });
+export default byName.definePlugin({
+  name: "probe",
+  setup(api) {
+    api.source({
+      key: "probe/seen",
+      schema: Type.String(),
+      load: () => JSON.stringify(seen),
+      baseline: (value) => value,
+      update: (_previous, value) => value,
+    });
+  },
+});
 `,
     );
+    // What the plugin saw travels back as its source's value: it ran in its own worker.
     const running = await harness.start({ folders: [folder], watch: false });
-    const seen = (globalThis as Record<string, unknown>)[token] as { names: string[]; same: boolean };
-    delete (globalThis as Record<string, unknown>)[token];
+    const seen = JSON.parse((await baselineOf(running)).baseline) as { names: string[]; same: boolean };
     expect(running.host.diagnostics).to.deep.equal([]);
     expect(seen.same).to.equal(true);
     expect(seen.names).to.deep.equal(Object.keys(pluginApi).sort());
@@ -249,7 +262,9 @@ export default definePlugin({
 });
 `,
     );
-    const running = await harness.start({ folders: [folder], watch: false });
+    // The host's own copies are shared with a plugin only in-process (isolation "none"): an
+    // isolated plugin runs in a worker with the worker's one copy of each.
+    const running = await harness.start({ folders: [folder], watch: false, isolation: "none" });
     const seen = (globalThis as Record<string, unknown>)[token] as Record<string, unknown>;
     delete (globalThis as Record<string, unknown>)[token];
     expect(running.host.diagnostics).to.deep.equal([]);
@@ -289,7 +304,8 @@ const container = createContainer();
 const logger = { info() {}, warn() {}, error() {} };
 container.register({ clock: asValue({ now: () => 0 }), logger: asValue(logger), location: asValue(process.cwd()) });
 const folders = [${JSON.stringify(path.join(folder, "plugins"))}];
-const host = await PluginSet.start({ folders, registry: new Registry(), container, watch: false });
+// In-process (isolation "none"): the plugin's globals are the host's.
+const host = await PluginSet.start({ folders, registry: new Registry(), container, watch: false, isolation: "none" });
 const seen = (globalThis as Record<string, any>).seenByPlugin;
 console.log(JSON.stringify({
   definePlugin: seen.definePlugin === definePlugin,

@@ -1,0 +1,392 @@
+// Owns the host's side of one plugin worker (decision 060): starting the thread with a
+// heap limit, requests with deadlines kept by the host's own clock, and the end of the
+// thread, whatever ends it (a missed deadline, `process.exit`, an uncaught exception or
+// unhandled rejection, running out of memory). Nothing here interprets a plugin.
+
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import * as esbuild from "esbuild";
+import type { DiagnosticPhase } from "../../base/diagnostics.ts";
+import { ContextHostError, messageOf } from "../../base/errors.ts";
+import type { Location } from "../locations.ts";
+import { type HostRequestBody, phaseCodes, progress, type WorkerFault, type WorkerInit, type WorkerReply } from "./protocol.ts";
+
+/** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
+const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
+
+let workerCode: Promise<string> | undefined;
+
+/**
+ * The worker's program as one script: the entry bundled with everything it imports
+ * (TypeBox, awilix, the plugin API), built once per host process with esbuild. One
+ * script starts faster than a tree of modules, runs the same from TypeScript sources
+ * (no loader in the worker) and from the compiled package, and gives every plugin of a
+ * worker one copy of TypeBox and the plugin API.
+ */
+export function workerProgram(): Promise<string> {
+  workerCode ??= buildProgram().catch((error) => {
+    workerCode = undefined;
+    throw error;
+  });
+  return workerCode;
+}
+
+async function buildProgram(): Promise<string> {
+  const result = await esbuild.build({
+    entryPoints: [entryFile],
+    bundle: true,
+    write: false,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    logLevel: "silent",
+    // The worker's own `require` (for a plugin's packages) resolves from the entry's folder.
+    define: { "import.meta.url": "__workerEntryUrl" },
+  });
+  const body = result.outputFiles[0]?.text;
+  if (body === undefined) throw new Error("esbuild produced no worker program");
+  const url = new URL(`file://${entryFile}`).href;
+  return `"use strict";
+const __workerEntryUrl = ${JSON.stringify(url)};
+(function (require, module, exports) {
+${body}
+})(process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entryFile)}), { exports: {} }, {});
+`;
+}
+
+/** The worker of a plugin stopped; `reason` says why, as a diagnostic will. */
+export class PluginWorkerStopped extends ContextHostError {
+  readonly reason: string;
+  /** The phase and the source key the worker was running when it stopped, if any. */
+  readonly phase: DiagnosticPhase | undefined;
+  readonly key: string | undefined;
+  constructor(options: {
+    readonly reason: string;
+    readonly phase?: DiagnosticPhase | undefined;
+    readonly key?: string | undefined;
+  }) {
+    super(options.reason);
+    this.reason = options.reason;
+    this.phase = options.phase;
+    this.key = options.key;
+  }
+}
+
+/** A request the worker did not answer in time; the worker was stopped. */
+export class PluginWorkerDeadline extends PluginWorkerStopped {
+  readonly ms: number;
+  constructor(options: {
+    readonly what: string;
+    readonly ms: number;
+    readonly phase?: DiagnosticPhase | undefined;
+    readonly key?: string | undefined;
+  }) {
+    super({
+      reason: `${options.what} missed its deadline of ${options.ms} ms; the plugin's worker was stopped`,
+      phase: options.phase,
+      key: options.key,
+    });
+    this.ms = options.ms;
+  }
+}
+
+/** What a request was doing when its worker stopped: the phase running and the source's index in the request. */
+export type Describe = (
+  phase: DiagnosticPhase | undefined,
+  index: number,
+) => {
+  readonly what: string;
+  readonly phase: DiagnosticPhase;
+  readonly key?: string | undefined;
+  /** The deadline to name, when it is not the request's (a loader's own). */
+  readonly ms?: number | undefined;
+};
+
+/** A request the worker answered with a fault. */
+export class PluginWorkerFault extends ContextHostError {
+  readonly fault: WorkerFault;
+  constructor(options: { readonly fault: WorkerFault }) {
+    super(options.fault.message);
+    this.fault = options.fault;
+  }
+}
+
+export interface PluginWorkerOptions {
+  readonly init: Omit<WorkerInit, "progress">;
+  /** Heap limit of the worker's old generation, MiB. */
+  readonly heapMb: number;
+  /** How long the worker may take to start, ms (default 10 s); plugin deadlines start after it. */
+  readonly startDeadlineMs?: number;
+  /** Extra Node flags of the worker (benches). */
+  readonly execArgv?: readonly string[];
+  /** A line the plugin logged or printed. */
+  log(level: "info" | "warn" | "error", message: string): void;
+  /** The worker ended without being asked to; `stopped` says why. */
+  onStopped(stopped: PluginWorkerStopped): void;
+}
+
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  readonly timer: NodeJS.Timeout;
+  readonly describe: Describe;
+}
+
+/** Longest line of worker output kept (longer lines are cut). */
+const maxLogLine = 4096;
+
+/** One running worker. Once stopped it stays stopped: a restart is a new `PluginWorker`. */
+export class PluginWorker {
+  readonly #worker: Worker;
+  readonly #cells: Int32Array;
+  readonly #pending = new Map<number, Pending>();
+  readonly #options: PluginWorkerOptions;
+  #nextId = 1;
+  #stopped: PluginWorkerStopped | undefined;
+  #lastError: unknown;
+  #isClosing = false;
+  #isReady = false;
+  #markReady: (() => void) | undefined;
+  #failStart: ((stopped: PluginWorkerStopped) => void) | undefined;
+  readonly #ready = new Promise<void>((resolve, reject) => {
+    this.#markReady = resolve;
+    this.#failStart = reject;
+  });
+  readonly #exited: Promise<void>;
+
+  private constructor(program: string, options: PluginWorkerOptions) {
+    this.#options = options;
+    const shared = new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT);
+    this.#cells = new Int32Array(shared);
+    this.#worker = new Worker(program, {
+      eval: true,
+      workerData: { ...options.init, progress: shared } satisfies WorkerInit,
+      resourceLimits: { maxOldGenerationSizeMb: options.heapMb, maxYoungGenerationSizeMb: Math.min(32, options.heapMb / 4) },
+      execArgv: [...(options.execArgv ?? [])],
+      env: { ...process.env },
+      stdout: true,
+      stderr: true,
+      name: "context-host plugin",
+    });
+    this.#forward(this.#worker.stdout, "info");
+    this.#forward(this.#worker.stderr, "warn");
+    this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
+    this.#worker.on("error", (error) => {
+      this.#lastError = error;
+    });
+    // A message the host's thread cannot read (too deep for its stack, say) ends the worker.
+    this.#worker.on("messageerror", (error) => {
+      this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
+      void this.#worker.terminate().catch(() => {});
+    });
+    this.#exited = new Promise((resolve) => {
+      this.#worker.once("exit", (code) => {
+        this.#end(code);
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * Starts a worker (its program is built on first use) and resolves once it is ready to
+   * serve requests; rejects with `PluginWorkerStopped` if it ends first or does not start
+   * within `options.startDeadlineMs` (no plugin code runs before that).
+   */
+  static async start(options: PluginWorkerOptions): Promise<PluginWorker> {
+    const worker = new PluginWorker(await workerProgram(), options);
+    const ms = options.startDeadlineMs ?? 10_000;
+    const timer = setTimeout(() => {
+      worker.#stop(new PluginWorkerStopped({ reason: `the plugin's worker did not start within ${ms} ms` }), undefined);
+      void worker.#worker.terminate().catch(() => {});
+    }, ms);
+    try {
+      await worker.#ready;
+    } finally {
+      clearTimeout(timer);
+    }
+    return worker;
+  }
+
+  /** The worker's thread id (the same across the reloads it serves). */
+  get threadId(): number {
+    return this.#worker.threadId;
+  }
+
+  /** Whether the worker has stopped (and why). */
+  get stopped(): PluginWorkerStopped | undefined {
+    return this.#stopped;
+  }
+
+  /**
+   * Sends one request; resolves with the worker's result, rejects with `PluginWorkerFault`
+   * (the worker answered with a fault), `PluginWorkerDeadline` (no answer within `ms`: the
+   * worker is stopped) or `PluginWorkerStopped` (the worker ended meanwhile).
+   */
+  request<T>(request: HostRequestBody, ms: number, describe: Describe): Promise<T> {
+    if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => this.#missed(id, ms), ms);
+      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
+      try {
+        this.#worker.postMessage({ ...request, id });
+      } catch (error) {
+        clearTimeout(timer);
+        this.#pending.delete(id);
+        reject(new PluginWorkerStopped({ reason: `could not send to the plugin's worker: ${messageOf(error)}` }));
+      }
+    });
+  }
+
+  /** Stops the worker at once (plugin code running or not) and waits until it ended. */
+  async terminate(): Promise<void> {
+    this.#isClosing = true;
+    await this.#worker.terminate().catch(() => {});
+    await this.#exited;
+  }
+
+  #missed(id: number, ms: number) {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    const isThisRequest = Atomics.load(this.#cells, progress.request) === id;
+    const code = Atomics.load(this.#cells, progress.phase);
+    const running = isThisRequest && code > 0 ? (phaseCodes[code] as DiagnosticPhase | undefined) : undefined;
+    const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
+    const missed = new PluginWorkerDeadline({
+      what: described.what,
+      ms: described.ms ?? ms,
+      phase: described.phase,
+      key: described.key,
+    });
+    this.#stop(missed, id);
+    void this.#worker.terminate().catch(() => {});
+  }
+
+  #receive(message: WorkerReply) {
+    if (typeof message !== "object" || message === null) return;
+    if (message.type === "ready") {
+      this.#isReady = true;
+      this.#markReady?.();
+      return;
+    }
+    if (message.type === "log") {
+      if (typeof message.message === "string" && ["info", "warn", "error"].includes(message.level))
+        this.#options.log(message.level, message.message.slice(0, maxLogLine));
+      return;
+    }
+    if (message.type !== "reply") return;
+    const pending = this.#pending.get(message.id);
+    if (pending === undefined) return;
+    this.#pending.delete(message.id);
+    clearTimeout(pending.timer);
+    if (message.ok === true) pending.resolve(message.result);
+    else pending.reject(new PluginWorkerFault({ fault: sanitizeFault(message.fault) }));
+  }
+
+  #end(code: number) {
+    if (this.#stopped !== undefined) {
+      this.#rejectAll(this.#stopped);
+      return;
+    }
+    const stopped = new PluginWorkerStopped({ reason: this.#why(code), ...this.#running() });
+    this.#stop(stopped, undefined);
+  }
+
+  /** Which phase and source the worker was in, from the progress cells and the request running. */
+  #running(): { phase?: DiagnosticPhase; key?: string | undefined } {
+    const code = Atomics.load(this.#cells, progress.phase);
+    const pending = this.#pending.get(Atomics.load(this.#cells, progress.request));
+    if (code <= 0 || pending === undefined) return {};
+    const described = pending.describe(phaseCodes[code] as DiagnosticPhase, Atomics.load(this.#cells, progress.source));
+    return { phase: described.phase, key: described.key };
+  }
+
+  #why(code: number): string {
+    const error = this.#lastError as (Error & { code?: string }) | undefined;
+    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY")
+      return `the plugin's worker ran out of memory (heap limit ${this.#options.heapMb} MiB)`;
+    if (error !== undefined) return `the plugin's worker crashed: ${messageOf(error)}`;
+    return `the plugin's worker exited with code ${code}`;
+  }
+
+  #stop(stopped: PluginWorkerStopped, missedId: number | undefined) {
+    const isFirst = this.#stopped === undefined;
+    this.#stopped = stopped;
+    const missed = missedId === undefined ? undefined : this.#pending.get(missedId);
+    if (missed !== undefined) {
+      this.#pending.delete(missedId as number);
+      missed.reject(stopped);
+    }
+    this.#rejectAll(stopped);
+    // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
+    if (!this.#isReady) {
+      this.#failStart?.(stopped);
+      return;
+    }
+    if (isFirst && !this.#isClosing) this.#options.onStopped(stopped);
+  }
+
+  #rejectAll(stopped: PluginWorkerStopped) {
+    for (const [id, pending] of this.#pending) {
+      clearTimeout(pending.timer);
+      this.#pending.delete(id);
+      pending.reject(stopped);
+    }
+  }
+
+  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn") {
+    if (stream === null) return;
+    let buffered = "";
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split("\n");
+      buffered = (lines.pop() ?? "").slice(0, maxLogLine);
+      for (const line of lines) this.#options.log(level, line.slice(0, maxLogLine));
+    });
+  }
+}
+
+const faultPhases = new Set([
+  "evaluate",
+  "config",
+  "setup",
+  "namespace",
+  "load",
+  "value",
+  "baseline",
+  "update",
+  "removed",
+  "dispose",
+]);
+
+/** A location as the worker sent it, if it is one. */
+export function sanitizeLocation(location: unknown): Location | undefined {
+  if (typeof location !== "object" || location === null) return undefined;
+  const raw = location as Record<string, unknown>;
+  if (typeof raw.file !== "string" || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
+  const lineText = typeof raw.lineText === "string" ? raw.lineText.slice(0, 1000) : undefined;
+  return {
+    file: raw.file.slice(0, 4096),
+    line: Number(raw.line),
+    column: Number(raw.column),
+    ...(lineText === undefined ? {} : { lineText }),
+  };
+}
+
+/** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
+function sanitizeFault(fault: unknown): WorkerFault {
+  const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
+  const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
+  const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
+  const plugin = text(raw.plugin, 200);
+  const key = text(raw.key, 500);
+  const location = sanitizeLocation(raw.location);
+  return {
+    phase: phase as DiagnosticPhase,
+    message: text(raw.message) ?? "the plugin's worker reported a fault without a message",
+    ...(plugin === undefined ? {} : { plugin }),
+    ...(key === undefined ? {} : { key }),
+    ...(location === undefined ? {} : { location }),
+  };
+}

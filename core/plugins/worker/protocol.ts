@@ -1,0 +1,132 @@
+// Owns the messages between the host and a plugin's worker (decision 060). Everything
+// that crosses is plain data (structured clone): code and settings in, encoded JSON
+// values, rendered texts and faults out. Nothing the worker sends is trusted: the host
+// checks it on arrival.
+
+import type { DiagnosticPhase } from "../../base/diagnostics.ts";
+import type { Location } from "../locations.ts";
+
+/** What the worker is started with (`workerData`). */
+export interface WorkerInit {
+  /** The host's working folder: `api.services.location`. */
+  readonly location: string;
+  /** `system`: the worker reads its own clock; `host`: the host's clock reading sent with each request. */
+  readonly clock: "system" | "host";
+  /** Shared progress cells: what the worker is running now (see `progress`). */
+  readonly progress: SharedArrayBuffer;
+  /** Values deeper or larger than this are not sent (the host checks again on arrival). */
+  readonly maxDepth: number;
+  readonly maxValueBytes: number;
+}
+
+/** Indices into the progress cells (an `Int32Array`). */
+export const progress = {
+  /** The id of the request being served (0: none). */
+  request: 0,
+  /** The phase code running (`phaseCodes`). */
+  phase: 1,
+  /** The index of the source (in the request's list) whose code runs. */
+  source: 2,
+  length: 3,
+} as const;
+
+/** Phase codes of the progress cells, in order. */
+export const phaseCodes: readonly (DiagnosticPhase | "idle")[] = [
+  "idle",
+  "evaluate",
+  "setup",
+  "load",
+  "value",
+  "baseline",
+  "update",
+  "removed",
+  "dispose",
+];
+
+/** Why a request failed, as a diagnostic will say it. */
+export interface WorkerFault {
+  readonly phase: DiagnosticPhase;
+  readonly message: string;
+  readonly plugin?: string;
+  readonly key?: string;
+  readonly location?: Location;
+}
+
+/** A rendering made in the worker. */
+export type WorkerText =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly reason: string; readonly location?: Location };
+
+/** One source's observation made in the worker. */
+export type WorkerObservation =
+  | { readonly kind: "unavailable" }
+  | { readonly kind: "absent" }
+  | {
+      readonly kind: "present";
+      readonly value: unknown;
+      readonly baseline: WorkerText;
+      readonly removed?: WorkerText;
+      readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
+    };
+
+export type HostRequest =
+  | {
+      readonly type: "evaluate";
+      readonly id: number;
+      readonly generation: number;
+      readonly code: string;
+      readonly entry: string;
+      readonly baseDir: string;
+      readonly reserved: readonly string[];
+    }
+  | {
+      readonly type: "activate";
+      readonly id: number;
+      readonly generation: number;
+      readonly config: unknown;
+      readonly now: number;
+      readonly setupDeadlineMs: number;
+    }
+  | {
+      readonly type: "observe";
+      readonly id: number;
+      readonly generation: number;
+      readonly env: { readonly location: string; readonly sessionId?: string };
+      readonly now: number;
+      readonly deadlineMs: number;
+      readonly sources: readonly { readonly key: string; readonly stored?: unknown }[];
+    }
+  | { readonly type: "dispose"; readonly id: number; readonly generation: number }
+  | { readonly type: "memory"; readonly id: number };
+
+/** A request as the host writes it; the worker handle numbers it. */
+export type HostRequestBody = HostRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
+
+export type WorkerReply =
+  | { readonly type: "reply"; readonly id: number; readonly ok: false; readonly fault: WorkerFault }
+  | { readonly type: "reply"; readonly id: number; readonly ok: true; readonly result: unknown }
+  | { readonly type: "log"; readonly level: "info" | "warn" | "error"; readonly message: string }
+  /** Sent once, when the worker's own code has loaded: deadlines of requests start after it. */
+  | { readonly type: "ready" };
+
+/** The result of `evaluate`. */
+export interface Evaluated {
+  readonly name: string;
+}
+
+/** The result of `activate`: the generation's sources. */
+export interface Activated {
+  readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[];
+}
+
+/** The result of `observe`: one observation per requested source, and the faults met. */
+export interface Observed {
+  readonly observations: readonly WorkerObservation[];
+  readonly faults: readonly WorkerFault[];
+}
+
+/** The result of `memory`: the worker's heap after a full collection (when it can collect). */
+export interface WorkerMemory {
+  readonly heapUsed: number;
+  readonly collected: boolean;
+}

@@ -1,0 +1,292 @@
+// Owns the pre-rendered Context Source: a contained source whose loader, codec and
+// renderers ran somewhere else (a plugin's worker), so its observation arrives as data —
+// the encoded value and the texts — and is checked here on arrival, schema-free: plain
+// JSON within a depth and a size, well-formed strings, non-empty texts within the limit.
+// Pure like the rest of the System Context: what fetches the data is the caller's.
+
+import { type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
+import { isSameJson, type Json, NotPlainJson } from "./json.ts";
+import { isKey, type Key, keyPattern } from "./key.ts";
+import type { SnapshotEntry } from "./snapshot.ts";
+import {
+  type Containment,
+  carry,
+  type Observation,
+  type PackedSource,
+  type Present,
+  type Rendering,
+  type SourceFault,
+  type SystemContext,
+} from "./source.ts";
+
+/** A text a renderer produced elsewhere, or why it could not: `cause` is what the caller knows of the failure. */
+export type RenderedText =
+  | { readonly ok: true; readonly text: unknown }
+  | { readonly ok: false; readonly reason: string; readonly cause?: unknown };
+
+/** One observation made elsewhere, as it arrives (nothing in it is trusted yet). */
+export type PrerenderedObservation =
+  | { readonly kind: "unavailable" }
+  | { readonly kind: "absent" }
+  | {
+      readonly kind: "present";
+      /** The encoded value (what a snapshot stores). */
+      readonly value: unknown;
+      readonly baseline: RenderedText;
+      /** The removal text, when the source is removable. */
+      readonly removed?: RenderedText;
+      /**
+       * Against the `stored` value the observation was asked with, when there was one: whether
+       * it decodes under the current schema and, if it differs from `value`, the update text.
+       */
+      readonly previous?: { readonly decodes: boolean; readonly update?: RenderedText };
+    };
+
+/** A pre-rendered source: a key and how to observe it given the admitted value. */
+export interface PrerenderedSource {
+  readonly key: Key;
+  /** Observes once. A rejection counts as a load fault (the source is unavailable). */
+  observe(stored: Json | undefined): Promise<PrerenderedObservation>;
+}
+
+/** The arrival checks of a pre-rendered source, besides `maxTextLength`. */
+export interface PrerenderedLimits extends Containment {
+  /** Deepest accepted nesting of a value (default 64). */
+  readonly maxDepth?: number;
+  /** Largest accepted value, in UTF-8 bytes of its JSON text (an upper bound of it; default 1 MiB). */
+  readonly maxValueBytes?: number;
+}
+
+const unavailableObservation: Observation = Object.freeze({ kind: "unavailable" });
+const absentObservation: Observation = Object.freeze({ kind: "absent" });
+
+/**
+ * Closes a pre-rendered source into an opaque `SystemContext`. Like `contain`, it never
+ * blocks initialization, and every fault (a rejected observation, a value that is not plain
+ * JSON or too deep or too large, an unusable text) makes the source `unavailable` for that
+ * observation and is reported through `limits.report`.
+ */
+export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits): SystemContext {
+  if (!isKey(source.key)) {
+    throw new TypeError(
+      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name", matching ${keyPattern}`,
+    );
+  }
+  const { key } = source;
+  const checks: Checks = {
+    key,
+    maxTextLength: limits.maxTextLength,
+    maxDepth: limits.maxDepth ?? 64,
+    maxValueBytes: limits.maxValueBytes ?? 1024 * 1024,
+  };
+  const report = (fault: SourceFault) => {
+    try {
+      limits.report(fault);
+    } catch {
+      // A failing reporter must not turn a contained fault into a host failure.
+    }
+  };
+  const packed: PackedSource = {
+    key,
+    blocksInitialization: false,
+    async observe(stored?: Json): Promise<Observation> {
+      let arrived: PrerenderedObservation;
+      try {
+        arrived = await source.observe(stored);
+      } catch (error) {
+        report({ key, phase: "load", error });
+        return unavailableObservation;
+      }
+      const kind = typeof arrived === "object" && arrived !== null ? arrived.kind : undefined;
+      if (kind === "unavailable") return unavailableObservation;
+      if (kind === "absent") return absentObservation;
+      if (kind !== "present") {
+        report({
+          key,
+          phase: "load",
+          error: new ValueRejected({ key: key, path: "", reason: "the observation is not one a source can make" }),
+        });
+        return unavailableObservation;
+      }
+      const present = arrived as Extract<PrerenderedObservation, { kind: "present" }>;
+      let value: Json;
+      try {
+        value = checkedValue(present.value, checks);
+      } catch (error) {
+        report({ key, phase: "value", error });
+        return unavailableObservation;
+      }
+      return new PrerenderedValue(checks, value, present, stored);
+    },
+    onRenderFault: (error) => report({ key, phase: error.renderer, error }),
+  };
+  return carry([packed]);
+}
+
+interface Checks {
+  readonly key: Key;
+  readonly maxTextLength: number;
+  readonly maxDepth: number;
+  readonly maxValueBytes: number;
+}
+
+class PrerenderedValue implements Present {
+  readonly kind = "present";
+
+  constructor(
+    readonly checks: Checks,
+    readonly value: Json,
+    readonly arrived: Extract<PrerenderedObservation, { kind: "present" }>,
+    /** The stored value the observation was asked with: the only one its update text is for. */
+    readonly stored: Json | undefined,
+  ) {}
+
+  isSameAs(stored: Json): boolean {
+    return isSameJson(stored, this.value);
+  }
+
+  decodeStored(stored: Json): { readonly value: unknown } | undefined {
+    // Decoding happened where the schema lives, for the value this observation was asked with.
+    if (stored !== this.stored || this.arrived.previous?.decodes !== true) return undefined;
+    return { value: stored };
+  }
+
+  baseline(): Rendering {
+    return checkedText(this.checks, "baseline", this.arrived.baseline);
+  }
+
+  update(previous: unknown): Rendering {
+    const update = this.arrived.previous?.update;
+    if (previous !== this.stored || update === undefined) {
+      return {
+        ok: false,
+        error: new RenderFailed({ key: this.checks.key, renderer: "update", reason: "was not rendered for this previous value" }),
+      };
+    }
+    return checkedText(this.checks, "update", update);
+  }
+
+  entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderFailed } {
+    const removed = this.arrived.removed;
+    if (removed === undefined) return { ok: true, entry: { value: this.value } };
+    const rendering = checkedText(this.checks, "removed", removed);
+    if (!rendering.ok) return rendering;
+    return { ok: true, entry: { value: this.value, removed: rendering.text } };
+  }
+}
+
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether a string has no lone surrogate (it encodes as UTF-8 and back unchanged). */
+function isWellFormed(text: string): boolean {
+  return !loneSurrogate.test(text);
+}
+
+function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText | undefined): Rendering {
+  const { key } = checks;
+  if (typeof rendered !== "object" || rendered === null) {
+    return { ok: false, error: new RenderFailed({ key: key, renderer: renderer, reason: "produced no rendering" }) };
+  }
+  if (!rendered.ok) {
+    const reason = typeof rendered.reason === "string" ? rendered.reason : "failed";
+    return { ok: false, error: new RenderFailed({ key: key, renderer: renderer, reason: reason, cause: rendered.cause }) };
+  }
+  const text = rendered.text;
+  if (typeof text !== "string")
+    return { ok: false, error: new RenderFailed({ key: key, renderer: renderer, reason: `returned ${typeof text}, not text` }) };
+  if (text.length === 0)
+    return { ok: false, error: new RenderFailed({ key: key, renderer: renderer, reason: "returned empty text" }) };
+  if (text.length > checks.maxTextLength) {
+    const reason = `returned ${text.length} characters, over the limit of ${checks.maxTextLength}`;
+    return { ok: false, error: new RenderFailed({ key: key, renderer: renderer, reason: reason }) };
+  }
+  if (!isWellFormed(text))
+    return {
+      ok: false,
+      error: new RenderFailed({ key: key, renderer: renderer, reason: "returned text with a lone surrogate" }),
+    };
+  return { ok: true, text };
+}
+
+/** The arrived value as owned plain JSON within the depth and size limits, or `ValueRejected` naming the path. */
+function checkedValue(value: unknown, checks: Checks): Json {
+  const budget = { left: checks.maxValueBytes };
+  try {
+    return walk(value, "", 0, checks, budget);
+  } catch (error) {
+    if (error instanceof NotPlainJson) throw new ValueRejected({ key: checks.key, path: error.path, reason: error.reason });
+    throw error;
+  }
+}
+
+function pointer(path: string, key: string | number): string {
+  return `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: counting the characters JSON escapes is the point
+const needsEscape = /["\\\u0000-\u001f\u2028\u2029]/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range starts at U+0000
+const nonAscii = /[^\u0000-\u007f]/;
+
+/** An upper bound of the UTF-8 bytes of a string's JSON text, with its quotes and a comma. */
+function jsonBytes(text: string): number {
+  let bytes = text.length + 3;
+  needsEscape.lastIndex = 0;
+  if (needsEscape.test(text)) bytes += 5 * (text.match(needsEscape)?.length ?? 0);
+  if (nonAscii.test(text)) {
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      // Beyond the one byte counted: two more for most, one more for each half of a surrogate pair.
+      if (code >= 0x80) bytes += code < 0x800 || (code >= 0xd800 && code <= 0xdfff) ? 1 : 2;
+    }
+  }
+  return bytes;
+}
+
+function spend(budget: { left: number }, length: number, path: string, checks: Checks) {
+  budget.left -= length;
+  if (budget.left < 0) throw new NotPlainJson(path, `makes the value larger than the limit of ${checks.maxValueBytes} bytes`);
+}
+
+function walk(value: unknown, path: string, depth: number, checks: Checks, budget: { left: number }): Json {
+  switch (typeof value) {
+    case "string":
+      if (!isWellFormed(value)) throw new NotPlainJson(path, "is a string with a lone surrogate");
+      spend(budget, jsonBytes(value), path, checks);
+      return value;
+    case "boolean":
+      spend(budget, 6, path, checks);
+      return value;
+    case "number":
+      // The longest JSON number text (`-1.2345678901234567e-308`), and a comma.
+      spend(budget, 25, path, checks);
+      if (!Number.isFinite(value)) throw new NotPlainJson(path, `is ${value}, not a finite number`);
+      return Object.is(value, -0) ? 0 : value;
+    case "object": {
+      if (value === null) {
+        spend(budget, 5, path, checks);
+        return null;
+      }
+      if (depth >= checks.maxDepth) throw new NotPlainJson(path, `is nested deeper than the limit of ${checks.maxDepth}`);
+      spend(budget, 3, path, checks);
+      if (Array.isArray(value)) {
+        const copy: Json[] = new Array(value.length);
+        for (let i = 0; i < value.length; i++) copy[i] = walk(value[i], pointer(path, i), depth + 1, checks, budget);
+        return copy;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) throw new NotPlainJson(path, "is not a plain object");
+      const copy: { [key: string]: Json } = {};
+      for (const key of Object.keys(value)) {
+        if (key === "__proto__" || key === "constructor")
+          throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
+        if (!isWellFormed(key)) throw new NotPlainJson(pointer(path, key), "is a key with a lone surrogate");
+        spend(budget, jsonBytes(key) + 1, path, checks);
+        copy[key] = walk((value as Record<string, unknown>)[key], pointer(path, key), depth + 1, checks, budget);
+      }
+      return copy;
+    }
+    default:
+      throw new NotPlainJson(path, `is ${typeof value}, not JSON`);
+  }
+}
