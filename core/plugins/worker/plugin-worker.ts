@@ -31,6 +31,17 @@ export function workerProgram(): Promise<string> {
   return workerCode;
 }
 
+const withoutGlob: esbuild.Plugin = {
+  name: "without-fast-glob",
+  setup(build) {
+    build.onResolve({ filter: /^fast-glob$/ }, () => ({ path: "fast-glob", namespace: "without-glob" }));
+    build.onLoad({ filter: /.*/, namespace: "without-glob" }, () => ({
+      contents: "module.exports = () => { throw new Error('loadModules is not available in a plugin worker'); };",
+      loader: "js",
+    }));
+  },
+};
+
 async function buildProgram(): Promise<string> {
   const result = await esbuild.build({
     entryPoints: [entryFile],
@@ -42,6 +53,9 @@ async function buildProgram(): Promise<string> {
     logLevel: "silent",
     // The worker's own `require` (for a plugin's packages) resolves from the entry's folder.
     define: { "import.meta.url": "__workerEntryUrl" },
+    // awilix needs fast-glob only for `loadModules`, which the worker never calls; leaving
+    // it out takes a third off the program and ~35 ms off every worker's start (decision 060).
+    plugins: [withoutGlob],
   });
   const body = result.outputFiles[0]?.text;
   if (body === undefined) throw new Error("esbuild produced no worker program");
