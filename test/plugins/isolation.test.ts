@@ -1,0 +1,515 @@
+// Isolated plugins (issue 10): no plugin can freeze, kill or corrupt the host. One test
+// per fault class. Each puts a hostile plugin (test/plugins/hostile/) beside the
+// well-behaved `good` plugin in a real plugin folder, runs a real host (createHost, a
+// real SQLite file, the scripted provider) with two sessions stepping before and after
+// the fault, and asserts that
+//   - every host call settled (nothing stuck, nothing thrown) and the process lived on;
+//   - `good` still serves: its Baseline in both sessions, its Mid-Conversation System
+//     Message once its value changes;
+//   - what was stored is exactly what a host without the hostile plugin stores (read
+//     back from the SQLite file by this process), and no injected text is anywhere in it;
+//   - the hostile code really ran (a marker line it wrote, or its diagnostic).
+//
+// A plugin that runs in the host's own realm can freeze, end or pollute the process that
+// hosts it, so every scenario whose fault would do that to this test process runs its
+// host in a child process (test/plugins/hostile/child.ts) that is killed after a bound:
+// a frozen or dead host fails its test instead of the test run. The children run on a
+// compiled copy of the sources (hostile/compiled.ts: tsx costs each child ~3 s to start)
+// and several at a time, started before the first test. Faults a test process survives
+// (a renderer throwing a strange value, a disposer that never settles) run in-process,
+// behind bounded waits.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { createHost, type Diagnostic, type Host, type HostOptions, scriptedProvider } from "../../core/index.ts";
+import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { compiledProject } from "./hostile/compiled.ts";
+import { bounded, paths, prepareScenario, runScenario, type ScenarioConfig, type ScenarioReport } from "./hostile/scenario.ts";
+
+/** Deadlines small enough to keep the file fast, large enough for a loaded machine. */
+const deadlines = { deadlineMs: 400, setupDeadlineMs: 600, disposeDeadlineMs: 400 };
+/** A child that has not reported by then lost its host (stuck past every bound). */
+const killMs = 12_000;
+/** A child silent that long is frozen: no host call started or ended (each is bounded by a deadline well below). */
+const stallMs = 3500;
+/** `render` does one start-up and one Baseline: it ends well within this. */
+const renderMs = 6000;
+/** How long one host call may take inside a scenario before it counts as stuck. */
+const callBoundMs = 2500;
+/** Text hostile plugins inject or rewrite; none of it may reach anything stored. */
+const foreignText = /INJECTED|REWRITTEN/;
+
+interface Run {
+  readonly config: ScenarioConfig;
+  readonly report: ScenarioReport | undefined;
+  /** How the run ended, for failure messages. */
+  readonly ending: string;
+}
+
+interface ChildOptions {
+  /** Extra Node flags of the child (a heap limit, so a runaway allocation ends soon). */
+  readonly nodeFlags?: readonly string[];
+  readonly removeHostile?: boolean;
+}
+
+interface Ended {
+  readonly code: number | null;
+  readonly signal: string | null;
+  /** Why the child was killed, if it was. */
+  readonly killed: string | undefined;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly ms: number;
+}
+
+/**
+ * Runs Node on `args`; kills the child after `limitMs`, or once it prints nothing for
+ * `stallMs` (a scenario prints a line as each host call starts and ends, so a frozen
+ * host falls silent). Resolves, never rejects.
+ */
+function spawnBounded(args: readonly string[], cwd: string, limitMs: number, stallMs = limitMs): Promise<Ended> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child: ChildProcess = spawn(process.execPath, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    let killed: string | undefined;
+    const kill = (why: string) => {
+      killed = why;
+      child.kill("SIGKILL");
+    };
+    const limit = setTimeout(() => kill(`still running after ${limitMs} ms`), limitMs);
+    let stall = setTimeout(() => kill(`silent for ${stallMs} ms`), stallMs);
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk;
+      clearTimeout(stall);
+      stall = setTimeout(() => kill(`silent for ${stallMs} ms`), stallMs);
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk;
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(limit);
+      clearTimeout(stall);
+      resolve({ code, signal, killed, stdout, stderr, ms: Date.now() - started });
+    });
+  });
+}
+
+/** Runs a scenario in a child process; resolves (never rejects) once it reported, ended or was killed. */
+async function inChild(config: ScenarioConfig, options: ChildOptions): Promise<Run> {
+  const file = path.join(config.root, "config.json");
+  writeFileSync(file, JSON.stringify(config));
+  const child = compiledProject().file("test/plugins/hostile/child.ts");
+  const ended = await spawnBounded([...(options.nodeFlags ?? []), child, file], config.root, killMs, stallMs);
+  const line = ended.stdout.split("\n").find((l) => l.startsWith("REPORT "));
+  const report = line === undefined ? undefined : (JSON.parse(line.slice("REPORT ".length)) as ScenarioReport);
+  const last = ended.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("PROGRESS "))
+    .at(-1)
+    ?.slice("PROGRESS ".length);
+  const how = ended.killed
+    ? `was killed after ${ended.ms} ms (${ended.killed}; last: ${last ?? "nothing"})`
+    : `ended after ${ended.ms} ms with code ${ended.code}${ended.signal === null ? "" : ` (signal ${ended.signal})`}`;
+  return { config, report, ending: `the host process ${how}; stderr: ${ended.stderr.trim().slice(-600) || "(none)"}` };
+}
+
+/** A bounded pool: at most `size` children at once. */
+function pool(size: number) {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    if (running >= size) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+    try {
+      return await work();
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** The scenarios that run in child processes, by test name; started together in `before`. */
+const childScenarios: Record<string, { hostile: readonly string[]; options?: ChildOptions }> = {
+  "loader spins": { hostile: ["spin-in-loader.ts"] },
+  "renderer spins": { hostile: ["spin-in-renderer.ts"] },
+  "setup spins": { hostile: ["spin-in-setup.ts"] },
+  "module top level spins": { hostile: ["spin-at-top-level.ts"] },
+  "loader exits": { hostile: ["exit-in-loader.ts"] },
+  "timer throws": { hostile: ["throw-in-timer.ts"] },
+  "unhandled rejection": { hostile: ["unhandled-rejection.ts"] },
+  "out of memory": { hostile: ["hoarder.ts"], options: { nodeFlags: ["--max-old-space-size=256"] } },
+  "Object.prototype": { hostile: ["prototype-polluter.ts"], options: { removeHostile: true } },
+  "Array.prototype.join": { hostile: ["join-override.ts"], options: { removeHostile: true } },
+  "JSON.stringify": { hostile: ["stringify-override.ts"], options: { removeHostile: true } },
+  "timers replaced": { hostile: ["timer-replacer.ts"] },
+  "env rewritten": { hostile: ["env-rewriter.ts"] },
+  "disposer spins": { hostile: ["spinning-disposer.ts"], options: { removeHostile: true } },
+};
+
+/** The steps every scenario makes, and how each must end. */
+function expectedCalls(config: ScenarioConfig): string[] {
+  return [
+    "createHost: done",
+    "createSession a: done",
+    "step a first: replied",
+    "createSession b: done",
+    "step b first: replied",
+    ...(config.removeHostile ? ["hostile plugins removed: done"] : []),
+    "step a second: replied",
+    "step b second: replied",
+    "close: done",
+  ];
+}
+
+/** The report, or a failure saying how the host was lost. */
+function reportOf(run: Run): ScenarioReport {
+  if (run.report === undefined) expect.fail(`no report: ${run.ending}`);
+  return run.report;
+}
+
+/**
+ * The host kept serving: every call settled in time and as expected, `good` was in each
+ * session's Baseline, and what both sessions stored is exactly what `good` alone makes.
+ */
+async function expectServed(run: Run): Promise<ScenarioReport> {
+  const report = reportOf(run);
+  const calls = report.calls.map((c) => `${c.call}: ${c.outcome}${c.error === undefined ? "" : ` (${c.error})`}`);
+  expect(calls, `host calls (${run.ending})`).to.deep.equal(expectedCalls(run.config));
+  const at = paths(run.config.root);
+  for (const call of report.calls.filter((c) => c.call.startsWith("step "))) {
+    const session = call.call.split(" ")[1] as "a" | "b";
+    expect(call.system, call.call).to.deep.equal([`good: v1 @ ${at[session]}`]);
+  }
+  await expectStored(run.config, report);
+  return report;
+}
+
+/** What `good` alone makes a session store, in the order the scenario steps. */
+function expectedStore(location: string, name: "a" | "b") {
+  const [first, second] = name === "a" ? [1, 3] : [2, 4];
+  return {
+    baseline: `good: v1 @ ${location}`,
+    systemPrompt: null,
+    snapshot: { "good/status": { value: `v2 @ ${location}` } },
+    transcript: [
+      `user: first prompt of ${name}`,
+      `assistant: reply ${first}: first prompt of ${name}`,
+      `user: second prompt of ${name}`,
+      `system-update: good is now v2 @ ${location}`,
+      `assistant: reply ${second}: second prompt of ${name}`,
+    ],
+  };
+}
+
+/** Reads both sessions back from the SQLite file in this process and compares them with what `good` alone stores. */
+async function expectStored(config: ScenarioConfig, report: ScenarioReport): Promise<void> {
+  const at = paths(config.root);
+  const file = sessionsFile(at.data);
+  for (const suffix of ["", "-wal"]) {
+    if (!existsSync(file + suffix)) continue;
+    const raw = readFileSync(file + suffix, "latin1");
+    expect(foreignText.exec(raw)?.[0], `text injected into ${path.basename(file + suffix)}`).to.equal(undefined);
+  }
+  const store = new SqliteSessionStore(file);
+  try {
+    for (const name of ["a", "b"] as const) {
+      const id = report.sessions[name];
+      expect(id, `session ${name} was created`).to.be.a("string");
+      const epoch = await store.activeEpoch(id as string);
+      const messages = await store.messages(id as string);
+      expect(
+        {
+          baseline: epoch?.baseline,
+          systemPrompt: epoch?.systemPrompt,
+          snapshot: epoch?.snapshot,
+          transcript: messages.map((m) => `${m.role}: ${m.text}`),
+        },
+        `what session ${name} stored`,
+      ).to.deep.equal(expectedStore(at[name], name));
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** Lines the hostile plugin appended to its marker file. */
+function markerOf(config: ScenarioConfig, plugin: string): string[] {
+  const file = paths(config.root).marker(plugin);
+  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+}
+
+function diagnosticsOf(report: ScenarioReport, fields: Partial<Diagnostic>): Diagnostic[] {
+  return report.diagnostics.filter((d) =>
+    Object.entries(fields).every(([field, value]) => d[field as keyof Diagnostic] === value),
+  );
+}
+
+const printed = (report: ScenarioReport) => JSON.stringify(report.diagnostics, null, 1);
+
+describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the host (issue 10)", function () {
+  this.timeout(60_000);
+  const runs = new Map<string, Promise<Run>>();
+  const cleanups: Array<() => void> = [];
+
+  before(() => {
+    const limit = pool(Math.max(2, Math.min(4, os.availableParallelism())));
+    for (const [name, scenario] of Object.entries(childScenarios)) {
+      const config = prepareScenario(scenario.hostile, {
+        options: deadlines,
+        removeHostile: scenario.options?.removeHostile ?? false,
+        callBoundMs,
+      });
+      cleanups.push(config.remove);
+      const { remove: _remove, ...plain } = config;
+      runs.set(
+        name,
+        limit(() => inChild(plain, scenario.options ?? {})),
+      );
+    }
+  });
+
+  after(async () => {
+    await Promise.all(runs.values());
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
+  const run = (name: keyof typeof childScenarios) => runs.get(name) as Promise<Run>;
+
+  describe("for (;;) {} holds only the plugin's own thread", () => {
+    it("in a loader: the source is unavailable, other plugins and sessions are served", async () => {
+      const r = await run("loader spins");
+      await expectServed(r);
+      expect(markerOf(r.config, "spin-in-loader")).to.include("loader");
+    });
+
+    it("a deadline miss is a diagnostic naming the plugin, the phase, the key and the deadline", async () => {
+      const report = reportOf(await run("loader spins"));
+      const missed = diagnosticsOf(report, { plugin: "spin-in-loader", phase: "load", key: "spin-in-loader/x" });
+      expect(missed, printed(report)).to.not.be.empty;
+      expect(missed[0]?.message).to.contain(`${deadlines.deadlineMs} ms`);
+    });
+
+    it("in a renderer", async () => {
+      const r = await run("renderer spins");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "spin-in-renderer")).to.include("renderer");
+      expect(diagnosticsOf(report, { plugin: "spin-in-renderer", key: "spin-in-renderer/x" }), printed(report)).to.not.be.empty;
+    });
+
+    it("in setup: start-up costs one setup deadline and the plugin is not active", async () => {
+      const r = await run("setup spins");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "spin-in-setup")).to.include("setup");
+      const missed = diagnosticsOf(report, { plugin: "spin-in-setup", phase: "setup" });
+      expect(missed, printed(report)).to.not.be.empty;
+      expect(missed[0]?.message).to.contain(`${deadlines.setupDeadlineMs} ms`);
+      expect(report.plugins.map((p) => p.name)).to.deep.equal(["good"]);
+    });
+
+    it("at module top level: the plugin is not active, the host starts", async () => {
+      const r = await run("module top level spins");
+      const report = await expectServed(r);
+      expect(diagnosticsOf(report, { plugin: "spin-at-top-level" }), printed(report)).to.not.be.empty;
+      expect(report.plugins.map((p) => p.name)).to.deep.equal(["good"]);
+    });
+  });
+
+  describe("a plugin's crash ends only its own worker", () => {
+    it("process.exit(0) in a loader does not end the host", async () => {
+      const r = await run("loader exits");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "exit-in-loader")).to.include("loader");
+      expect(diagnosticsOf(report, { plugin: "exit-in-loader" }), printed(report)).to.not.be.empty;
+    });
+
+    it("a throw inside the plugin's setTimeout is a diagnostic, not a host crash", async () => {
+      const r = await run("timer throws");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "throw-in-timer")).to.include("timer");
+      const crashed = report.diagnostics.filter((d) => d.plugin === "throw-in-timer" && d.message.includes("thrown in a timer"));
+      expect(crashed, printed(report)).to.not.be.empty;
+    });
+
+    it("an unhandled rejection is a diagnostic, not a host crash", async () => {
+      const r = await run("unhandled rejection");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "unhandled-rejection")).to.include("setup");
+      const crashed = report.diagnostics.filter(
+        (d) => d.plugin === "unhandled-rejection" && d.message.includes("rejected and never handled"),
+      );
+      expect(crashed, printed(report)).to.not.be.empty;
+    });
+
+    it("a loader that keeps allocating runs its own heap out of memory, not the host's", async () => {
+      const r = await run("out of memory");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "hoarder")).to.include("loader");
+      expect(diagnosticsOf(report, { plugin: "hoarder" }), printed(report)).to.not.be.empty;
+    });
+  });
+
+  describe("a plugin's global changes stay in its own realm (and leave with its file)", () => {
+    for (const [name, plugin] of [
+      ["Object.prototype", "prototype-polluter"],
+      ["Array.prototype.join", "join-override"],
+      ["JSON.stringify", "stringify-override"],
+    ] as const) {
+      it(`${name} overridden: nothing is injected into other sessions' stored Baselines and messages, before or after the file is deleted`, async () => {
+        const r = await run(name);
+        const report = await expectServed(r);
+        expect(markerOf(r.config, plugin), "the override held where the plugin ran").to.include("polluted");
+        expect(report.removedInTime, "the deleted plugin left the host").to.equal(true);
+      });
+    }
+
+    it("setTimeout, setInterval, setImmediate and the clock replaced: deadlines still end a loader that never settles", async () => {
+      const r = await run("timers replaced");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "timer-replacer")).to.include("loader");
+      const missed = diagnosticsOf(report, { plugin: "timer-replacer", phase: "load", key: "timer-replacer/x" });
+      expect(missed, printed(report)).to.not.be.empty;
+      expect(missed[0]?.message).to.contain(`${deadlines.deadlineMs} ms`);
+    });
+
+    it("one plugin cannot rewrite the env another plugin's loader receives", async () => {
+      const r = await run("env rewritten");
+      await expectServed(r);
+      // The rewriter's loader ran at every boundary (and rewrote whatever its realm let it).
+      expect(markerOf(r.config, "env-rewriter").filter((line) => line.startsWith("rewrote"))).to.have.length(4);
+    });
+  });
+
+  describe("values thrown by a renderer are contained", () => {
+    const folders: Array<() => void> = [];
+    afterEach(() => {
+      for (const remove of folders.splice(0)) remove();
+    });
+
+    async function inProcess(hostile: string): Promise<Run> {
+      const config = prepareScenario([hostile], { options: deadlines, callBoundMs });
+      folders.push(config.remove);
+      const settled = await bounded(runScenario(config), killMs);
+      return {
+        config,
+        report: settled !== undefined && "value" in settled ? settled.value : undefined,
+        ending: settled === undefined ? `the scenario did not finish within ${killMs} ms` : "the scenario finished",
+      };
+    }
+
+    for (const plugin of ["throws-null-prototype", "throws-deep-value"]) {
+      const what = plugin === "throws-null-prototype" ? "Object.create(null)" : "a value nested 3,000 deep";
+      it(`a renderer throwing ${what}: a diagnostic for its key, every session served`, async () => {
+        const r = await inProcess(`${plugin}.ts`);
+        const report = await expectServed(r);
+        expect(markerOf(r.config, plugin)).to.include("renderer");
+        const fault = diagnosticsOf(report, { plugin, key: `${plugin}/x`, phase: "baseline" });
+        expect(fault, printed(report)).to.not.be.empty;
+      });
+    }
+  });
+
+  describe("a disposer that never settles", () => {
+    it("(a promise) blocks neither the plugin's reloads nor host.close()", async () => {
+      const config = prepareScenario(["stuck-disposer.ts"], { options: deadlines, callBoundMs });
+      cleanups.push(config.remove);
+      const at = paths(config.root);
+      const file = path.join(at.plugins, "stuck-disposer.ts");
+      const code = readFileSync(file, "utf8");
+      const host = await createHost({
+        dataDir: at.data,
+        plugins: [at.plugins],
+        providers: { scripted: scriptedProvider() },
+        builtins: false,
+        watch: true,
+        debounceMs: 20,
+        pluginSettings: { good: { valueFile: at.value }, "stuck-disposer": { marker: at.marker("stuck-disposer") } },
+        // setupDeadlineMs and disposeDeadlineMs reach the plugin set with issue 10.
+        ...(deadlines as Partial<HostOptions>),
+      });
+      let closed = false;
+      try {
+        const generation = () => host.plugins().find((p) => p.name === "stuck-disposer")?.generation;
+        expect(generation()).to.equal(1);
+        // Two reloads: the second waits for nothing the first generation's disposer holds.
+        for (const [next, number] of [
+          ["second", 2],
+          ["third", 3],
+        ] as const) {
+          writeFileSync(file, code.replace('const generation = "first"', `const generation = "${next}"`));
+          const started = Date.now();
+          while (generation() !== number && Date.now() - started < 2500) await new Promise((resolve) => setTimeout(resolve, 10));
+          expect(generation(), `generation ${number} active within 2.5 s of its write`).to.equal(number);
+        }
+        expect(markerOf(config, "stuck-disposer")).to.include.members(["dispose first", "dispose second", "setup third"]);
+        const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
+        await host.prompt(id, "still served?");
+        const step = await bounded(host.step(id), callBoundMs);
+        expect(
+          step !== undefined && "value" in step && step.value.kind === "replied" ? step.value.request.system : step,
+        ).to.deep.equal([`good: v1 @ ${at.a}`]);
+        const bound = 4 * deadlines.disposeDeadlineMs;
+        const started = Date.now();
+        const close = await bounded(host.close(), bound);
+        closed = close !== undefined;
+        expect(close, `host.close() settled within ${bound} ms (took ${Date.now() - started} ms so far)`).to.deep.equal({
+          value: undefined,
+        });
+      } finally {
+        // Released in the background if the bounded close gave up on it.
+        if (!closed) void closeQuietly(host);
+      }
+    });
+
+    it("(a for (;;) {} in a disposer) does not keep the plugin from leaving, or the host from closing", async () => {
+      const r = await run("disposer spins");
+      await expectServed(r);
+    });
+  });
+
+  describe("context-host render", () => {
+    async function render(hostile: string) {
+      const config = prepareScenario([hostile]);
+      cleanups.push(config.remove);
+      const at = paths(config.root);
+      const settings = path.join(config.root, "render-config.json");
+      writeFileSync(settings, JSON.stringify({ pluginSettings: { good: { valueFile: at.value } } }));
+      const program = compiledProject().file("scripts/cli/context-host.ts");
+      const ended = await spawnBounded(
+        [program, "render", "--plugins", at.plugins, "--location", at.a, "--config", settings],
+        config.root,
+        renderMs,
+      );
+      return { at, ...ended };
+    }
+
+    it("exits 0 and prints the Baseline when a plugin leaks a setInterval", async () => {
+      const { at, code, killed, stdout, stderr, ms } = await render("interval-leak.ts");
+      expect({ killed, code }, `render after ${ms} ms; stderr: ${stderr}`).to.deep.equal({ killed: undefined, code: 0 });
+      expect(stdout).to.contain(`good: v1 @ ${at.a}`).and.contain("interval-leak: still rendered");
+    });
+
+    it("exits 2, prints the Baseline and names the plugin when a plugin calls process.exit(0) in setup", async () => {
+      const { at, code, killed, stdout, stderr, ms } = await render("exit-in-setup.ts");
+      expect({ killed, code }, `render after ${ms} ms; stdout: ${stdout}; stderr: ${stderr}`).to.deep.equal({
+        killed: undefined,
+        code: 2,
+      });
+      expect(stdout).to.contain(`good: v1 @ ${at.a}`).and.not.contain("exit-in-setup:");
+      expect(stderr).to.contain("exit-in-setup");
+    });
+  });
+});
+
+async function closeQuietly(host: Host): Promise<void> {
+  try {
+    await host.close();
+  } catch {
+    // The test already failed on it.
+  }
+}
