@@ -136,6 +136,7 @@ function pool(size: number) {
 
 /** The scenarios that run in child processes, by test name; started together in `before`. */
 const childScenarios: Record<string, { hostile: readonly string[]; options?: ChildOptions }> = {
+  "well-behaved only": { hostile: [] },
   "loader spins": { hostile: ["spin-in-loader.ts"] },
   "renderer spins": { hostile: ["spin-in-renderer.ts"] },
   "setup spins": { hostile: ["spin-in-setup.ts"] },
@@ -280,6 +281,10 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
   });
 
   const run = (name: keyof typeof childScenarios) => runs.get(name) as Promise<Run>;
+
+  it("(the harness) a child host with only well-behaved plugins stores exactly what `good` makes", async () => {
+    await expectServed(await run("well-behaved only"));
+  });
 
   describe("for (;;) {} holds only the plugin's own thread", () => {
     it("in a loader: the source is unavailable, other plugins and sessions are served", async () => {
