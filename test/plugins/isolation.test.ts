@@ -19,120 +19,29 @@
 // (a renderer throwing a strange value, a disposer that never settles) run in-process,
 // behind bounded waits.
 
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { createHost, type Diagnostic, type Host, type HostOptions, scriptedProvider } from "../../core/index.ts";
-import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { createHost, type Host, type HostOptions, scriptedProvider } from "../../core/index.ts";
 import { compiledProject } from "./hostile/compiled.ts";
-import { bounded, paths, prepareScenario, runScenario, type ScenarioConfig, type ScenarioReport } from "./hostile/scenario.ts";
-
-/** Deadlines small enough to keep the file fast, large enough for a loaded machine. */
-const deadlines = { deadlineMs: 400, setupDeadlineMs: 600, disposeDeadlineMs: 400 };
-/** A child that has not reported by then lost its host (stuck past every bound). */
-const killMs = 12_000;
-/** A child silent that long is frozen: no host call started or ended (each is bounded by a deadline well below). */
-const stallMs = 3500;
-/** `render` does one start-up and one Baseline: it ends well within this. */
-const renderMs = 6000;
-/** How long one host call may take inside a scenario before it counts as stuck. */
-const callBoundMs = 2500;
-/** Text hostile plugins inject or rewrite; none of it may reach anything stored. */
-const foreignText = /INJECTED|REWRITTEN/;
-
-interface Run {
-  readonly config: ScenarioConfig;
-  readonly report: ScenarioReport | undefined;
-  /** How the run ended, for failure messages. */
-  readonly ending: string;
-}
-
-interface ChildOptions {
-  /** Extra Node flags of the child (a heap limit, so a runaway allocation ends soon). */
-  readonly nodeFlags?: readonly string[];
-  readonly removeHostile?: boolean;
-}
-
-interface Ended {
-  readonly code: number | null;
-  readonly signal: string | null;
-  /** Why the child was killed, if it was. */
-  readonly killed: string | undefined;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly ms: number;
-}
-
-/**
- * Runs Node on `args`; kills the child after `limitMs`, or once it prints nothing for
- * `stallMs` (a scenario prints a line as each host call starts and ends, so a frozen
- * host falls silent). Resolves, never rejects.
- */
-function spawnBounded(args: readonly string[], cwd: string, limitMs: number, stallMs = limitMs): Promise<Ended> {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const child: ChildProcess = spawn(process.execPath, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    let killed: string | undefined;
-    const kill = (why: string) => {
-      killed = why;
-      child.kill("SIGKILL");
-    };
-    const limit = setTimeout(() => kill(`still running after ${limitMs} ms`), limitMs);
-    let stall = setTimeout(() => kill(`silent for ${stallMs} ms`), stallMs);
-    child.stdout?.on("data", (chunk: Buffer) => {
-      stdout += chunk;
-      clearTimeout(stall);
-      stall = setTimeout(() => kill(`silent for ${stallMs} ms`), stallMs);
-    });
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk;
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(limit);
-      clearTimeout(stall);
-      resolve({ code, signal, killed, stdout, stderr, ms: Date.now() - started });
-    });
-  });
-}
-
-/** Runs a scenario in a child process; resolves (never rejects) once it reported, ended or was killed. */
-async function inChild(config: ScenarioConfig, options: ChildOptions): Promise<Run> {
-  const file = path.join(config.root, "config.json");
-  writeFileSync(file, JSON.stringify(config));
-  const child = compiledProject().file("test/plugins/hostile/child.ts");
-  const ended = await spawnBounded([...(options.nodeFlags ?? []), child, file], config.root, killMs, stallMs);
-  const line = ended.stdout.split("\n").find((l) => l.startsWith("REPORT "));
-  const report = line === undefined ? undefined : (JSON.parse(line.slice("REPORT ".length)) as ScenarioReport);
-  const last = ended.stdout
-    .split("\n")
-    .filter((l) => l.startsWith("PROGRESS "))
-    .at(-1)
-    ?.slice("PROGRESS ".length);
-  const how = ended.killed
-    ? `was killed after ${ended.ms} ms (${ended.killed}; last: ${last ?? "nothing"})`
-    : `ended after ${ended.ms} ms with code ${ended.code}${ended.signal === null ? "" : ` (signal ${ended.signal})`}`;
-  return { config, report, ending: `the host process ${how}; stderr: ${ended.stderr.trim().slice(-600) || "(none)"}` };
-}
-
-/** A bounded pool: at most `size` children at once. */
-function pool(size: number) {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(work: () => Promise<T>): Promise<T> => {
-    if (running >= size) await new Promise<void>((resolve) => waiting.push(resolve));
-    running++;
-    try {
-      return await work();
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  };
-}
+import {
+  type ChildOptions,
+  callBoundMs,
+  deadlines,
+  diagnosticsOf,
+  expectServed,
+  inChild,
+  killMs,
+  markerOf,
+  pool,
+  printed,
+  type Run,
+  renderMs,
+  reportOf,
+  spawnBounded,
+} from "./hostile/harness.ts";
+import { bounded, paths, prepareScenario, runScenario } from "./hostile/scenario.ts";
 
 /** The scenarios that run in child processes, by test name; started together in `before`. */
 const childScenarios: Record<string, { hostile: readonly string[]; options?: ChildOptions }> = {
@@ -152,106 +61,6 @@ const childScenarios: Record<string, { hostile: readonly string[]; options?: Chi
   "env rewritten": { hostile: ["env-rewriter.ts"] },
   "disposer spins": { hostile: ["spinning-disposer.ts"], options: { removeHostile: true } },
 };
-
-/** The steps every scenario makes, and how each must end. */
-function expectedCalls(config: ScenarioConfig): string[] {
-  return [
-    "createHost: done",
-    "createSession a: done",
-    "step a first: replied",
-    "createSession b: done",
-    "step b first: replied",
-    ...(config.removeHostile ? ["hostile plugins removed: done"] : []),
-    "step a second: replied",
-    "step b second: replied",
-    "close: done",
-  ];
-}
-
-/** The report, or a failure saying how the host was lost. */
-function reportOf(run: Run): ScenarioReport {
-  if (run.report === undefined) expect.fail(`no report: ${run.ending}`);
-  return run.report;
-}
-
-/**
- * The host kept serving: every call settled in time and as expected, `good` was in each
- * session's Baseline, and what both sessions stored is exactly what `good` alone makes.
- */
-async function expectServed(run: Run): Promise<ScenarioReport> {
-  const report = reportOf(run);
-  const calls = report.calls.map((c) => `${c.call}: ${c.outcome}${c.error === undefined ? "" : ` (${c.error})`}`);
-  expect(calls, `host calls (${run.ending})`).to.deep.equal(expectedCalls(run.config));
-  const at = paths(run.config.root);
-  for (const call of report.calls.filter((c) => c.call.startsWith("step "))) {
-    const session = call.call.split(" ")[1] as "a" | "b";
-    expect(call.system, call.call).to.deep.equal([`good: v1 @ ${at[session]}`]);
-  }
-  await expectStored(run.config, report);
-  return report;
-}
-
-/** What `good` alone makes a session store, in the order the scenario steps. */
-function expectedStore(location: string, name: "a" | "b") {
-  const [first, second] = name === "a" ? [1, 3] : [2, 4];
-  return {
-    baseline: `good: v1 @ ${location}`,
-    systemPrompt: null,
-    snapshot: { "good/status": { value: `v2 @ ${location}` } },
-    transcript: [
-      `user: first prompt of ${name}`,
-      `assistant: reply ${first}: first prompt of ${name}`,
-      `user: second prompt of ${name}`,
-      `system-update: good is now v2 @ ${location}`,
-      `assistant: reply ${second}: second prompt of ${name}`,
-    ],
-  };
-}
-
-/** Reads both sessions back from the SQLite file in this process and compares them with what `good` alone stores. */
-async function expectStored(config: ScenarioConfig, report: ScenarioReport): Promise<void> {
-  const at = paths(config.root);
-  const file = sessionsFile(at.data);
-  for (const suffix of ["", "-wal"]) {
-    if (!existsSync(file + suffix)) continue;
-    const raw = readFileSync(file + suffix, "latin1");
-    expect(foreignText.exec(raw)?.[0], `text injected into ${path.basename(file + suffix)}`).to.equal(undefined);
-  }
-  const store = new SqliteSessionStore(file);
-  try {
-    for (const name of ["a", "b"] as const) {
-      const id = report.sessions[name];
-      expect(id, `session ${name} was created`).to.be.a("string");
-      const epoch = await store.activeEpoch(id as string);
-      const messages = await store.messages(id as string);
-      expect(
-        {
-          baseline: epoch?.baseline,
-          systemPrompt: epoch?.systemPrompt,
-          snapshot: epoch?.snapshot,
-          transcript: messages.map((m) => `${m.role}: ${m.text}`),
-        },
-        `what session ${name} stored`,
-      ).to.deep.equal(expectedStore(at[name], name));
-    }
-  } finally {
-    await store.close();
-  }
-}
-
-/** Lines the hostile plugin appended to its marker file. */
-function markerOf(config: ScenarioConfig, plugin: string): string[] {
-  const file = paths(config.root).marker(plugin);
-  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-}
-
-function diagnosticsOf(report: ScenarioReport, fields: Partial<Diagnostic>): Diagnostic[] {
-  return report.diagnostics.filter((d) =>
-    Object.entries(fields).every(([field, value]) => d[field as keyof Diagnostic] === value),
-  );
-}
-
-const printed = (report: ScenarioReport) => JSON.stringify(report.diagnostics, null, 1);
 
 describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the host (issue 10)", function () {
   this.timeout(60_000);
