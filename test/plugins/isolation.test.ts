@@ -24,7 +24,7 @@ import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { createHost, type Host, type HostOptions, scriptedProvider } from "../../core/index.ts";
-import { compiledProject } from "./hostile/compiled.ts";
+import { programArgs } from "./hostile/compiled.ts";
 import {
   type ChildOptions,
   callBoundMs,
@@ -303,9 +303,9 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
       const at = paths(config.root);
       const settings = path.join(config.root, "render-config.json");
       writeFileSync(settings, JSON.stringify({ pluginSettings: { good: { valueFile: at.value } } }));
-      const program = compiledProject().file("scripts/cli/context-host.ts");
+      const program = programArgs("scripts/cli/context-host.ts");
       const ended = await spawnBounded(
-        [program, "render", "--plugins", at.plugins, "--location", at.a, "--config", settings],
+        [...program, "render", "--plugins", at.plugins, "--location", at.a, "--config", settings],
         config.root,
         renderMs,
       );

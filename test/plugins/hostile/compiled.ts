@@ -13,6 +13,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { transformSync } from "esbuild";
 
 const root = path.resolve(import.meta.dirname, "../../..");
@@ -27,6 +28,17 @@ function retarget(code: string, source: string): string {
 }
 
 let built: { readonly dir: string } | undefined;
+
+/**
+ * The Node arguments that run project file `relative` (a `.ts` path) in a child: its
+ * compiled twin, or with CONTEXT_HOST_HOSTILE_TSX=1 the source itself under tsx (slower;
+ * for when the compiled copy is in doubt).
+ */
+export function programArgs(relative: string): string[] {
+  if (process.env.CONTEXT_HOST_HOSTILE_TSX === "1")
+    return ["--import", pathToFileURL(path.join(root, "node_modules/tsx/dist/loader.mjs")).href, path.join(root, relative)];
+  return [compiledProject().file(relative)];
+}
 
 /** The compiled copy (built on first use, removed when the process exits). */
 export function compiledProject(): { readonly dir: string; file(relative: string): string } {
