@@ -68,7 +68,8 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
   const cleanups: Array<() => void> = [];
 
   before(() => {
-    const limit = pool(Math.max(2, Math.min(4, os.availableParallelism())));
+    // Children mostly wait on deadlines once started: more of them than cores keeps the file short.
+    const limit = pool(Math.max(4, Math.min(6, os.availableParallelism())));
     for (const [name, scenario] of Object.entries(childScenarios)) {
       const config = prepareScenario(scenario.hostile, {
         options: deadlines,
