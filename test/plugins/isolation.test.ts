@@ -13,11 +13,17 @@
 // A plugin that runs in the host's own realm can freeze, end or pollute the process that
 // hosts it, so every scenario whose fault would do that to this test process runs its
 // host in a child process (test/plugins/hostile/child.ts) that is killed after a bound:
-// a frozen or dead host fails its test instead of the test run. The children run on a
-// compiled copy of the sources (hostile/compiled.ts: tsx costs each child ~3 s to start)
-// and several at a time, started before the first test. Faults a test process survives
-// (a renderer throwing a strange value, a disposer that never settles) run in-process,
-// behind bounded waits.
+// a frozen or dead host fails its test instead of the test run. A child is killed when
+// it stays silent for `stallMs` after its first line (it prints one as each host call
+// starts and ends) or runs past `killMs`. The children run on a compiled copy of the
+// sources (hostile/compiled.ts: under tsx each child spends ~3 s starting, compiled
+// ~0.5 s), several at a time, all started before the first test. Faults a test process
+// survives (a renderer throwing a strange value, a disposer that never settles) run
+// in-process, behind bounded waits.
+//
+// Deadlines are small (harness.ts `deadlines`) and passed to createHost as `deadlineMs`,
+// `setupDeadlineMs` and `disposeDeadlineMs`: the last two reach the plugin set with
+// issue 10 (today createHost passes on only `deadlineMs`).
 
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -117,7 +123,7 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
       expect(diagnosticsOf(report, { plugin: "spin-in-renderer", key: "spin-in-renderer/x" }), printed(report)).to.not.be.empty;
     });
 
-    it("in setup: start-up costs one setup deadline and the plugin is not active", async () => {
+    it("in setup: a diagnostic names the setup deadline, the plugin is not active, the host starts", async () => {
       const r = await run("setup spins");
       const report = await expectServed(r);
       expect(markerOf(r.config, "spin-in-setup")).to.include("setup");
