@@ -1,0 +1,97 @@
+// A compiled copy of the project's sources for the child processes of the hostile
+// tests. Under tsx a child spends ~3 s before its first line runs (Node 20 runs tsx's
+// module hooks off-thread, once per module, for every TypeBox file); the same modules as
+// plain JavaScript start in a fraction of that. So the test process compiles core/,
+// scripts/cli/ and this folder once (esbuild, one output file per source file, the same
+// layout) into a temp folder whose `node_modules` links to the project's, and children
+// run there on plain Node.
+//
+// Relative `.ts` specifiers become `.js`, and so does any string literal naming a sibling
+// source file (a worker's entry file named by path, for instance), so code that finds a
+// file next to itself finds its compiled twin. TypeBox, hundreds of small modules that
+// take a child ~0.6 s to load, is bundled once into `vendor/` (its three entry points
+// sharing chunks, so there is still one TypeBox) and imported from there.
+
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { buildSync, transformSync } from "esbuild";
+
+const root = path.resolve(import.meta.dirname, "../../..");
+const folders = ["core", "scripts/cli", "test/plugins/hostile"];
+
+/** TypeBox's entry points and their bundled files under `vendor/`. */
+const vendored: Readonly<Record<string, string>> = {
+  typebox: "vendor/typebox.js",
+  "typebox/compile": "vendor/typebox-compile.js",
+  "typebox/value": "vendor/typebox-value.js",
+};
+
+/** Points imports of TypeBox in the compiled `output` at the bundled copy under `dir`. */
+function vendor(code: string, output: string, dir: string): string {
+  return code.replace(
+    /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(typebox(?:\/compile|\/value)?)\2/g,
+    (whole, lead: string, quote: string, name: string) => {
+      const target = vendored[name];
+      if (target === undefined) return whole;
+      const relative = path.relative(path.dirname(output), path.join(dir, target));
+      return `${lead}${quote}${relative.startsWith(".") ? relative : `./${relative}`}${quote}`;
+    },
+  );
+}
+
+/** Rewrites string literals that name a project `.ts` file relative to `source` so they name its `.js` twin. */
+function retarget(code: string, source: string): string {
+  return code.replace(/(["'`])((?:\.{1,2}\/)?[A-Za-z0-9_@./-]*?)\.ts\1/g, (whole, quote: string, stem: string) => {
+    const target = path.resolve(path.dirname(source), `${stem}.ts`);
+    return existsSync(target) ? `${quote}${stem}.js${quote}` : whole;
+  });
+}
+
+let built: { readonly dir: string } | undefined;
+
+/**
+ * The Node arguments that run project file `relative` (a `.ts` path) in a child: its
+ * compiled twin, or with CONTEXT_HOST_HOSTILE_TSX=1 the source itself under tsx (slower;
+ * for when the compiled copy is in doubt).
+ */
+export function programArgs(relative: string): string[] {
+  if (process.env.CONTEXT_HOST_HOSTILE_TSX === "1")
+    return ["--import", pathToFileURL(path.join(root, "node_modules/tsx/dist/loader.mjs")).href, path.join(root, relative)];
+  return [compiledProject().file(relative)];
+}
+
+/** The compiled copy (built on first use, removed when the process exits). */
+export function compiledProject(): { readonly dir: string; file(relative: string): string } {
+  if (built === undefined) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "context-host-compiled-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+    symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
+    buildSync({
+      entryPoints: { typebox: "typebox", "typebox-compile": "typebox/compile", "typebox-value": "typebox/value" },
+      absWorkingDir: root,
+      bundle: true,
+      splitting: true,
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      outdir: path.join(dir, "vendor"),
+      logLevel: "error",
+    });
+    for (const folder of folders) {
+      for (const name of readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })) {
+        if (!name.endsWith(".ts") || name.endsWith(".d.ts")) continue;
+        const source = path.join(root, folder, name);
+        const { code } = transformSync(readFileSync(source, "utf8"), { loader: "ts", format: "esm", target: "node20" });
+        const output = path.join(dir, folder, name.replace(/\.ts$/, ".js"));
+        mkdirSync(path.dirname(output), { recursive: true });
+        writeFileSync(output, vendor(retarget(code, source), output, dir));
+      }
+    }
+    built = { dir };
+  }
+  const dir = built.dir;
+  return { dir, file: (relative) => path.join(dir, relative.replace(/\.ts$/, ".js")) };
+}

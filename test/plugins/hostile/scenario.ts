@@ -1,0 +1,202 @@
+// The hostile-plugin scenario: a real host (createHost, a real SQLite file, real plugin
+// folder, the scripted provider) serving two sessions while hostile plugins sit beside
+// the well-behaved `good` plugin. `prepareScenario` lays the folders out (in the test
+// process); `runScenario` runs the host and reports what it saw. Faults that would
+// freeze, kill or corrupt a process hosting plugins in its own realm run `runScenario`
+// in a child process (child.ts), so they cannot take the test run with them.
+//
+// Layout of a scenario's root folder:
+//   plugins/       good.ts and the hostile fixture files
+//   data/          the host's data folder (sessions.db)
+//   a/, b/         the locations of sessions A and B
+//   value.txt      the value of `good/status` (v1 in the first round, v2 in the second)
+//   markers/<plugin>.log   lines hostile plugins append when their hostile code runs
+//
+// The flow: createHost; session A prompts and steps; session B is created, prompts and
+// steps; value.txt becomes v2; optionally the hostile files are deleted (and the host
+// waits until it no longer lists their plugins); A and B prompt and step again; close.
+
+import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createHost, type Diagnostic, type HostOptions, type PluginInfo, scriptedProvider } from "../../../core/index.ts";
+
+/** What a scenario runs with; JSON, so a child process can take it from a file. */
+export interface ScenarioConfig {
+  readonly root: string;
+  /** Hostile fixture file names (in this folder), copied into `plugins/`. */
+  readonly hostile: readonly string[];
+  /** Host options beyond the wiring: deadlines, `isolation`. */
+  readonly options: Readonly<Record<string, unknown>>;
+  /** Delete the hostile files after the first round and wait until their plugins are gone. */
+  readonly removeHostile: boolean;
+  /** How long any one host call may take before the scenario records it as stuck and moves on. */
+  readonly callBoundMs: number;
+}
+
+/** One host call as the scenario saw it. */
+export interface CallRecord {
+  readonly call: string;
+  readonly ms: number;
+  /** `replied`, `blocked`, `idle`, `in-flight`, `done`, `threw`, or `stuck` (not settled within the bound). */
+  readonly outcome: string;
+  readonly error?: string;
+  /** Of a replied step: the request's system texts. */
+  readonly system?: readonly string[];
+}
+
+/** What `runScenario` reports. */
+export interface ScenarioReport {
+  readonly sessions: { readonly a?: string; readonly b?: string };
+  readonly calls: readonly CallRecord[];
+  readonly diagnostics: readonly Diagnostic[];
+  /** Active plugins after the last round. */
+  readonly plugins: readonly PluginInfo[];
+  /** The hostile plugins had left the host's list after their files were deleted. */
+  readonly removedInTime?: boolean;
+}
+
+export const fixtures = path.dirname(new URL(import.meta.url).pathname);
+
+export const paths = (root: string) => ({
+  plugins: path.join(root, "plugins"),
+  data: path.join(root, "data"),
+  a: path.join(root, "a"),
+  b: path.join(root, "b"),
+  value: path.join(root, "value.txt"),
+  marker: (plugin: string) => path.join(root, "markers", `${plugin}.log`),
+});
+
+/** The plugin name of a fixture file: its base name. */
+export const pluginName = (file: string) => path.basename(file, ".ts");
+
+/** Lays out a scenario's folders in a fresh temp folder; `remove` deletes it. */
+export function prepareScenario(
+  hostile: readonly string[],
+  settings: Partial<Omit<ScenarioConfig, "root" | "hostile">> = {},
+): ScenarioConfig & { remove(): void } {
+  const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), "context-host-hostile-")));
+  const at = paths(root);
+  for (const folder of [at.plugins, at.data, at.a, at.b, path.dirname(at.marker("x"))]) mkdirSync(folder, { recursive: true });
+  for (const file of ["good.ts", ...hostile]) copyFileSync(path.join(fixtures, file), path.join(at.plugins, file));
+  writeFileSync(at.value, "v1");
+  return {
+    root,
+    hostile,
+    options: settings.options ?? {},
+    removeHostile: settings.removeHostile ?? false,
+    callBoundMs: settings.callBoundMs ?? 3000,
+    remove: () => rmSync(root, { recursive: true, force: true }),
+  };
+}
+
+// Taken before any plugin runs: a plugin in this realm may replace the global timers and clock.
+const realSetTimeout = globalThis.setTimeout;
+const realClearTimeout = globalThis.clearTimeout;
+const now = performance.now.bind(performance);
+/** How long the host is idle after start and between rounds. */
+const idleMs = 50;
+const pause = (ms: number) => new Promise((resolve) => realSetTimeout(resolve, ms));
+
+/** Settles with `work`, or with `undefined` once `ms` pass (the work may go on). */
+export function bounded<T>(work: Promise<T>, ms: number): Promise<{ value: T } | { error: unknown } | undefined> {
+  return new Promise((resolve) => {
+    const timer = realSetTimeout(() => resolve(undefined), ms);
+    work.then(
+      (value) => {
+        realClearTimeout(timer);
+        resolve({ value });
+      },
+      (error: unknown) => {
+        realClearTimeout(timer);
+        resolve({ error });
+      },
+    );
+  });
+}
+
+const messageOf = (error: unknown) => {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "(a value that cannot be printed)";
+  }
+};
+
+/** Runs the scenario against a real host. Never throws: what went wrong is in the report. */
+export async function runScenario(config: ScenarioConfig, progress: (line: string) => void = () => {}): Promise<ScenarioReport> {
+  const at = paths(config.root);
+  const calls: CallRecord[] = [];
+  const provider = scriptedProvider();
+
+  async function record<T>(call: string, work: () => Promise<T>, describe: (value: T) => Partial<CallRecord> = () => ({})) {
+    progress(`start ${call}`);
+    const started = now();
+    const settled = await bounded(Promise.resolve().then(work), config.callBoundMs);
+    const ms = Math.round(now() - started);
+    progress(`end ${call}`);
+    if (settled === undefined) calls.push({ call, ms, outcome: "stuck" });
+    else if ("error" in settled) calls.push({ call, ms, outcome: "threw", error: messageOf(settled.error) });
+    else {
+      calls.push({ call, ms, outcome: "done", ...describe(settled.value) });
+      return settled.value;
+    }
+    return undefined;
+  }
+
+  const pluginSettings: Record<string, unknown> = { good: { valueFile: at.value } };
+  for (const file of config.hostile) pluginSettings[pluginName(file)] = { marker: at.marker(pluginName(file)) };
+  const host = await record("createHost", () =>
+    createHost({
+      dataDir: at.data,
+      plugins: [at.plugins],
+      providers: { scripted: provider },
+      builtins: false,
+      watch: config.removeHostile,
+      debounceMs: 20,
+      pluginSettings,
+      // Deadlines, `isolation` (which lands with issue 10): options the scenario passes through.
+      ...(config.options as Partial<HostOptions>),
+    }),
+  );
+  if (host === undefined) return { sessions: {}, calls, diagnostics: [], plugins: [] };
+  // A real host is idle between boundaries: timers and rejections of plugins run then.
+  await pause(idleMs);
+
+  const sessions: { a?: string; b?: string } = {};
+  const step = (name: "a" | "b", round: string) =>
+    record(
+      `step ${name} ${round}`,
+      async () => {
+        const id = sessions[name] as string;
+        await host.prompt(id, `${round} prompt of ${name}`);
+        return host.step(id);
+      },
+      (result) => ({ outcome: result.kind, ...(result.kind === "replied" ? { system: result.request.system } : {}) }),
+    );
+
+  sessions.a = await record("createSession a", () => host.createSession({ location: at.a, provider: "scripted", model: "m" }));
+  if (sessions.a !== undefined) await step("a", "first");
+  sessions.b = await record("createSession b", () => host.createSession({ location: at.b, provider: "scripted", model: "m" }));
+  if (sessions.b !== undefined) await step("b", "first");
+
+  await pause(idleMs);
+  writeFileSync(at.value, "v2");
+  let removedInTime: boolean | undefined;
+  if (config.removeHostile) {
+    for (const file of config.hostile) unlinkSync(path.join(at.plugins, file));
+    const names = new Set(config.hostile.map(pluginName));
+    const gone = await record("hostile plugins removed", async () => {
+      while (host.plugins().some((plugin) => names.has(plugin.name))) await pause(10);
+      return true;
+    });
+    removedInTime = gone === true;
+  }
+  if (sessions.a !== undefined) await step("a", "second");
+  if (sessions.b !== undefined) await step("b", "second");
+
+  const diagnostics = [...host.diagnostics];
+  const plugins = host.plugins();
+  await record("close", () => host.close());
+  return { sessions, calls, diagnostics, plugins, ...(removedInTime === undefined ? {} : { removedInTime }) };
+}

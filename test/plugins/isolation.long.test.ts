@@ -1,0 +1,70 @@
+// Isolated plugins (issue 10), the slow variants of test/plugins/isolation.test.ts (run by
+// `npm run test:long`): a folder holding every hostile plugin at once, and several stuck
+// setups at once, each against a real host in a child process that is killed if it hangs.
+
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { expect } from "chai";
+import { deadlines, diagnosticsOf, expectServed, inChild, printed } from "./hostile/harness.ts";
+import { paths, pluginName, prepareScenario } from "./hostile/scenario.ts";
+
+/** Every hostile fixture whose plugin, when contained, renders nothing (interval-leak serves a source of its own). */
+const everyHostile = [
+  "env-rewriter.ts",
+  "exit-in-loader.ts",
+  "exit-in-setup.ts",
+  "hoarder.ts",
+  "join-override.ts",
+  "prototype-polluter.ts",
+  "spin-at-top-level.ts",
+  "spin-in-loader.ts",
+  "spin-in-renderer.ts",
+  "spin-in-setup.ts",
+  "spinning-disposer.ts",
+  "stringify-override.ts",
+  "stuck-disposer.ts",
+  "throw-in-timer.ts",
+  "throws-deep-value.ts",
+  "throws-null-prototype.ts",
+  "timer-replacer.ts",
+  "unhandled-rejection.ts",
+];
+
+describe("isolated plugins, slow variants (issue 10)", function () {
+  this.timeout(120_000);
+  const cleanups: Array<() => void> = [];
+  after(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
+  it("a folder of every hostile plugin at once: every session served, nothing stored changed, before and after they are deleted", async () => {
+    const config = prepareScenario(everyHostile, { options: deadlines, removeHostile: true, callBoundMs: 5000 });
+    cleanups.push(config.remove);
+    const { remove: _remove, ...plain } = config;
+    const run = await inChild(plain, { nodeFlags: ["--max-old-space-size=256"], limitMs: 60_000, stallMs: 10_000 });
+    const report = await expectServed(run);
+    // Each plugin that can fail said so, by name.
+    for (const plugin of ["exit-in-loader", "exit-in-setup", "hoarder", "spin-at-top-level", "spin-in-loader", "spin-in-setup"]) {
+      expect(diagnosticsOf(report, { plugin }), `${plugin}: ${printed(report)}`).to.not.be.empty;
+    }
+  });
+
+  it("three setups that never return cost start-up one setup deadline, not three", async () => {
+    const setupDeadlineMs = 1000;
+    const config = prepareScenario(["spin-in-setup.ts"], { options: { ...deadlines, setupDeadlineMs } });
+    cleanups.push(config.remove);
+    const at = paths(config.root);
+    const code = readFileSync(path.join(at.plugins, "spin-in-setup.ts"), "utf8");
+    const copies = ["spin-in-setup-2.ts", "spin-in-setup-3.ts"];
+    for (const copy of copies) writeFileSync(path.join(at.plugins, copy), code.replaceAll("spin-in-setup", pluginName(copy)));
+    const { remove: _remove, ...plain } = config;
+    const run = await inChild({ ...plain, hostile: [...plain.hostile, ...copies] }, {});
+    const report = await expectServed(run);
+    for (const plugin of ["spin-in-setup", ...copies.map(pluginName)]) {
+      expect(diagnosticsOf(report, { plugin, phase: "setup" }), printed(report)).to.not.be.empty;
+    }
+    const start = report.calls.find((call) => call.call === "createHost");
+    // One after another they would take at least 3 × 1,000 ms; side by side, one deadline and the start-up around it.
+    expect(start?.ms, "createHost ms").to.be.below(2 * setupDeadlineMs);
+  });
+});

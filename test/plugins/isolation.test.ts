@@ -1,0 +1,346 @@
+// Isolated plugins (issue 10): no plugin can freeze, kill or corrupt the host. One test
+// per fault class. Each puts a hostile plugin (test/plugins/hostile/) beside the
+// well-behaved `good` plugin in a real plugin folder, runs a real host (createHost, a
+// real SQLite file, the scripted provider) with two sessions stepping before and after
+// the fault, and asserts that
+//   - every host call settled (nothing stuck, nothing thrown) and the process lived on;
+//   - `good` still serves: its Baseline in both sessions, its Mid-Conversation System
+//     Message once its value changes;
+//   - what was stored is exactly what a host without the hostile plugin stores (read
+//     back from the SQLite file by this process), and no injected text is anywhere in it;
+//   - the hostile code really ran (a marker line it wrote, or its diagnostic).
+//
+// A plugin that runs in the host's own realm can freeze, end or pollute the process that
+// hosts it, so every scenario whose fault would do that to this test process runs its
+// host in a child process (test/plugins/hostile/child.ts) that is killed after a bound:
+// a frozen or dead host fails its test instead of the test run. A child is killed when
+// it stays silent for `stallMs` after its first line (it prints one as each host call
+// starts and ends) or runs past `killMs`. The children run on a compiled copy of the
+// sources (hostile/compiled.ts: under tsx each child spends ~3 s starting, compiled
+// ~0.5 s), several at a time, all started before the first test. Faults a test process
+// survives (a renderer throwing a strange value, a disposer that never settles) run
+// in-process, behind bounded waits.
+//
+// Deadlines are small (harness.ts `deadlines`) and passed to createHost as `deadlineMs`,
+// `setupDeadlineMs` and `disposeDeadlineMs`: the last two reach the plugin set with
+// issue 10 (today createHost passes on only `deadlineMs`).
+
+import { readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { createHost, type Host, type HostOptions, scriptedProvider } from "../../core/index.ts";
+import { programArgs } from "./hostile/compiled.ts";
+import {
+  type ChildOptions,
+  callBoundMs,
+  deadlines,
+  diagnosticsOf,
+  expectServed,
+  inChild,
+  killMs,
+  markerOf,
+  pool,
+  printed,
+  type Run,
+  renderMs,
+  reportOf,
+  spawnBounded,
+} from "./hostile/harness.ts";
+import { bounded, paths, prepareScenario, runScenario } from "./hostile/scenario.ts";
+
+/** The scenarios that run in child processes, by test name; started together in `before`. */
+const childScenarios: Record<string, { hostile: readonly string[]; options?: ChildOptions }> = {
+  "well-behaved only": { hostile: [] },
+  "loader spins": { hostile: ["spin-in-loader.ts"] },
+  "renderer spins": { hostile: ["spin-in-renderer.ts"] },
+  "setup spins": { hostile: ["spin-in-setup.ts"] },
+  "module top level spins": { hostile: ["spin-at-top-level.ts"] },
+  "loader exits": { hostile: ["exit-in-loader.ts"] },
+  "timer throws": { hostile: ["throw-in-timer.ts"] },
+  "unhandled rejection": { hostile: ["unhandled-rejection.ts"] },
+  "out of memory": { hostile: ["hoarder.ts"], options: { nodeFlags: ["--max-old-space-size=256"] } },
+  "Object.prototype": { hostile: ["prototype-polluter.ts"], options: { removeHostile: true } },
+  "Array.prototype.join": { hostile: ["join-override.ts"], options: { removeHostile: true } },
+  "JSON.stringify": { hostile: ["stringify-override.ts"], options: { removeHostile: true } },
+  "timers replaced": { hostile: ["timer-replacer.ts"] },
+  "env rewritten": { hostile: ["env-rewriter.ts"] },
+  "disposer spins": { hostile: ["spinning-disposer.ts"], options: { removeHostile: true } },
+};
+
+describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the host (issue 10)", function () {
+  this.timeout(60_000);
+  const runs = new Map<string, Promise<Run>>();
+  const cleanups: Array<() => void> = [];
+
+  before(() => {
+    // Children mostly wait on deadlines once started: more of them than cores keeps the file short.
+    const limit = pool(Math.max(4, Math.min(6, os.availableParallelism())));
+    for (const [name, scenario] of Object.entries(childScenarios)) {
+      const config = prepareScenario(scenario.hostile, {
+        options: deadlines,
+        removeHostile: scenario.options?.removeHostile ?? false,
+        callBoundMs,
+      });
+      cleanups.push(config.remove);
+      const { remove: _remove, ...plain } = config;
+      runs.set(
+        name,
+        limit(() => inChild(plain, scenario.options ?? {})),
+      );
+    }
+  });
+
+  after(async () => {
+    await Promise.all(runs.values());
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
+  const run = (name: keyof typeof childScenarios) => runs.get(name) as Promise<Run>;
+
+  it("(the harness) a child host with only well-behaved plugins stores exactly what `good` makes", async () => {
+    await expectServed(await run("well-behaved only"));
+  });
+
+  describe("for (;;) {} holds only the plugin's own thread", () => {
+    it("in a loader: the source is unavailable, other plugins and sessions are served", async () => {
+      const r = await run("loader spins");
+      await expectServed(r);
+      expect(markerOf(r.config, "spin-in-loader")).to.include("loader");
+    });
+
+    it("a deadline miss is a diagnostic naming the plugin, the phase, the key and the deadline", async () => {
+      const report = reportOf(await run("loader spins"));
+      const missed = diagnosticsOf(report, { plugin: "spin-in-loader", phase: "load", key: "spin-in-loader/x" });
+      expect(missed, printed(report)).to.not.be.empty;
+      expect(missed[0]?.message).to.contain(`${deadlines.deadlineMs} ms`);
+    });
+
+    it("in a renderer", async () => {
+      const r = await run("renderer spins");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "spin-in-renderer")).to.include("renderer");
+      expect(diagnosticsOf(report, { plugin: "spin-in-renderer", key: "spin-in-renderer/x" }), printed(report)).to.not.be.empty;
+    });
+
+    it("in setup: a diagnostic names the setup deadline, the plugin is not active, the host starts", async () => {
+      const r = await run("setup spins");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "spin-in-setup")).to.include("setup");
+      const missed = diagnosticsOf(report, { plugin: "spin-in-setup", phase: "setup" });
+      expect(missed, printed(report)).to.not.be.empty;
+      expect(missed[0]?.message).to.contain(`${deadlines.setupDeadlineMs} ms`);
+      expect(report.plugins.map((p) => p.name)).to.deep.equal(["good"]);
+    });
+
+    it("at module top level: the plugin is not active, the host starts", async () => {
+      const r = await run("module top level spins");
+      const report = await expectServed(r);
+      expect(diagnosticsOf(report, { plugin: "spin-at-top-level" }), printed(report)).to.not.be.empty;
+      expect(report.plugins.map((p) => p.name)).to.deep.equal(["good"]);
+    });
+  });
+
+  describe("a plugin's crash ends only its own worker", () => {
+    it("process.exit(0) in a loader does not end the host", async () => {
+      const r = await run("loader exits");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "exit-in-loader")).to.include("loader");
+      expect(diagnosticsOf(report, { plugin: "exit-in-loader" }), printed(report)).to.not.be.empty;
+    });
+
+    it("a throw inside the plugin's setTimeout is a diagnostic, not a host crash", async () => {
+      const r = await run("timer throws");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "throw-in-timer")).to.include("timer");
+      const crashed = report.diagnostics.filter((d) => d.plugin === "throw-in-timer" && d.message.includes("thrown in a timer"));
+      expect(crashed, printed(report)).to.not.be.empty;
+    });
+
+    it("an unhandled rejection is a diagnostic, not a host crash", async () => {
+      const r = await run("unhandled rejection");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "unhandled-rejection")).to.include("setup");
+      const crashed = report.diagnostics.filter(
+        (d) => d.plugin === "unhandled-rejection" && d.message.includes("rejected and never handled"),
+      );
+      expect(crashed, printed(report)).to.not.be.empty;
+    });
+
+    it("a loader that keeps allocating runs its own heap out of memory, not the host's", async () => {
+      const r = await run("out of memory");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "hoarder")).to.include("loader");
+      expect(diagnosticsOf(report, { plugin: "hoarder" }), printed(report)).to.not.be.empty;
+    });
+  });
+
+  describe("a plugin's global changes stay in its own realm (and leave with its file)", () => {
+    for (const [name, plugin] of [
+      ["Object.prototype", "prototype-polluter"],
+      ["Array.prototype.join", "join-override"],
+      ["JSON.stringify", "stringify-override"],
+    ] as const) {
+      it(`${name} overridden: nothing is injected into other sessions' stored Baselines and messages, before or after the file is deleted`, async () => {
+        const r = await run(name);
+        const report = await expectServed(r);
+        expect(markerOf(r.config, plugin), "the override held where the plugin ran").to.include("polluted");
+        expect(report.removedInTime, "the deleted plugin left the host").to.equal(true);
+      });
+    }
+
+    it("setTimeout, setInterval, setImmediate and the clock replaced: deadlines still end a loader that never settles", async () => {
+      const r = await run("timers replaced");
+      const report = await expectServed(r);
+      expect(markerOf(r.config, "timer-replacer")).to.include("loader");
+      const missed = diagnosticsOf(report, { plugin: "timer-replacer", phase: "load", key: "timer-replacer/x" });
+      expect(missed, printed(report)).to.not.be.empty;
+      expect(missed[0]?.message).to.contain(`${deadlines.deadlineMs} ms`);
+    });
+
+    it("one plugin cannot rewrite the env another plugin's loader receives", async () => {
+      const r = await run("env rewritten");
+      await expectServed(r);
+      // The rewriter's loader ran at every boundary (and rewrote whatever its realm let it).
+      expect(markerOf(r.config, "env-rewriter").filter((line) => line.startsWith("rewrote"))).to.have.length(4);
+    });
+  });
+
+  describe("values thrown by a renderer are contained", () => {
+    const folders: Array<() => void> = [];
+    afterEach(() => {
+      for (const remove of folders.splice(0)) remove();
+    });
+
+    async function inProcess(hostile: string): Promise<Run> {
+      const config = prepareScenario([hostile], { options: deadlines, callBoundMs });
+      folders.push(config.remove);
+      const settled = await bounded(runScenario(config), killMs);
+      return {
+        config,
+        report: settled !== undefined && "value" in settled ? settled.value : undefined,
+        ending: settled === undefined ? `the scenario did not finish within ${killMs} ms` : "the scenario finished",
+      };
+    }
+
+    for (const plugin of ["throws-null-prototype", "throws-deep-value"]) {
+      const what = plugin === "throws-null-prototype" ? "Object.create(null)" : "a value nested 3,000 deep";
+      it(`a renderer throwing ${what}: a diagnostic for its key, every session served`, async () => {
+        const r = await inProcess(`${plugin}.ts`);
+        const report = await expectServed(r);
+        expect(markerOf(r.config, plugin)).to.include("renderer");
+        const fault = diagnosticsOf(report, { plugin, key: `${plugin}/x`, phase: "baseline" });
+        expect(fault, printed(report)).to.not.be.empty;
+      });
+    }
+  });
+
+  describe("a disposer that never settles", () => {
+    it("(a promise) blocks neither the plugin's reloads nor host.close()", async () => {
+      const config = prepareScenario(["stuck-disposer.ts"], { options: deadlines, callBoundMs });
+      cleanups.push(config.remove);
+      const at = paths(config.root);
+      const file = path.join(at.plugins, "stuck-disposer.ts");
+      const code = readFileSync(file, "utf8");
+      const host = await createHost({
+        dataDir: at.data,
+        plugins: [at.plugins],
+        providers: { scripted: scriptedProvider() },
+        builtins: false,
+        watch: true,
+        debounceMs: 20,
+        pluginSettings: { good: { valueFile: at.value }, "stuck-disposer": { marker: at.marker("stuck-disposer") } },
+        // setupDeadlineMs and disposeDeadlineMs reach the plugin set with issue 10.
+        ...(deadlines as Partial<HostOptions>),
+      });
+      let closed = false;
+      try {
+        const generation = () => host.plugins().find((p) => p.name === "stuck-disposer")?.generation ?? 0;
+        const setups = () => markerOf(config, "stuck-disposer").filter((line) => line.startsWith("setup "));
+        expect(setups(), "the first generation set up").to.deep.equal(["setup first"]);
+        // Two reloads: the second waits for nothing the first generation's disposer holds. A
+        // reload counts once the new code set up and a generation newer than the last is active
+        // (a restart after a missed dispose deadline may number generations of its own).
+        for (const next of ["second", "third"]) {
+          const before = generation();
+          writeFileSync(file, code.replace('const generation = "first"', `const generation = "${next}"`));
+          const started = Date.now();
+          const isActive = () => generation() > before && setups().at(-1) === `setup ${next}`;
+          while (!isActive() && Date.now() - started < 2500) await new Promise((resolve) => setTimeout(resolve, 10));
+          expect(
+            { generationAfter: generation() > before, lastSetup: setups().at(-1) },
+            `the ${next} generation active within 2.5 s of its write`,
+          ).to.deep.equal({ generationAfter: true, lastSetup: `setup ${next}` });
+        }
+        // The displaced generations' disposers were called (and never settled).
+        const disposed = () =>
+          ["dispose first", "dispose second"].every((line) => markerOf(config, "stuck-disposer").includes(line));
+        for (const started = Date.now(); !disposed() && Date.now() - started < 1000; )
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(markerOf(config, "stuck-disposer")).to.include.members(["dispose first", "dispose second"]);
+        const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
+        await host.prompt(id, "still served?");
+        const step = await bounded(host.step(id), callBoundMs);
+        expect(
+          step !== undefined && "value" in step && step.value.kind === "replied" ? step.value.request.system : step,
+        ).to.deep.equal([`good: v1 @ ${at.a}`]);
+        const bound = 4 * deadlines.disposeDeadlineMs;
+        const started = Date.now();
+        const close = await bounded(host.close(), bound);
+        closed = close !== undefined;
+        expect(close, `host.close() settled within ${bound} ms (took ${Date.now() - started} ms so far)`).to.deep.equal({
+          value: undefined,
+        });
+      } finally {
+        // Released in the background if the bounded close gave up on it.
+        if (!closed) void closeQuietly(host);
+      }
+    });
+
+    it("(a for (;;) {} in a disposer) does not keep the plugin from leaving, or the host from closing", async () => {
+      const r = await run("disposer spins");
+      await expectServed(r);
+    });
+  });
+
+  describe("context-host render", () => {
+    async function render(hostile: string) {
+      const config = prepareScenario([hostile]);
+      cleanups.push(config.remove);
+      const at = paths(config.root);
+      const settings = path.join(config.root, "render-config.json");
+      writeFileSync(settings, JSON.stringify({ pluginSettings: { good: { valueFile: at.value } } }));
+      const program = programArgs("scripts/cli/context-host.ts");
+      const ended = await spawnBounded(
+        [...program, "render", "--plugins", at.plugins, "--location", at.a, "--config", settings],
+        config.root,
+        renderMs,
+      );
+      return { at, ...ended };
+    }
+
+    it("exits 0 and prints the Baseline when a plugin leaks a setInterval", async () => {
+      const { at, code, killed, stdout, stderr, ms } = await render("interval-leak.ts");
+      expect({ killed, code }, `render after ${ms} ms; stderr: ${stderr}`).to.deep.equal({ killed: undefined, code: 0 });
+      expect(stdout).to.contain(`good: v1 @ ${at.a}`).and.contain("interval-leak: still rendered");
+    });
+
+    it("exits 2, prints the Baseline and names the plugin when a plugin calls process.exit(0) in setup", async () => {
+      const { at, code, killed, stdout, stderr, ms } = await render("exit-in-setup.ts");
+      expect({ killed, code }, `render after ${ms} ms; stdout: ${stdout}; stderr: ${stderr}`).to.deep.equal({
+        killed: undefined,
+        code: 2,
+      });
+      expect(stdout).to.contain(`good: v1 @ ${at.a}`).and.not.contain("exit-in-setup:");
+      expect(stderr).to.contain("exit-in-setup");
+    });
+  });
+});
+
+async function closeQuietly(host: Host): Promise<void> {
+  try {
+    await host.close();
+  } catch {
+    // The test already failed on it.
+  }
+}
