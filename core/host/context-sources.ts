@@ -42,6 +42,8 @@ export interface ContextSourcesOptions {
   readonly instructions?: InstructionSettings;
   /** Where nested instruction files discovered by tools are kept (the session store); none: not kept. */
   readonly discoveryLog?: DiscoveryLog;
+  /** How long a plugin's module code and `setup` may run (default 10 s). */
+  readonly setupDeadlineMs?: number;
   /** How long a plugin generation's disposers may run (default 5 s). */
   readonly disposeDeadlineMs?: number;
   /** Where plugin code runs: its own worker per plugin (default) or the host's process (decision 060). */
@@ -111,6 +113,7 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
     ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
+    ...(options.setupDeadlineMs === undefined ? {} : { setupDeadlineMs: options.setupDeadlineMs }),
     ...(options.disposeDeadlineMs === undefined ? {} : { disposeDeadlineMs: options.disposeDeadlineMs }),
     ...(options.maxValueBytes === undefined ? {} : { maxValueBytes: options.maxValueBytes }),
   });

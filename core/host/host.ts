@@ -50,6 +50,10 @@ export interface HostOptions {
   readonly debounceMs?: number;
   /** Default plugin loader deadline (default 2 s). */
   readonly deadlineMs?: number;
+  /** How long a plugin's module code and `setup` may run (default 10 s). */
+  readonly setupDeadlineMs?: number;
+  /** How long a plugin generation's disposers may run (default 5 s). */
+  readonly disposeDeadlineMs?: number;
   /** IANA time zone of `core/date`; host-local when unset. */
   readonly timeZone?: string;
   /** The instruction service: global file, project discovery switch, size limit. */
@@ -124,6 +128,8 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
         "logger",
         "debounceMs",
         "deadlineMs",
+        "setupDeadlineMs",
+        "disposeDeadlineMs",
         "timeZone",
         "instructions",
         "isolation",

@@ -13,6 +13,9 @@ export const HostSettings = Type.Object(
     isolation: Type.Optional(
       Type.Union([Type.Literal("worker"), Type.Literal("none")], { description: "where plugin code runs (decision 060)" }),
     ),
+    deadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin loader deadline, ms" })),
+    setupDeadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin module code and setup deadline, ms" })),
+    disposeDeadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin disposers' deadline, ms" })),
     instructions: Type.Optional(
       Type.Object(
         {

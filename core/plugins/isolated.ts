@@ -108,6 +108,10 @@ export class IsolatedPlugin {
   #starting: Promise<PluginWorker | undefined> | undefined;
   /** Generations living in the current worker, with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
+  /** Loads in flight; a restart due meanwhile waits for them (`#isRestartDue`). */
+  #loads = 0;
+  #isRestartDue = false;
+  #restarting: Promise<void> | undefined;
   /** The generation swapped in, as the worker must rebuild it after a restart. */
   #active: Recipe | undefined;
   readonly #crashes: number[] = [];
@@ -145,6 +149,38 @@ export class IsolatedPlugin {
       this.#isDisabled = false;
       this.#crashes.length = 0;
     }
+    this.#loads++;
+    try {
+      // A restart under way rebuilds the active generation first; this load follows it, so
+      // the newer code is set up last.
+      await this.#restarting;
+      const first = await this.#loadIn(bundle, generation, settings, reserved);
+      // The worker stopped for something else than this load (a displaced generation's
+      // disposer missed its deadline, say): this load was a bystander; try it once more in a
+      // fresh worker.
+      const outcome = first.kind === "bystander" ? await this.#loadIn(bundle, generation, settings, reserved, true) : first;
+      if (outcome.kind !== "bystander") return outcome;
+      return { kind: "failed", fault: { phase: "evaluate", message: "the plugin's worker stopped twice while loading it" } };
+    } finally {
+      this.#loads--;
+      if (this.#loads === 0 && this.#isRestartDue) {
+        this.#isRestartDue = false;
+        // After the caller swapped in (or dropped) what it loaded: the restart rebuilds only what is not living.
+        this.#restartTimer = setTimeout(() => {
+          this.#restartTimer = undefined;
+          void this.#restart();
+        }, 0);
+      }
+    }
+  }
+
+  async #loadIn(
+    bundle: PluginBundle,
+    generation: number,
+    settings: Readonly<Record<string, unknown>>,
+    reserved: readonly string[],
+    isRetry = false,
+  ): Promise<IsolatedLoad | { readonly kind: "bystander" }> {
     let worker: PluginWorker | undefined;
     try {
       worker = await this.#current();
@@ -152,9 +188,11 @@ export class IsolatedPlugin {
       return { kind: "failed", fault: { phase: "evaluate", message: messageOf(error) } };
     }
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
+    let phase: DiagnosticPhase = "evaluate";
     try {
       const evaluated = await this.#evaluate(worker, bundle, generation, reserved);
       const config = Object.hasOwn(settings, evaluated.name) ? settings[evaluated.name] : undefined;
+      phase = "setup";
       const activated = await this.#activate(worker, generation, config);
       const recipe: Recipe = { bundle, generation, config, reserved };
       return {
@@ -169,7 +207,9 @@ export class IsolatedPlugin {
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
       const stopped = error as PluginWorkerStopped;
-      return { kind: "failed", fault: { phase: stopped.phase ?? "setup", message: messageOf(error) } };
+      const isOwn = stopped.phase === undefined || stopped.phase === phase || stopped.phase === "config";
+      if (!isOwn && !isRetry && !this.#isClosed) return { kind: "bystander" };
+      return { kind: "failed", fault: { phase: stopped.phase ?? phase, message: messageOf(error) } };
     }
   }
 
@@ -303,11 +343,23 @@ export class IsolatedPlugin {
   }
 
   /** A fresh worker with the active generation rebuilt in it. */
-  async #restart(): Promise<void> {
+  #restart(): Promise<void> {
+    const restarting = this.#rebuild().finally(() => {
+      if (this.#restarting === restarting) this.#restarting = undefined;
+    });
+    this.#restarting = restarting;
+    return restarting;
+  }
+
+  async #rebuild(): Promise<void> {
+    if (this.#loads > 0) {
+      this.#isRestartDue = true;
+      return;
+    }
     const recipe = this.#active;
     if (recipe === undefined || this.#isClosed || this.#isDisabled) return;
     const worker = await this.#current().catch(() => undefined);
-    if (worker === undefined || this.#active !== recipe) return;
+    if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
     try {
       await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
       await this.#activate(worker, recipe.generation, recipe.config);

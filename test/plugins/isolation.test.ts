@@ -22,8 +22,7 @@
 // in-process, behind bounded waits.
 //
 // Deadlines are small (harness.ts `deadlines`) and passed to createHost as `deadlineMs`,
-// `setupDeadlineMs` and `disposeDeadlineMs`: the last two reach the plugin set with
-// issue 10 (today createHost passes on only `deadlineMs`).
+// `setupDeadlineMs` and `disposeDeadlineMs`.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -250,8 +249,7 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
         watch: true,
         debounceMs: 20,
         pluginSettings: { good: { valueFile: at.value }, "stuck-disposer": { marker: at.marker("stuck-disposer") } },
-        // setupDeadlineMs and disposeDeadlineMs reach the plugin set with issue 10.
-        ...(deadlines as Partial<HostOptions>),
+        ...deadlines,
       });
       let closed = false;
       try {
@@ -272,12 +270,19 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
             `the ${next} generation active within 2.5 s of its write`,
           ).to.deep.equal({ generationAfter: true, lastSetup: `setup ${next}` });
         }
-        // The displaced generations' disposers were called (and never settled).
-        const disposed = () =>
-          ["dispose first", "dispose second"].every((line) => markerOf(config, "stuck-disposer").includes(line));
-        for (const started = Date.now(); !disposed() && Date.now() - started < 1000; )
+        // The first displaced generation's disposer was called and never settled: at its
+        // deadline the plugin's worker was stopped (decision 060), and the generations living
+        // in it went with it — a disposer cannot run in a stopped worker, so "second" may
+        // never be disposed, while "third" came up in a fresh worker.
+        const missedDispose = () =>
+          host.diagnostics.some(
+            (d) =>
+              d.plugin === "stuck-disposer" && d.phase === "dispose" && d.message.includes(`${deadlines.disposeDeadlineMs} ms`),
+          );
+        for (const started = Date.now(); !missedDispose() && Date.now() - started < 1000; )
           await new Promise((resolve) => setTimeout(resolve, 10));
-        expect(markerOf(config, "stuck-disposer")).to.include.members(["dispose first", "dispose second"]);
+        expect(markerOf(config, "stuck-disposer")).to.include("dispose first");
+        expect(missedDispose(), JSON.stringify(host.diagnostics)).to.equal(true);
         const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
         await host.prompt(id, "still served?");
         const step = await bounded(host.step(id), callBoundMs);
