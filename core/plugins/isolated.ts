@@ -79,7 +79,13 @@ export interface IsolatedGeneration {
 
 /** The outcome of `load`. */
 export type IsolatedLoad =
-  | { readonly kind: "activated"; readonly activated: IsolatedGeneration }
+  | {
+      readonly kind: "activated";
+      readonly activated: IsolatedGeneration;
+      /** Milliseconds the worker took to evaluate the module and to set it up. */
+      readonly evaluateMs: number;
+      readonly setupMs: number;
+    }
   | { readonly kind: "failed"; readonly fault: WorkerFault };
 
 /** What the worker needs to bring a generation back after a restart. */
@@ -190,10 +196,13 @@ export class IsolatedPlugin {
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
     let phase: DiagnosticPhase = "evaluate";
     try {
+      const startedAt = performance.now();
       const evaluated = await this.#evaluate(worker, bundle, generation, reserved);
       const config = Object.hasOwn(settings, evaluated.name) ? settings[evaluated.name] : undefined;
       phase = "setup";
+      const evaluatedAt = performance.now();
       const activated = await this.#activate(worker, generation, config);
+      const setupMs = performance.now() - evaluatedAt;
       const recipe: Recipe = { bundle, generation, config, reserved };
       return {
         kind: "activated",
@@ -203,6 +212,8 @@ export class IsolatedPlugin {
           scope: this.#scopeOf(evaluated.name, recipe, activated),
           keys: activated.sources.map((source) => source.key),
         },
+        evaluateMs: evaluatedAt - startedAt,
+        setupMs,
       };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };

@@ -76,8 +76,28 @@ export type Isolation = "worker" | "none";
 /** What the host reports: diagnostics and generation changes, in order. */
 export type PluginEvent =
   | { readonly kind: "diagnostic"; readonly diagnostic: Diagnostic }
-  | { readonly kind: "activated"; readonly plugin: string; readonly file: string; readonly generation: number }
+  | {
+      readonly kind: "activated";
+      readonly plugin: string;
+      readonly file: string;
+      readonly generation: number;
+      /** Where the load's time went, in ms (isolated plugins; in-process loads give `loadMs` only). */
+      readonly timings: LoadTimings;
+    }
   | { readonly kind: "removed"; readonly plugin: string; readonly file: string };
+
+const hundredths = (ms: number) => Math.round(ms * 100) / 100;
+
+/** Where one load's time went, in ms. */
+export interface LoadTimings {
+  /** From the load's start to its generation being swapped in. */
+  readonly loadMs: number;
+  readonly bundleMs?: number;
+  readonly evaluateMs?: number;
+  readonly setupMs?: number;
+  /** From the generation being ready to it being swapped in (waiting for earlier plugins, the registry swap). */
+  readonly swapMs?: number;
+}
 
 /** An active plugin, as `plugins()` lists it. */
 export interface PluginInfo {
@@ -155,6 +175,11 @@ type Loaded =
       readonly loaded: LoadedGeneration;
       /** Milliseconds from the start of this load (bundle, evaluate, setup) to its generation being ready. */
       readonly loadMs: number;
+      readonly startedAt: number;
+      readonly readyAt: number;
+      readonly bundleMs?: number;
+      readonly evaluateMs?: number;
+      readonly setupMs?: number;
     };
 
 /** An in-process generation: its sources are guarded here. Outside the class, so its closures hold nothing else. */
@@ -274,6 +299,17 @@ export class PluginSet {
   }
 
   /** Active plugins in name order. */
+  /**
+   * The heap of a plugin's worker after full collections, its thread id and whether a
+   * collection ran (benches); undefined in-process or while the plugin has no worker.
+   */
+  async workerMemory(file: string): Promise<{ heapUsed: number; collected: boolean; threadId: number } | undefined> {
+    const isolated = this.#entries.get(path.resolve(file))?.isolated;
+    const threadId = isolated?.threadId;
+    const memory = await isolated?.memory();
+    return memory === undefined || threadId === undefined ? undefined : { ...memory, threadId };
+  }
+
   plugins(): PluginInfo[] {
     const infos: PluginInfo[] = [];
     for (const entry of this.#entries.values()) {
@@ -499,12 +535,15 @@ export class PluginSet {
       hash: result.hash,
       loaded: inProcessGeneration(result),
       loadMs: Math.round(performance.now() - request.startedAt),
+      startedAt: request.startedAt,
+      readyAt: performance.now(),
     };
   }
 
   async #loadIsolated(entry: PluginEntry, request: LoadRequest): Promise<Loaded> {
     const bundled = await bundleForLoad(request);
     if (bundled.kind !== "bundled") return bundled;
+    const bundleMs = performance.now() - request.startedAt;
     const { bundle } = bundled;
     entry.isolated ??= this.#isolatedFor(entry);
     const outcome = await entry.isolated.load(bundle, request.generation, this.#loadContext.settings, [
@@ -517,6 +556,11 @@ export class PluginSet {
       hash: bundle.hash,
       loaded: isolatedGeneration(entry.isolated, outcome.activated),
       loadMs: Math.round(performance.now() - request.startedAt),
+      startedAt: request.startedAt,
+      readyAt: performance.now(),
+      bundleMs,
+      evaluateMs: outcome.evaluateMs,
+      setupMs: outcome.setupMs,
     };
   }
 
@@ -585,7 +629,7 @@ export class PluginSet {
       return;
     }
     entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, loaded, generation, result.loadMs);
+    const displaced = this.#swap(entry, loaded, generation, result);
     for (const { name, scope } of displaced) await this.#closeScope(entry, name, scope);
   }
 
@@ -598,7 +642,7 @@ export class PluginSet {
     entry: PluginEntry,
     next: LoadedGeneration,
     generation: number,
-    loadMs: number,
+    load: Extract<Loaded, { kind: "activated" }>,
   ): Array<{ readonly name: string; readonly scope: Scope }> {
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
@@ -635,12 +679,20 @@ export class PluginSet {
       generation,
       scope: next.scope,
       keys: registrations.map((r) => r.key),
-      loadMs,
+      loadMs: load.loadMs,
     };
     entry.failed = undefined;
     this.#resolveProblems(entry, next.name);
     entry.faulted.clear();
-    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation });
+    const now = performance.now();
+    const timings: LoadTimings = {
+      loadMs: hundredths(now - load.startedAt),
+      ...(load.bundleMs === undefined ? {} : { bundleMs: hundredths(load.bundleMs) }),
+      ...(load.evaluateMs === undefined ? {} : { evaluateMs: hundredths(load.evaluateMs) }),
+      ...(load.setupMs === undefined ? {} : { setupMs: hundredths(load.setupMs) }),
+      swapMs: hundredths(now - load.readyAt),
+    };
+    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
     if (previous !== undefined) displaced.push({ name: previous.name, scope: previous.scope });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
     return displaced;

@@ -15,6 +15,9 @@
 //   × BENCH_RELOADS, i.e. what it would hold after as many reloads had it survived them.
 // - `heap-growth-per-reload-kb`: both figures as measured, per reload, in KiB: ours over
 //   BENCH_RELOADS reloads, the import() strategy's over BENCH_BASELINE_RELOADS.
+// - `worker-heap-growth-mb`: the part of ours in the plugin's worker (isolation "worker",
+//   the default: the generations live there, decision 060), same baseline as the first.
+// Ours is the host's heap plus its plugin worker's heap, each after full collections.
 //
 // Needs `global.gc`: the bench runner passes `--expose-gc`; without it this file re-runs
 // itself in a child that has it. `reload-heap.bench.ts import-baseline` is the baseline child.
@@ -108,27 +111,35 @@ async function settledHeap(): Promise<number> {
 /** A reload strategy: `load(version)` makes that version the active generation; `activeBaseline` renders it. */
 interface Strategy {
   load(version: number): Promise<void>;
+  /** The heap of the worker the plugin's generations live in, after full collections, and its thread id (isolated plugins). */
+  workerHeap?(): Promise<{ readonly bytes: number; readonly threadId: number }>;
   activeBaseline(): Promise<string>;
   close(): Promise<void>;
 }
 
-/** Heap growth in bytes over `count` reloads, after `warmup` unmeasured ones. */
-async function growth(strategy: Strategy, count: number): Promise<number> {
+/** Heap growth in bytes over `count` reloads, after `warmup` unmeasured ones: the host's, and its plugin worker's. */
+async function growth(strategy: Strategy, count: number): Promise<{ readonly host: number; readonly worker: number }> {
   let version = 0;
   await strategy.load(version);
   for (let i = 0; i < warmup; i++) await strategy.load(++version);
   // Renders once before the first reading too, so lazily built state is on both sides.
   if (!(await strategy.activeBaseline()).includes(baselineText(version))) throw new Error(`version ${version} is not active`);
   const before = await settledHeap();
+  const workerBefore = await strategy.workerHeap?.();
   for (let i = 0; i < count; i++) await strategy.load(++version);
   if (!(await strategy.activeBaseline()).includes(baselineText(version))) throw new Error(`version ${version} is not active`);
   const after = await settledHeap();
+  const workerAfter = await strategy.workerHeap?.();
+  if (workerBefore !== undefined && workerAfter?.threadId !== workerBefore.threadId)
+    throw new Error("the plugin's worker was restarted during the reloads: its heap readings do not compare");
+  const worker = workerBefore === undefined || workerAfter === undefined ? 0 : workerAfter.bytes - workerBefore.bytes;
   if (isVerbose) {
     process.stderr.write(
-      `[${bench}] ${process.argv[2] ?? "host"}: heapUsed ${(before / MiB).toFixed(1)} → ${(after / MiB).toFixed(1)} MiB over ${count} reloads\n`,
+      `[${bench}] ${process.argv[2] ?? "host"}: heapUsed ${(before / MiB).toFixed(1)} → ${(after / MiB).toFixed(1)} MiB over ${count} reloads` +
+        `${workerBefore === undefined ? "" : `; worker ${(workerBefore.bytes / MiB).toFixed(1)} → ${((workerAfter?.bytes ?? 0) / MiB).toFixed(1)} MiB`}\n`,
     );
   }
-  return after - before;
+  return { host: after - before, worker };
 }
 
 /** Ours: the real plugin host (bundle → vm.compileFunction → activate → swap). */
@@ -147,6 +158,19 @@ async function hostStrategy(folder: string): Promise<Strategy> {
         const why = host.diagnostics.at(-1)?.message ?? "no diagnostic";
         throw new Error(`after loading version ${version} generation ${active} is active, expected ${version + 1}: ${why}`);
       }
+    },
+    async workerHeap() {
+      // Settled like the host's heap: the median of the last 4 of 8 collections in the worker.
+      const readings: number[] = [];
+      let threadId = -1;
+      for (let pass = 0; pass < 8; pass++) {
+        const memory = await host?.workerMemory(file);
+        if (memory === undefined || !memory.collected)
+          throw new Error("the plugin's worker gave no heap reading after a collection");
+        readings.push(memory.heapUsed);
+        threadId = memory.threadId;
+      }
+      return { bytes: median(readings.slice(-4)), threadId };
     },
     async activeBaseline() {
       return (await SystemContext.initialize(await registry.compose({ location: folder }))).baseline;
@@ -227,7 +251,10 @@ function importStrategy(folder: string): Strategy {
 }
 
 /** Runs a strategy in a fresh temp folder and removes it afterwards. */
-async function measureIn(make: (folder: string) => Strategy | Promise<Strategy>, count: number): Promise<number> {
+async function measureIn(
+  make: (folder: string) => Strategy | Promise<Strategy>,
+  count: number,
+): Promise<{ readonly host: number; readonly worker: number }> {
   const folder = benchFolder("heap");
   try {
     const strategy = await make(folder.path);
@@ -270,7 +297,9 @@ async function main(): Promise<void> {
   // The baseline first, in its own process: its leak must not weigh on our measurement.
   const baselineOutput = await runChild(["import-baseline"], ["--import", "tsx"]);
   const baselineBytes = (JSON.parse(baselineOutput.trim()) as { growthBytes: number }).growthBytes;
-  const ourBytes = await measureIn(hostStrategy, reloads);
+  // Isolated (the default): the generations live in the plugin's worker; both heaps count.
+  const ours = await measureIn(hostStrategy, reloads);
+  const ourBytes = ours.host + ours.worker;
 
   const importPerReload = baselineBytes / baselineReloads;
   emit({
@@ -288,11 +317,18 @@ async function main(): Promise<void> {
     unit: "KiB",
     baseline: importPerReload / 1024,
   });
+  emit({
+    bench,
+    metric: "worker-heap-growth-mb",
+    value: ours.worker / MiB,
+    unit: "MiB",
+    baseline: (importPerReload * reloads) / MiB,
+  });
 }
 
 await runBenchProcess(bench, async () => {
   if (process.argv[2] === "import-baseline") {
-    const growthBytes = await measureIn(importStrategy, baselineReloads);
+    const growthBytes = (await measureIn(importStrategy, baselineReloads)).host;
     process.stdout.write(`${JSON.stringify({ growthBytes })}\n`);
   } else if (gc === undefined) {
     // Same node flags (e.g. tsx's loader), plus --expose-gc; its lines are ours.

@@ -1,6 +1,9 @@
 // Bench `reload-latency`, metric `write-to-active-ms`: how long after a plugin file is
 // written its new generation is active (the host's `activated` event), with the real
-// watcher (chokidar) and the host's default 50 ms debounce included. Median over edits.
+// watcher (chokidar) and the host's reload schedule included, the plugin in its own worker
+// (the default isolation). Median over edits. The breakdown lines (`watch-ms`: write to
+// the load's start; `bundle-ms`, `evaluate-ms`, `setup-ms`; `swap-ms`: ready to swapped in)
+// are medians of the same edits, from the `activated` event's timings.
 //
 // Baseline, measured in the same run: what the same change costs without hot reload — a
 // cold `node --import tsx` start of a host process that loads the same plugin to its first
@@ -20,7 +23,7 @@ import { writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { type PluginEvent, PluginSet } from "../../core/plugins/plugin-set.ts";
+import { type LoadTimings, type PluginEvent, PluginSet } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
@@ -132,14 +135,14 @@ async function main(): Promise<void> {
     // No debounceMs: the host's default (50 ms) is part of what is measured.
     const { host, registry } = await startHost(folder, true);
     try {
-      const activations: number[] = [];
+      const activations: Array<{ readonly at: number; readonly timings: LoadTimings }> = [];
       let wake: (() => void) | undefined;
       host.subscribe((event: PluginEvent) => {
         if (event.kind !== "activated" || event.file !== file) return;
-        activations.push(performance.now());
+        activations.push({ at: performance.now(), timings: event.timings });
         wake?.();
       });
-      const nextActivation = async (): Promise<number> => {
+      const nextActivation = async (): Promise<{ readonly at: number; readonly timings: LoadTimings }> => {
         const deadline = performance.now() + activationTimeoutMs;
         while (activations.length === 0) {
           const left = deadline - performance.now();
@@ -152,13 +155,13 @@ async function main(): Promise<void> {
           clearTimeout(timer);
           wake = undefined;
         }
-        return activations.shift() as number;
+        return activations.shift() as { readonly at: number; readonly timings: LoadTimings };
       };
       const activeBaseline = async () => (await SystemContext.initialize(await registry.compose({ location: folder }))).baseline;
       if (!(await activeBaseline()).includes(baselineText(version))) throw new Error("the plugin did not load at start");
 
-      /** Writes the next version in place; milliseconds until the generation holding it is active. */
-      const edit = async (): Promise<number> => {
+      /** Writes the next version in place; milliseconds until the generation holding it is active, and where they went. */
+      const edit = async (): Promise<{ readonly ms: number; readonly timings: LoadTimings }> => {
         await host.settled();
         await sleep(quietGapMs);
         activations.length = 0;
@@ -167,19 +170,33 @@ async function main(): Promise<void> {
         await writeFile(file, pluginSource(version));
         // An activation of something else (e.g. a half-written file) does not count: wait for this version.
         for (;;) {
-          const at = await nextActivation();
-          if ((await activeBaseline()).includes(baselineText(version))) return at - start;
+          const { at, timings } = await nextActivation();
+          if ((await activeBaseline()).includes(baselineText(version))) return { ms: at - start, timings };
         }
       };
 
       for (let i = 0; i < warmup; i++) await edit();
       for (let i = 0; i < coldWarmup; i++) await coldStart(folder, version);
       const editMs: number[] = [];
+      const parts: Record<"watch" | "bundle" | "evaluate" | "setup" | "swap", number[]> = {
+        watch: [],
+        bundle: [],
+        evaluate: [],
+        setup: [],
+        swap: [],
+      };
       const coldMs: number[] = [];
       // Cold starts spread evenly among the edits.
       const coldAfter = (k: number) => Math.floor(((k + 1) * edits) / coldRuns) - 1;
       for (let i = 0; i < edits; i++) {
-        editMs.push(await edit());
+        const { ms, timings } = await edit();
+        editMs.push(ms);
+        // The watch part: from the write to the load's start (the watcher's event, and the schedule).
+        parts.watch.push(ms - timings.loadMs);
+        parts.bundle.push(timings.bundleMs ?? Number.NaN);
+        parts.evaluate.push(timings.evaluateMs ?? Number.NaN);
+        parts.setup.push(timings.setupMs ?? Number.NaN);
+        parts.swap.push(timings.swapMs ?? Number.NaN);
         while (coldMs.length < coldRuns && coldAfter(coldMs.length) <= i) {
           await host.settled();
           coldMs.push(await coldStart(folder, version));
@@ -190,6 +207,11 @@ async function main(): Promise<void> {
         process.stderr.write(`[${bench}] write-to-active ms: ${show(editMs)}\n[${bench}] cold start ms: ${show(coldMs)}\n`);
       }
       emit({ bench, metric: "write-to-active-ms", value: median(editMs), unit: "ms", baseline: median(coldMs) });
+      // The breakdown of the same edits (medians of each part, so they need not add up exactly),
+      // each against the same baseline: the part's share of a cold start.
+      for (const [part, values] of Object.entries(parts)) {
+        emit({ bench, metric: `${part}-ms`, value: median(values), unit: "ms", baseline: median(coldMs) });
+      }
     } finally {
       await host.close();
     }

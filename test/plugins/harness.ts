@@ -8,7 +8,7 @@ import path from "node:path";
 import { asValue, createContainer } from "awilix";
 import type { Clock, Logger } from "../../core/base/clock.ts";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
-import { type PluginEvent, PluginSet, type PluginSetOptions } from "../../core/plugins/plugin-set.ts";
+import { type LoadTimings, type PluginEvent, PluginSet, type PluginSetOptions } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import * as SystemContext from "../../core/system-context.ts";
 
@@ -18,6 +18,8 @@ export interface RunningHost {
   readonly registry: Registry;
   /** Every event after start, in order. */
   readonly events: PluginEvent[];
+  /** The timings of each `activated` event in `events` (kept apart from the events), in order. */
+  readonly timings: LoadTimings[];
   /** Messages plugins logged through `api.services.logger`. */
   readonly logged: string[];
   readonly location: string;
@@ -63,9 +65,16 @@ export function usePluginHarness() {
       const registry = new Registry();
       const host = await PluginSet.start({ debounceMs: 20, folders: [], ...options, registry, container });
       hosts.push(host);
+      // Events as they came, an activation's timings (which vary run to run) kept apart.
       const events: PluginEvent[] = [];
-      host.subscribe((event) => events.push(event));
-      return { host, registry, events, logged, location };
+      const timings: LoadTimings[] = [];
+      host.subscribe((event) => {
+        if (event.kind !== "activated") return events.push(event);
+        const { timings: spent, ...rest } = event;
+        timings.push(spent);
+        events.push(rest as PluginEvent);
+      });
+      return { host, registry, events, timings, logged, location };
     },
   };
 }

@@ -56,6 +56,21 @@ describe("Plugin host: hot reload", () => {
     expect(running.events).to.deep.include({ kind: "activated", plugin: "notes", file, generation: 2 });
   });
 
+  it("an activation says where its load's time went: bundle, evaluate and setup in the worker, then the swap", async () => {
+    const folder = harness.tempFolder();
+    const file = write(path.join(folder, "notes.ts"), textPlugin({ name: "notes", value: "first" }));
+    const running = await harness.start({ folders: [folder] });
+    write(file, textPlugin({ name: "notes", value: "second" }));
+    await eventually(() => generationOf(running, "notes") === 2, "generation 2 of notes");
+    const spent = running.timings.at(-1);
+    const parts = [spent?.bundleMs, spent?.evaluateMs, spent?.setupMs, spent?.swapMs];
+    for (const part of parts) expect(part).to.be.a("number").and.at.least(0);
+    const sum = parts.reduce((total: number, part) => total + (part ?? 0), 0);
+    // The parts follow one another; the total holds them all (hundredths rounded).
+    expect(spent?.loadMs).to.be.at.least(sum - 0.05);
+    expect(running.host.plugins()[0]?.loadMs).to.be.a("number");
+  });
+
   it("a reload surfaces at the next boundary as a Mid-Conversation System Message, not before", async () => {
     const folder = harness.tempFolder();
     const file = write(path.join(folder, "notes.ts"), textPlugin({ name: "notes", value: "first" }));
