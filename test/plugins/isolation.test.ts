@@ -28,7 +28,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { createHost, scriptedProvider } from "../../core/index.ts";
+import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
 import { programArgs } from "./hostile/compiled.ts";
 import {
   type ChildOptions,
