@@ -81,8 +81,9 @@ export class ProjectFilesUnavailable extends ContextHostError {
   }
 }
 
-/** A SQLite file's schema is newer than this context-host can read. */
+/** A store's schema (a SQLite file's, a PostgreSQL database's) is newer than this context-host can read. */
 export class StoreSchemaNewer extends ContextHostError {
+  /** The SQLite file, or the PostgreSQL database and schema. */
   readonly file: string;
   readonly version: number;
   readonly supported: number;

@@ -7,11 +7,29 @@ import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect } from "chai";
 import pg from "pg";
+import { SettingInvalid } from "../../core/base/errors.ts";
 import { describeStoreConformance } from "../../core/conformance.ts";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
 import { SessionNotFound } from "../../core/session/errors.ts";
 import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
 import { type PostgresServer, sharedPostgres } from "./postgres-server.ts";
+
+describe("session store: PostgreSQL options", () => {
+  it("bad options are SettingInvalid naming the option, before any connection", async () => {
+    const cases: Array<[Parameters<typeof PostgresSessionStore.open>[0], string]> = [
+      [{ connectionString: "" }, "connectionString"],
+      [{ connectionString: "not a url at all" }, "connectionString"],
+      [{ connectionString: "postgres://127.0.0.1:1/x", schema: "Drop Table" }, "schema"],
+      [{ connectionString: "postgres://127.0.0.1:1/x", poolSize: 0 }, "poolSize"],
+    ];
+    for (const [options, setting] of cases) {
+      const error = await PostgresSessionStore.open(options).catch((caught: unknown) => caught);
+      expect(error, JSON.stringify(options)).to.be.instanceOf(SettingInvalid);
+      expect((error as SettingInvalid).setting).to.equal(`PostgresSessionStore ${setting}`);
+      expect((error as Error).message).to.not.contain("not a url at all");
+    }
+  });
+});
 
 // Started while the file loads, so the suites below are declared only when there is a server.
 const started = await sharedPostgres();
@@ -70,7 +88,8 @@ function declare(server: PostgresServer) {
 
     it("a server restart mid-session: the host reports StoreUnavailable, then goes on without losing an admitted message", async function () {
       this.timeout(30_000);
-      if (server.crash === undefined) this.skip(); // an outside server (DATABASE_URL) is not ours to restart
+      // Issue 16: an outside server (DATABASE_URL) is not ours to restart.
+      if (server.crash === undefined) this.skip();
       const crash = server.crash as NonNullable<PostgresServer["crash"]>;
       const store = await PostgresSessionStore.open({ connectionString: url, schema: `restart_${process.pid}`, poolSize: 2 });
       const provider = scriptedProvider();

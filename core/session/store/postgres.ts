@@ -6,9 +6,9 @@
 // turns the loser into a `RevisionConflict`.
 
 import pg from "pg";
-import { ContextHostError, messageOf } from "../../base/errors.ts";
+import { ContextHostError, messageOf, SettingInvalid } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
-import { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
+import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
 import { type MessageRow, messageFromRow } from "./message-row.ts";
 import type {
@@ -143,16 +143,32 @@ export class PostgresSessionStore implements SessionStore {
   static async open(options: PostgresSessionStoreOptions = {}): Promise<PostgresSessionStore> {
     const connectionString = options.connectionString ?? process.env.DATABASE_URL;
     if (connectionString === undefined || connectionString === "") {
-      throw new ContextHostError("PostgresSessionStore: no connectionString given and DATABASE_URL is not set");
+      throw new SettingInvalid({
+        setting: "PostgresSessionStore connectionString",
+        reason: "none given and DATABASE_URL is not set",
+      });
     }
     const schema = options.schema ?? "context_host";
     if (!identifier.test(schema)) {
-      throw new ContextHostError(`PostgresSessionStore: schema ${JSON.stringify(schema)} is not a plain lower-case SQL name`);
+      throw new SettingInvalid({
+        setting: "PostgresSessionStore schema",
+        reason: `${JSON.stringify(schema)} is not a plain lower-case SQL name`,
+      });
     }
-    const url = new URL(connectionString);
+    const poolSize = options.poolSize ?? 10;
+    if (!Number.isInteger(poolSize) || poolSize < 1) {
+      throw new SettingInvalid({ setting: "PostgresSessionStore poolSize", reason: `${poolSize} is not a positive integer` });
+    }
+    let url: URL;
+    try {
+      url = new URL(connectionString);
+    } catch {
+      // The string may hold a password: say what is wrong, not what it is.
+      throw new SettingInvalid({ setting: "PostgresSessionStore connectionString", reason: "is not a postgres:// URL" });
+    }
     const database = `postgres://${url.hostname}:${url.port || 5432}${url.pathname} (schema ${schema})`;
     // Every connection starts in the store's schema (a startup option, so no query runs before it).
-    const pool = new pg.Pool({ connectionString, max: options.poolSize ?? 10, options: `-c search_path=${schema}` });
+    const pool = new pg.Pool({ connectionString, max: poolSize, options: `-c search_path=${schema}` });
     // A connection's error (the server restarted) must not crash the host: the query that
     // meets it reports it as StoreUnavailable; idle and checked-out clients alike are covered.
     pool.on("error", () => {});
@@ -168,9 +184,7 @@ export class PostgresSessionStore implements SessionStore {
         const version = (found.rows[0] as { version: number } | undefined)?.version ?? 0;
         if (found.rows.length === 0) await query("INSERT INTO schema_version (version) VALUES (0)");
         if (version > migrations.length) {
-          throw new ContextHostError(
-            `${database}: schema version ${version} is newer than this context-host (${migrations.length})`,
-          );
+          throw new StoreSchemaNewer({ file: database, version, supported: migrations.length });
         }
         for (let v = version; v < migrations.length; v++) await query(migrations[v] as string);
         await query("UPDATE schema_version SET version = $1", [migrations.length]);
