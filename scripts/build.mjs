@@ -31,9 +31,10 @@ for (const config of ["tsconfig.build.json", "tsconfig.types.json"]) {
 
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
 const entries = Object.values(manifest.exports).filter((target) => typeof target === "object");
-// Plugin workers run a program the host builds from this entry at run time (decision 060):
-// no import names it, so it is listed here.
-const workerEntries = ["dist/core/plugins/worker/entry.js"];
+
+// Worker programs are built from these entries at run time (decisions 060, 083): no import
+// names them, so they are listed here.
+const workerEntries = ["dist/core/plugins/worker/entry.js", "dist/core/conformance/check-worker.js"];
 const javascript = reachable(
   [...entries.map((e) => e.default), ...Object.values(manifest.bin), ...workerEntries],
   (file) => file,

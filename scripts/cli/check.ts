@@ -1,10 +1,12 @@
-// Owns `context-host check PLUGIN…`: load each plugin as the host does, run every
+// Owns `context-host check PLUGIN…`: load each plugin as the host does (in a worker of
+// its own, decision 083), run every
 // conformance check, print one line per finding, exit 0 (all pass; warnings allowed),
 // 1 (a check failed) or 64 (bad usage).
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { checkPlugin, formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
+import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
+import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
 import { UsageError } from "./usage.ts";
 
@@ -57,7 +59,8 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
 export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
   const findings: PluginFinding[] = [];
-  for (const plugin of args.plugins) findings.push(...(await checkPlugin(plugin, { location: args.location })));
+  // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
+  for (const plugin of args.plugins) findings.push(...(await checkPluginIsolated(plugin, { location: args.location })));
   const failed = findings.some((finding) => finding.severity === "error");
   if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
   else {

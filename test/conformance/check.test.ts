@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
 import { checkPlugin } from "../../core/conformance/check-plugin.ts";
 import { main } from "../../scripts/cli/main.ts";
 
@@ -107,6 +108,22 @@ describe("context-host check", function () {
     const { code, out } = await cli(["check", "warn.ts", "--json"]);
     expect(code).to.equal(0);
     expect(JSON.parse(out).findings[0]).to.include({ check: "volatile-value", severity: "warning", plugin: "good" });
+  });
+
+  it("a plugin that exits or loops is a plugin-loads finding, and the plugins after it are still checked", async () => {
+    plugin("exits", good("process.exit(0);", "exits"));
+    plugin("loops", good("for (;;) {}", "loops"));
+    plugin("fine", good("", "fine"));
+    const { code, out, err } = await cli(["check", "exits.ts", "fine.ts"]);
+    expect(code, out).to.equal(1);
+    expect(err).to.contain("2 plugin(s) checked: 1 error(s), 0 warning(s)");
+    expect(out).to.match(
+      /^exits\.ts \[exits\] plugin-loads: the plugin's worker ended with exit code 0 before its check finished/m,
+    );
+    expect(out).to.not.contain("fine");
+    const looped = await checkPluginIsolated(path.join(dir, "loops.ts"), { checkDeadlineMs: 1500 });
+    expect(looped.map((f) => [f.plugin, f.check, f.severity])).to.deep.equal([["loops", "plugin-loads", "error"]]);
+    expect(looped[0]?.message).to.contain("did not finish within 1500 ms");
   });
 
   it("bad usage exits 64: no plugin, a missing file, an unknown option", async () => {

@@ -97,7 +97,10 @@ describe("package: a consumer project using the packed tarball", function () {
   this.timeout(60_000);
   let installed: Installed;
   /** The consumer's commands, started together once installed (each never rejects); the tests check their results. */
-  let runs: Record<"host" | "internal" | "tsc" | "version" | "render" | "pluginTest" | "pluginTsc", ReturnType<typeof inProject>>;
+  let runs: Record<
+    "host" | "internal" | "tsc" | "version" | "render" | "check" | "pluginTest" | "pluginTsc",
+    ReturnType<typeof inProject>
+  >;
 
   before(async () => {
     const folder = realpathSync(mkdtempSync(path.join(os.tmpdir(), "context-host-consumer-")));
@@ -121,6 +124,7 @@ describe("package: a consumer project using the packed tarball", function () {
       tsc: inProject(project, process.execPath, [tsc, "--noEmit", "-p", "."]),
       version: inProject(project, "npx", ["--no-install", "context-host", "--version"]),
       render: inProject(project, "npx", ["--no-install", "context-host", "render", "--plugins", "plugins"]),
+      check: inProject(project, "npx", ["--no-install", "context-host", "check", "plugins"]),
       pluginTest: inProject(plugin, process.execPath, [
         path.join("node_modules", "mocha", "bin", "mocha.js"),
         "--reporter",
@@ -217,6 +221,12 @@ describe("package: a consumer project using the packed tarball", function () {
     expect(stderr).to.equal("");
     expect(code).to.equal(0);
     expect(stdout).to.contain("Today's date is").and.contain("The sky over weather is clear.");
+  });
+
+  it("npx context-host check passes the consumer's plugin, checked in a worker from the compiled package", async () => {
+    const { code, stdout, stderr } = await runs.check;
+    expect(code, `${stdout}\n${stderr}`).to.equal(0);
+    expect(stderr).to.contain("1 plugin(s) checked: 0 error(s)");
   });
 
   it("examples/third-party-plugin, with the tarball installed, passes its own describePluginConformance test and tsc", async () => {

@@ -43,14 +43,23 @@ const withoutGlob: esbuild.Plugin = {
 };
 
 async function buildProgram(): Promise<string> {
+  return bundleWorkerProgram(entryFile);
+}
+
+/**
+ * A worker entry as one script for `new Worker(program, { eval: true })`: bundled with what
+ * it imports except `external` packages, which its `require` resolves from the entry's folder.
+ */
+export async function bundleWorkerProgram(entry: string, external: readonly string[] = []): Promise<string> {
   const result = await esbuild.build({
-    entryPoints: [entryFile],
+    entryPoints: [entry],
     bundle: true,
     write: false,
     format: "cjs",
     platform: "node",
     target: "node20",
     logLevel: "silent",
+    external: [...external],
     // The worker's own `require` (for a plugin's packages) resolves from the entry's folder.
     define: { "import.meta.url": "__workerEntryUrl" },
     // awilix needs fast-glob only for `loadModules`, which the worker never calls; leaving
@@ -59,12 +68,12 @@ async function buildProgram(): Promise<string> {
   });
   const body = result.outputFiles[0]?.text;
   if (body === undefined) throw new Error("esbuild produced no worker program");
-  const url = new URL(`file://${entryFile}`).href;
+  const url = new URL(`file://${entry}`).href;
   return `"use strict";
 const __workerEntryUrl = ${JSON.stringify(url)};
 (function (require, module, exports) {
 ${body}
-})(process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entryFile)}), { exports: {} }, {});
+})(process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entry)}), { exports: {} }, {});
 `;
 }
 
