@@ -4,6 +4,7 @@
 // unhandled rejection, running out of memory). Nothing here interprets a plugin.
 
 import { fileURLToPath } from "node:url";
+import vm from "node:vm";
 import { Worker } from "node:worker_threads";
 import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
@@ -14,7 +15,7 @@ import { type HostRequestBody, phaseCodes, progress, type WorkerFault, type Work
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
 const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
 
-let workerCode: Promise<string> | undefined;
+let workerCode: Promise<WorkerProgram> | undefined;
 
 /**
  * The worker's program as one script: the entry bundled with everything it imports
@@ -23,13 +24,36 @@ let workerCode: Promise<string> | undefined;
  * (no loader in the worker) and from the compiled package, and gives every plugin of a
  * worker one copy of TypeBox and the plugin API.
  */
-export function workerProgram(): Promise<string> {
-  workerCode ??= buildProgram().catch((error) => {
+export function workerProgram(): Promise<WorkerProgram> {
+  workerCode ??= buildProgram().then(withCodeCache, (error) => {
     workerCode = undefined;
     throw error;
   });
   return workerCode;
 }
+
+/** A worker's program, and V8's code cache of it (compiled once here, so each worker skips most of its parse and compile). */
+export interface WorkerProgram {
+  readonly source: string;
+  readonly filename: string;
+  readonly cache: Buffer;
+}
+
+function withCodeCache(source: string): WorkerProgram {
+  const filename = "context-host-plugin-worker.js";
+  return { source, filename, cache: new vm.Script(source, { filename }).createCachedData() };
+}
+
+/**
+ * What a worker runs first: the program, compiled with its code cache. The program's
+ * text and cache are dropped from `workerData` once compiled.
+ */
+const bootstrap = `"use strict";
+const data = process.getBuiltinModule("node:worker_threads").workerData;
+const { source, filename, cache } = data.program;
+data.program = undefined;
+new (process.getBuiltinModule("node:vm").Script)(source, { filename, cachedData: cache }).runInThisContext();
+`;
 
 const withoutGlob: esbuild.Plugin = {
   name: "without-fast-glob",
@@ -177,13 +201,13 @@ export class PluginWorker {
   });
   readonly #exited: Promise<void>;
 
-  private constructor(program: string, options: PluginWorkerOptions) {
+  private constructor(program: WorkerProgram, options: PluginWorkerOptions) {
     this.#options = options;
     const shared = new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT);
     this.#cells = new Int32Array(shared);
-    this.#worker = new Worker(program, {
+    this.#worker = new Worker(bootstrap, {
       eval: true,
-      workerData: { ...options.init, progress: shared } satisfies WorkerInit,
+      workerData: { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: shared, program },
       resourceLimits: { maxOldGenerationSizeMb: options.heapMb, maxYoungGenerationSizeMb: Math.min(32, options.heapMb / 4) },
       execArgv: [...(options.execArgv ?? [])],
       env: { ...process.env },
