@@ -17,6 +17,7 @@ const entryFile = fileURLToPath(
 const { setTimeout: startTimer, clearTimeout: stopTimer } = globalThis;
 let program: Promise<string> | undefined;
 
+/** How `checkPluginIsolated` runs one plugin's check: the check's own options, and its worker's bounds. */
 export interface IsolatedCheckOptions extends CheckPluginOptions {
   /** How long one plugin's whole check may take, ms (default 60 s). */
   readonly checkDeadlineMs?: number;
