@@ -24,6 +24,12 @@ const isQuick = process.env.BENCH_QUICK === "1";
 const size = envInt("BENCH_SIZE", 1000);
 const runs = envInt("BENCH_RUNS", isQuick ? 10 : 100);
 const warmup = envInt("BENCH_WARMUP", isQuick ? 2 : 10);
+const isolation = (() => {
+  const given = process.env.BENCH_ISOLATION;
+  if (given === undefined || given === "") return undefined;
+  if (given !== "worker" && given !== "none") throw new RangeError(`BENCH_ISOLATION must be "worker" or "none", not ${given}`);
+  return given;
+})();
 const plugins = 10;
 const perPlugin = Math.max(1, Math.floor(size / plugins));
 
@@ -73,6 +79,7 @@ await runBenchProcess(bench, async () => {
       registry,
       container,
       watch: false,
+      ...(isolation === undefined ? {} : { isolation }),
     });
     const count = plugins * perPlugin;
     if (registry.state.registrations.length !== count)
