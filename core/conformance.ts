@@ -6,6 +6,7 @@
  * @module
  */
 
+export { checkPluginIsolated, type IsolatedCheckOptions } from "./conformance/check-isolated.ts";
 export {
   type CheckName,
   type CheckPluginOptions,
@@ -14,7 +15,6 @@ export {
   type PluginCheckName,
   type PluginFinding,
 } from "./conformance/check-plugin.ts";
-export { checkPluginIsolated, type IsolatedCheckOptions } from "./conformance/check-isolated.ts";
 export { checkNames, describePluginConformance, type TestRunner } from "./conformance/plugin-suite.ts";
 export { describeRegistryConformance, type RegistryUnderTest } from "./conformance/registry-suite.ts";
 export { type CheckedSource, checkSource, type Finding, type SourceCheckOptions } from "./conformance/source-checks.ts";

@@ -212,15 +212,24 @@ function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText 
 function checkedValue(value: unknown, checks: Checks): Json {
   const budget = { left: checks.maxValueBytes };
   try {
-    return walk(value, "", 0, checks, budget);
+    return walk(value, undefined, 0, checks, budget);
   } catch (error) {
     if (error instanceof NotPlainJson) throw new ValueRejected({ key: checks.key, path: error.path, reason: error.reason });
     throw error;
   }
 }
 
-function pointer(path: string, key: string | number): string {
-  return `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+/** Where the walk is: the keys from the root, built into a JSON Pointer only for an error. */
+interface Trail {
+  readonly parent: Trail | undefined;
+  readonly key: string | number;
+}
+
+function pointer(trail: Trail | undefined): string {
+  let path = "";
+  for (let at = trail; at !== undefined; at = at.parent)
+    path = `/${String(at.key).replaceAll("~", "~0").replaceAll("/", "~1")}${path}`;
+  return path;
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: counting the characters JSON escapes is the point
@@ -243,50 +252,52 @@ function jsonBytes(text: string): number {
   return bytes;
 }
 
-function spend(budget: { left: number }, length: number, path: string, checks: Checks) {
+function spend(budget: { left: number }, length: number, trail: Trail | undefined, checks: Checks) {
   budget.left -= length;
-  if (budget.left < 0) throw new NotPlainJson(path, `makes the value larger than the limit of ${checks.maxValueBytes} bytes`);
+  if (budget.left < 0)
+    throw new NotPlainJson(pointer(trail), `makes the value larger than the limit of ${checks.maxValueBytes} bytes`);
 }
 
-function walk(value: unknown, path: string, depth: number, checks: Checks, budget: { left: number }): Json {
+function walk(value: unknown, trail: Trail | undefined, depth: number, checks: Checks, budget: { left: number }): Json {
   switch (typeof value) {
     case "string":
-      if (!isWellFormed(value)) throw new NotPlainJson(path, "is a string with a lone surrogate");
-      spend(budget, jsonBytes(value), path, checks);
+      if (!isWellFormed(value)) throw new NotPlainJson(pointer(trail), "is a string with a lone surrogate");
+      spend(budget, jsonBytes(value), trail, checks);
       return value;
     case "boolean":
-      spend(budget, 6, path, checks);
+      spend(budget, 6, trail, checks);
       return value;
     case "number":
       // The longest JSON number text (`-1.2345678901234567e-308`), and a comma.
-      spend(budget, 25, path, checks);
-      if (!Number.isFinite(value)) throw new NotPlainJson(path, `is ${value}, not a finite number`);
+      spend(budget, 25, trail, checks);
+      if (!Number.isFinite(value)) throw new NotPlainJson(pointer(trail), `is ${value}, not a finite number`);
       return Object.is(value, -0) ? 0 : value;
     case "object": {
       if (value === null) {
-        spend(budget, 5, path, checks);
+        spend(budget, 5, trail, checks);
         return null;
       }
-      if (depth >= checks.maxDepth) throw new NotPlainJson(path, `is nested deeper than the limit of ${checks.maxDepth}`);
-      spend(budget, 3, path, checks);
+      if (depth >= checks.maxDepth)
+        throw new NotPlainJson(pointer(trail), `is nested deeper than the limit of ${checks.maxDepth}`);
+      spend(budget, 3, trail, checks);
       if (Array.isArray(value)) {
         const copy: Json[] = new Array(value.length);
-        for (let i = 0; i < value.length; i++) copy[i] = walk(value[i], pointer(path, i), depth + 1, checks, budget);
+        for (let i = 0; i < value.length; i++) copy[i] = walk(value[i], { parent: trail, key: i }, depth + 1, checks, budget);
         return copy;
       }
       const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) throw new NotPlainJson(path, "is not a plain object");
+      if (proto !== Object.prototype && proto !== null) throw new NotPlainJson(pointer(trail), "is not a plain object");
       const copy: { [key: string]: Json } = {};
       for (const key of Object.keys(value)) {
         if (key === "__proto__" || key === "constructor")
-          throw new NotPlainJson(pointer(path, key), `uses the forbidden key "${key}"`);
-        if (!isWellFormed(key)) throw new NotPlainJson(pointer(path, key), "is a key with a lone surrogate");
-        spend(budget, jsonBytes(key) + 1, path, checks);
-        copy[key] = walk((value as Record<string, unknown>)[key], pointer(path, key), depth + 1, checks, budget);
+          throw new NotPlainJson(pointer({ parent: trail, key }), `uses the forbidden key "${key}"`);
+        if (!isWellFormed(key)) throw new NotPlainJson(pointer({ parent: trail, key }), "is a key with a lone surrogate");
+        spend(budget, jsonBytes(key) + 1, trail, checks);
+        copy[key] = walk((value as Record<string, unknown>)[key], { parent: trail, key }, depth + 1, checks, budget);
       }
       return copy;
     }
     default:
-      throw new NotPlainJson(path, `is ${typeof value}, not JSON`);
+      throw new NotPlainJson(pointer(trail), `is ${typeof value}, not JSON`);
   }
 }

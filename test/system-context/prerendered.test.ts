@@ -1,0 +1,44 @@
+// A pre-rendered source (what an isolated plugin's observation becomes in the host): what
+// arrives is checked before it is trusted, and a refused value names where it went wrong.
+
+import { expect } from "chai";
+import { initialize, type PrerenderedObservation, prerendered, type SourceFault } from "../../core/system-context/index.ts";
+
+function arriving(value: unknown, limits: { maxDepth?: number; maxValueBytes?: number } = {}) {
+  const faults: SourceFault[] = [];
+  const observation: PrerenderedObservation = { kind: "present", value, baseline: { ok: true, text: "arrived" } };
+  const context = prerendered(
+    { key: "remote/x", observe: async () => observation },
+    { maxTextLength: 1000, report: (fault) => faults.push(fault), ...limits },
+  );
+  return { context, faults };
+}
+
+describe("SystemContext: pre-rendered sources", () => {
+  it("a plain value within the limits is admitted as it arrived", async () => {
+    const { context, faults } = arriving({ a: [1, { b: "ok" }], c: null });
+    const generation = await initialize(context);
+    expect(faults).to.deep.equal([]);
+    expect(generation.baseline).to.contain("arrived");
+    expect(generation.snapshot["remote/x"]?.value).to.deep.equal({ a: [1, { b: "ok" }], c: null });
+  });
+
+  for (const [what, value, limits, path, reason] of [
+    ["a lone surrogate deep inside", { a: [1, { "b/c": "\ud800" }] }, {}, "/a/1/b~1c", "lone surrogate"],
+    ["a value nested too deep", { a: { b: { c: 1 } } }, { maxDepth: 2 }, "/a/b", "deeper than the limit of 2"],
+    ["a value too large", { a: ["x".repeat(40), "y".repeat(40)] }, { maxValueBytes: 60 }, "/a/1", "larger than the limit of 60"],
+    ["a number that is not finite", { n: [0, Number.NaN] }, {}, "/n/1", "not a finite number"],
+    ["a forbidden key", JSON.parse('{"a":{"__proto__":1}}'), {}, "/a/__proto__", 'forbidden key "__proto__"'],
+  ] as const) {
+    it(`${what} is refused, naming the JSON Pointer ${path}; the source is unavailable`, async () => {
+      const { context, faults } = arriving(value, limits);
+      const generation = await initialize(context);
+      expect(generation.snapshot["remote/x"]).to.equal(undefined);
+      expect(faults).to.have.length(1);
+      const error = faults[0]?.error as { name: string; path: string; reason: string };
+      expect(faults[0]?.phase).to.equal("value");
+      expect({ name: error.name, path: error.path }).to.deep.equal({ name: "ValueRejected", path });
+      expect(error.reason).to.contain(reason);
+    });
+  }
+});
