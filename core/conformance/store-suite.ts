@@ -512,6 +512,25 @@ export function describeStoreConformance(
       },
     );
 
+    rule("messages after a sequence number are only those after it, oldest first; after the last, none", async (store) => {
+      await create(store, "s1");
+      await store.addPrompt("s1", "one");
+      await startFirstEpoch(store, "s1");
+      await reply(store, "s1", "ok");
+      await store.addPrompt("s1", "two");
+      await boundary(store, "s1", { promote: await store.pendingPrompts("s1"), settlesEpochDue: false });
+      const all = await store.messages("s1");
+      assert.ok(all.length >= 3, `expected at least 3 messages, have ${all.length}`);
+      for (const [index, message] of all.entries()) {
+        assert.deepEqual(
+          summary(await store.messages("s1", message.seq)),
+          summary(all.slice(index + 1)),
+          `messages after seq ${message.seq}`,
+        );
+      }
+      assert.deepEqual(summary(await store.messages("s1", 0)), summary(all));
+    });
+
     rule("a committed boundary sets isAwaitingReply and advances the revision, even when it promotes nothing", async (store) => {
       await create(store, "s1");
       await startFirstEpoch(store, "s1");
