@@ -79,6 +79,30 @@ describe("Plugin workers: one worker per plugin, across reloads", () => {
     expect(after).to.equal(before);
   });
 
+  it("what a plugin prints or logs reaches the host's logger with control characters escaped", async () => {
+    const folder = harness.tempFolder();
+    write(
+      path.join(folder, "noisy.ts"),
+      `import { definePlugin } from "context-host";
+export default definePlugin({
+  name: "noisy",
+  setup(api) {
+    console.log("printed \\u001b[2J\\u001b]0;owned\\u0007 done");
+    api.services.logger.warn("logged \\u001b[31mred\\u0000");
+  },
+});
+`,
+    );
+    const running = await harness.start({ folders: [folder], watch: false });
+    await eventually(() => running.logged.length >= 2, "both lines to reach the logger");
+    expect(running.logged).to.include.members([
+      "info printed \\u{1b}[2J\\u{1b}]0;owned\\u{7} done",
+      "warn logged \\u{1b}[31mred\\u{0}",
+    ]);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach the host's logger
+    for (const line of running.logged) expect(line).to.not.match(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+  });
+
   it("in isolation none, plugin code runs on the host's own thread", async () => {
     const folder = harness.tempFolder();
     write(path.join(folder, "inline.ts"), threadPlugin({ name: "inline", tag: "inline" }));
