@@ -35,6 +35,8 @@ export interface CheckPluginOptions {
   readonly location?: string;
   /** This plugin's settings (checked against its `config` schema). */
   readonly settings?: unknown;
+  /** Settings by plugin name, as a host's `pluginSettings` (a settings file's); `settings` wins when given. */
+  readonly pluginSettings?: Readonly<Record<string, unknown>>;
   readonly deadlineMs?: number;
   readonly setupDeadlineMs?: number;
   readonly maxTextLength?: number;
@@ -82,7 +84,8 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
       exports,
       generation,
       container,
-      settings: options.settings === undefined ? {} : { [pluginNameOf(exports) ?? ""]: options.settings },
+      settings:
+        options.settings === undefined ? (options.pluginSettings ?? {}) : { [pluginNameOf(exports) ?? ""]: options.settings },
       setupDeadlineMs: options.setupDeadlineMs ?? 10_000,
     });
     return { activated, afterImport, before };

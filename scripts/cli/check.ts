@@ -8,7 +8,8 @@ import path from "node:path";
 import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
 import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
-import { UsageError } from "./usage.ts";
+import { loadSettings } from "./settings.ts";
+import { optionValue, UsageError } from "./usage.ts";
 
 export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
@@ -16,13 +17,16 @@ export interface CheckArgs {
   readonly plugins: readonly string[];
   readonly json: boolean;
   readonly location: string;
+  /** Plugin settings by plugin name, from the settings file (`--settings FILE`, else `context-host.json`). */
+  readonly pluginSettings: Readonly<Record<string, unknown>>;
 }
 
-/** Parses `check` arguments: `PLUGIN... [--json] [--location DIR]`; a PLUGIN is a file, a plugin folder or a folder of plugins. */
+/** Parses `check` arguments: `PLUGIN... [--json] [--location DIR] [--settings FILE]`; a PLUGIN is a file, a plugin folder or a folder of plugins. */
 export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
   const given: string[] = [];
   let json = false;
   let location = cwd;
+  let settingsFile: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
@@ -30,7 +34,8 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       const value = args[++i];
       if (value === undefined) throw new UsageError({ command: "check", reason: "--location needs a folder" });
       location = path.resolve(cwd, value);
-    } else if (arg.startsWith("-")) throw new UsageError({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
+    } else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "check");
+    else if (arg.startsWith("-")) throw new UsageError({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
     else given.push(path.resolve(cwd, arg));
   }
   if (given.length === 0) throw new UsageError({ command: "check", reason: "check needs at least one plugin file or folder" });
@@ -53,14 +58,15 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       plugins.push(...found.map((entry) => entry.file));
     }
   }
-  return { plugins, json, location };
+  return { plugins, json, location, pluginSettings: loadSettings(settingsFile, cwd, "check").pluginSettings ?? {} };
 }
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
 export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
   const findings: PluginFinding[] = [];
   // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
-  for (const plugin of args.plugins) findings.push(...(await checkPluginIsolated(plugin, { location: args.location })));
+  for (const plugin of args.plugins)
+    findings.push(...(await checkPluginIsolated(plugin, { location: args.location, pluginSettings: args.pluginSettings })));
   const failed = findings.some((finding) => finding.severity === "error");
   if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
   else {

@@ -126,6 +126,24 @@ describe("context-host check", function () {
     expect(looped[0]?.message).to.contain("did not finish within 1500 ms");
   });
 
+  it("a plugin's settings come from the settings file (--settings, else context-host.json), as render takes them", async () => {
+    plugin(
+      "configured",
+      good("", "configured")
+        .replace("setup(api) {", "config: Type.Object({ city: Type.String() }),\n  setup(api, config) {")
+        .replace('({ city: "Oslo", celsius: 4 })', "({ city: config.city, celsius: 4 })"),
+    );
+    const without = await cli(["check", "configured.ts"]);
+    expect(without.code, without.out).to.equal(1);
+    expect(without.out).to.contain("plugin-loads").and.contain("config rejected");
+    writeFileSync(path.join(dir, "mine.json"), JSON.stringify({ pluginSettings: { configured: { city: "Bergen" } } }));
+    const given = await cli(["check", "configured.ts", "--settings", "mine.json"]);
+    expect({ code: given.code, out: given.out }).to.deep.equal({ code: 0, out: "" });
+    writeFileSync(path.join(dir, "context-host.json"), JSON.stringify({ pluginSettings: { configured: { city: "Tromsø" } } }));
+    expect((await cli(["check", "configured.ts"])).code).to.equal(0);
+    expect((await cli(["check", "configured.ts", "--settings", "missing.json"])).code).to.equal(64);
+  });
+
   it("bad usage exits 64: no plugin, a missing file, an unknown option", async () => {
     expect((await cli(["check"])).code).to.equal(64);
     expect((await cli(["check", "nope.ts"])).err).to.contain("no such file");
