@@ -1,6 +1,9 @@
 // What isolation bounds (decision 060): `context-host render` and `host.close()` finish in
 // bounded time whatever plugins leave running, a plugin's global changes stay in its own
 // worker, and values that arrive from a worker are checked (depth, size, texts).
+// Under `npm run test:long`: `npm test` covers each of these fault classes in
+// test/plugins/isolation.test.ts (the hostile suite) and the arrival checks in
+// test/system-context/prerendered.test.ts; these are their in-process variants.
 
 import { execFile } from "node:child_process";
 import path from "node:path";
