@@ -14,21 +14,26 @@ export interface InspectArgs {
   readonly dataDir: string;
   /** A sessions file named on the command line (`inspect DB`). */
   readonly file?: string;
+  /** The session to show; with `list`, none. */
   readonly sessionId: string;
+  /** `--list`: the stored sessions, one line each, instead of one session. */
+  readonly list: boolean;
   readonly json: boolean;
 }
 
 const fail = (reason: string) => new UsageError({ command: "inspect", reason });
 
 /**
- * `inspect [DB] SESSION [--data DIR] [--json]`, or `--session ID` for SESSION: DB is a
- * sessions file (an existing file); the data folder defaults to `.context-host`.
+ * `inspect [DB] SESSION [--data DIR] [--json]`, or `--session ID` for SESSION, or `--list`
+ * for every session: DB is a sessions file (an existing file); the data folder defaults to
+ * `.context-host`.
  */
 export function parseInspectArgs(args: readonly string[], cwd: string): InspectArgs {
   let dataDir = path.join(cwd, ".context-host");
   let file: string | undefined;
   let sessionId: string | undefined;
   let json = false;
+  let list = false;
   const setSession = (id: string) => {
     if (sessionId !== undefined) throw fail(`one session id expected, got also ${JSON.stringify(id)}`);
     sessionId = id;
@@ -36,14 +41,16 @@ export function parseInspectArgs(args: readonly string[], cwd: string): InspectA
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
+    else if (arg === "--list") list = true;
     else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "inspect"));
     else if (arg === "--session") setSession(optionValue(args, ++i, arg, "a session id", "inspect"));
     else if (arg.startsWith("-")) throw fail(`unknown option ${arg}`);
     else if (file === undefined && isFile(path.resolve(cwd, arg))) file = path.resolve(cwd, arg);
     else setSession(arg);
   }
-  if (sessionId === undefined) throw fail("inspect needs a session id");
-  return { dataDir, ...(file === undefined ? {} : { file }), sessionId, json };
+  if (list && sessionId !== undefined) throw fail("--list lists every session: give no session id with it");
+  if (!list && sessionId === undefined) throw fail("inspect needs a session id (or --list)");
+  return { dataDir, ...(file === undefined ? {} : { file }), sessionId: sessionId ?? "", list, json };
 }
 
 function isFile(candidate: string): boolean {
@@ -72,6 +79,7 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
   }
   const store = new SqliteSessionStore(file);
   try {
+    if (args.list) return await listSessions(store, args);
     const session = await store.session(args.sessionId);
     const messages = await store.messages(args.sessionId);
     const epoch = await store.activeEpoch(args.sessionId);
@@ -111,4 +119,20 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
   } finally {
     await store.close();
   }
+}
+
+/** `--list`: each stored session, oldest first, with its provider, model, location and message count. */
+async function listSessions(store: SqliteSessionStore, args: InspectArgs & { out: (text: string) => void }): Promise<number> {
+  const sessions = [];
+  for (const id of await store.sessionIds()) {
+    const session = await store.session(id);
+    const messages = (await store.messages(id)).length;
+    sessions.push({ id, provider: session.provider, model: session.model, location: session.location, messages });
+  }
+  if (args.json) args.out(JSON.stringify({ sessions }, null, 2));
+  else if (sessions.length === 0) args.out("no sessions");
+  else
+    for (const s of sessions)
+      args.out(escapeControl(`${s.id}  ${s.provider}/${s.model}  ${s.location}  ${s.messages} message(s)`));
+  return 0;
 }

@@ -64,6 +64,7 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   exit codes: 0 every check passed (warnings allowed); 1 a check failed; 64 bad usage`,
   inspect: `usage: context-host inspect [DB] SESSION [--data DIR] [--json]
        context-host inspect [DB] --session ID [--data DIR] [--json]
+       context-host inspect [DB] --list [--data DIR] [--json]
 
   Prints a stored session: its active Context Epoch (reason, Baseline, Context Snapshot),
   and its history, the Mid-Conversation System Messages included, with each reply's token
@@ -71,7 +72,8 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   DB                a sessions file (default <data folder>/sessions.db)
   --data DIR        the data folder (default ./.context-host)
   --session ID      the session (or give it as SESSION)
-  --json            print { session, epoch, messages, total, usd }`,
+  --list            list the stored sessions (id, provider/model, location, messages)
+  --json            print { session, epoch, messages, total, usd } ({ sessions } with --list)`,
   help: `usage: context-host help [COMMAND]
 
   Prints the usage of COMMAND, or of every command.`,

@@ -1,7 +1,7 @@
 // `context-host inspect`: a session's stored replies with their token usage, the totals,
 // and their price from the pricing table.
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -45,6 +45,33 @@ describe("context-host inspect", () => {
     const text: string[] = [];
     expect(await main(["inspect", id, "--data", dir], { cwd: dir, out: (t) => text.push(t), err: () => {} })).to.equal(0);
     expect(text.join("\n")).to.include("cache read 1200, cache write 60, out 25").and.include("total: in 8");
+  });
+
+  it("--list lists the stored sessions oldest first, with provider, model, location and message count", async () => {
+    const host = await openHost(dir, { core: [], providers: { scripted: scriptedProvider() } });
+    const first = await host.createSession({ location: dir, provider: "scripted", model: "m1" });
+    await host.prompt(first, "hello");
+    await host.step(first);
+    mkdirSync(path.join(dir, "b"));
+    const second = await host.createSession({ location: path.join(dir, "b"), provider: "scripted", model: "m2" });
+    await host.close();
+    const out: string[] = [];
+    expect(
+      await main(["inspect", "--list", "--data", dir, "--json"], { cwd: dir, out: (t) => out.push(t), err: () => {} }),
+    ).to.equal(0);
+    expect(JSON.parse(out.join("\n"))).to.deep.equal({
+      sessions: [
+        { id: first, provider: "scripted", model: "m1", location: dir, messages: 2 },
+        { id: second, provider: "scripted", model: "m2", location: path.join(dir, "b"), messages: 0 },
+      ],
+    });
+    const text: string[] = [];
+    expect(await main(["inspect", "--list", "--data", dir], { cwd: dir, out: (t) => text.push(t), err: () => {} })).to.equal(0);
+    expect(text).to.deep.equal([
+      `${first}  scripted/m1  ${dir}  2 message(s)`,
+      `${second}  scripted/m2  ${path.join(dir, "b")}  0 message(s)`,
+    ]);
+    expect(await main(["inspect", "--list", first, "--data", dir], { cwd: dir, out: () => {}, err: () => {} })).to.equal(64);
   });
 
   it("exits 64 without a session id and 1 without a sessions file", async () => {

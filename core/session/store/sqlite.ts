@@ -206,6 +206,11 @@ export class SqliteSessionStore implements SessionStore {
     return row;
   }
 
+  /** The ids of the stored sessions, oldest first (`context-host inspect --list`). */
+  async sessionIds(): Promise<string[]> {
+    return (this.#prepare("SELECT id FROM sessions ORDER BY rowid").all() as Array<{ id: string }>).map((row) => row.id);
+  }
+
   async session(id: string): Promise<SessionRecord> {
     const row = this.#sessionRow(id);
     return {
