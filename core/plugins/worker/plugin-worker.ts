@@ -394,18 +394,8 @@ export class PluginWorker {
   }
 }
 
-const faultPhases = new Set([
-  "evaluate",
-  "config",
-  "setup",
-  "namespace",
-  "load",
-  "value",
-  "baseline",
-  "update",
-  "removed",
-  "dispose",
-]);
+/** The phases a worker's fault may name: those the progress cells track, and the checks of a definition. */
+const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
 
 /** A location as the worker sent it, if it is one. */
 export function sanitizeLocation(location: unknown): Location | undefined {
