@@ -29,7 +29,7 @@
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { createHost, type Host, type HostOptions, type Provider } from "../../core/index.ts";
+import { createHost, type Host, type Provider } from "../../core/index.ts";
 import { emit, envInt, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
 
@@ -97,7 +97,7 @@ await runBenchProcess(bench, async () => {
         builtins: false,
         plugins: [plugins],
         watch: false,
-        ...({ isolation } as Partial<HostOptions>), // isolation lands with issue 10
+        isolation,
       });
       hosts.push(host);
       const keys = host.plugins().flatMap((plugin) => plugin.keys);

@@ -29,7 +29,7 @@ import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { createHost, type HostOptions, type Provider } from "../../core/index.ts";
+import { createHost, type Provider } from "../../core/index.ts";
 import { collectGarbage, emit, envInt, median } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
 
@@ -80,7 +80,7 @@ async function child(isolation: Isolation, count: number, root: string): Promise
     builtins: false,
     plugins: [plugins],
     watch: false,
-    ...({ isolation } as Partial<HostOptions>), // isolation lands with issue 10
+    isolation,
   });
   try {
     const active = host.plugins().length;

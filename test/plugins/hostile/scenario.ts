@@ -155,7 +155,7 @@ export async function runScenario(config: ScenarioConfig, progress: (line: strin
       watch: config.removeHostile,
       debounceMs: 20,
       pluginSettings,
-      // Deadlines, `isolation` (which lands with issue 10): options the scenario passes through.
+      // Deadlines and `isolation`: options the scenario passes through to createHost.
       ...(config.options as Partial<HostOptions>),
     }),
   );
