@@ -92,6 +92,14 @@ export const pageScript = String.raw`"use strict";
   }
 
   function renderTimeline(view) {
+    // What is open now wins: a click opens a details element at once, its toggle event comes
+    // later, and a render in between must not fold it again.
+    var shown = $("timeline").querySelectorAll("details[data-seq]");
+    for (var d = 0; d < shown.length; d++) {
+      var shownSeq = Number(shown[d].dataset.seq);
+      if (shown[d].open) openUpdates.add(shownSeq);
+      else openUpdates.delete(shownSeq);
+    }
     var items = [];
     var epoch = null;
     for (var i = 0; i < view.messages.length; i++) {
