@@ -3,12 +3,11 @@
 // thread (a loop, `process.exit`, an uncaught throw, running out of memory) becomes a
 // `plugin-loads` finding naming the plugin; the caller goes on with the next plugin.
 
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { messageOf } from "../base/errors.ts";
 import { bundleWorkerProgram } from "../plugins/worker/plugin-worker.ts";
-import type { CheckPluginOptions, PluginFinding } from "./check-plugin.ts";
+import { type CheckPluginOptions, type PluginFinding, provisionalPluginName } from "./check-plugin.ts";
 
 const entryFile = fileURLToPath(
   new URL(import.meta.url.endsWith(".ts") ? "./check-worker.ts" : "./check-worker.js", import.meta.url),
@@ -33,7 +32,7 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
     throw error;
   });
   const code = await program;
-  const plugin = pluginNameOf(file);
+  const plugin = provisionalPluginName(file);
   const failed = (message: string, fix: string): PluginFinding[] => [
     { file, plugin, check: "plugin-loads", severity: "error", message, fix },
   ];
@@ -90,10 +89,4 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
       );
     });
   });
-}
-
-/** A plugin is known by its file's (or its folder's, for `index`) name until its definition is read. */
-function pluginNameOf(file: string): string {
-  const base = path.basename(file).replace(/\.(ts|js)$/, "");
-  return base === "index" ? path.basename(path.dirname(file)) : base;
 }

@@ -60,14 +60,16 @@ function grown(before: Map<string, number>, after: Map<string, number>): string[
 /** Lets timers a plugin just started register, and finished work settle. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Before its definition is read, a plugin is known by its file's (or, for `index`, its folder's) name, as diagnostics do. */
+export function provisionalPluginName(file: string): string {
+  const base = path.basename(file).replace(/\.(ts|js)$/, "");
+  return base === "index" ? path.basename(path.dirname(file)) : base;
+}
+
 /** Checks one plugin file; findings in check order. Never throws for anything the plugin does. */
 export async function checkPlugin(file: string, options: CheckPluginOptions = {}): Promise<PluginFinding[]> {
   const findings: PluginFinding[] = [];
-  // Before the definition is read, a plugin is known by its file's (or folder's) name, as diagnostics do.
-  let plugin =
-    path.basename(file).replace(/\.(ts|js)$/, "") === "index"
-      ? path.basename(path.dirname(file))
-      : path.basename(file).replace(/\.(ts|js)$/, "");
+  let plugin = provisionalPluginName(file);
   const add = (finding: Omit<PluginFinding, "file" | "plugin">) => findings.push({ file, plugin, ...finding });
   const container = createContainer();
   container.register({

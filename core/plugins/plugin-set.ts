@@ -173,8 +173,7 @@ type Loaded =
       readonly inputs: readonly string[];
       readonly hash: string;
       readonly loaded: LoadedGeneration;
-      /** Milliseconds from the start of this load (bundle, evaluate, setup) to its generation being ready. */
-      readonly loadMs: number;
+      /** When this load started and when its generation was ready (bundle, evaluate, setup done), `performance.now()`. */
       readonly startedAt: number;
       readonly readyAt: number;
       readonly bundleMs?: number;
@@ -534,7 +533,6 @@ export class PluginSet {
       inputs: result.inputs,
       hash: result.hash,
       loaded: inProcessGeneration(result),
-      loadMs: Math.round(performance.now() - request.startedAt),
       startedAt: request.startedAt,
       readyAt: performance.now(),
     };
@@ -555,7 +553,6 @@ export class PluginSet {
       inputs: bundle.inputs,
       hash: bundle.hash,
       loaded: isolatedGeneration(entry.isolated, outcome.activated),
-      loadMs: Math.round(performance.now() - request.startedAt),
       startedAt: request.startedAt,
       readyAt: performance.now(),
       bundleMs,
@@ -679,7 +676,7 @@ export class PluginSet {
       generation,
       scope: next.scope,
       keys: registrations.map((r) => r.key),
-      loadMs: load.loadMs,
+      loadMs: Math.round(load.readyAt - load.startedAt),
     };
     entry.failed = undefined;
     this.#resolveProblems(entry, next.name);
