@@ -7,10 +7,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import { programArgs } from "../support/compiled.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
-const bin = path.join(root, "scripts/cli/context-host.ts");
-const tsx = path.join(root, "node_modules/tsx/dist/esm/index.mjs");
 // A server of our own, so the test never touches anyone's tmux sessions.
 const socket = `context-host-test-${process.pid}`;
 
@@ -19,7 +18,7 @@ const shellQuote = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
 
 /** Starts the program in a 120×40 terminal; its exit code lands in `<dir>/exit-<name>`. */
 function startTerminal(name: string, dir: string, args: string[]) {
-  const command = [process.execPath, "--import", `file://${tsx}`, bin, "dev", ...args].map(shellQuote).join(" ");
+  const command = [process.execPath, ...programArgs("scripts/cli/context-host.ts"), "dev", ...args].map(shellQuote).join(" ");
   const exitFile = path.join(dir, `exit-${name}`);
   tmux(
     "new-session",

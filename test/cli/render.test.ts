@@ -11,10 +11,11 @@ import Type from "typebox";
 import * as SystemContext from "../../core/system-context.ts";
 import { main } from "../../scripts/cli/main.ts";
 import { render } from "../../scripts/cli/render.ts";
+import { programArgs } from "../support/compiled.ts";
 
-// The program from its source, under tsx (the compiled program is tested in test/package).
+// The program from its source, compiled as the tests' children are (test/support/compiled.ts;
+// the packaged program is tested in test/package).
 const root = path.resolve(import.meta.dirname, "../..");
-const bin = path.join(root, "scripts/cli/context-host.ts");
 const run = promisify(execFile);
 
 function plugin(name: string, keys: string[], extra = "") {
@@ -41,7 +42,7 @@ async function cli(args: string[], cwd: string) {
 /** Runs the real program in a child process. */
 async function spawned(args: string[], cwd: string) {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", bin, ...args], { cwd });
+    const { stdout, stderr } = await run(process.execPath, [...programArgs("scripts/cli/context-host.ts"), ...args], { cwd });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };

@@ -12,6 +12,7 @@ import { expect } from "chai";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
 import type { Host, ScriptedTurn } from "../../core/index.ts";
 import { readTextFile } from "../../core/sources/instructions/files.ts";
+import { programArgs } from "../support/compiled.ts";
 import {
   asUnprivileged,
   baselineOf,
@@ -30,7 +31,6 @@ import {
 } from "./harness.ts";
 
 const run = promisify(execFile);
-const stepOnce = fileURLToPath(new URL("./fixtures/step-once.ts", import.meta.url));
 
 /**
  * Runs one boundary of a session in a child process as an unprivileged user (`nobody`
@@ -42,10 +42,14 @@ async function stepInUnprivilegedProcess(dataDir: string, id: string, globalFile
     chmodSync(dataDir, 0o777);
     for (const name of readdirSync(dataDir)) chmodSync(path.join(dataDir, name), 0o666);
   }
-  const { stdout } = await run(process.execPath, ["--import", "tsx", stepOnce, dataDir, id, globalFile, text], {
-    cwd: fileURLToPath(new URL("../..", import.meta.url)),
-    ...(isRoot() ? { uid: nobody, gid: nobody } : {}),
-  });
+  const { stdout } = await run(
+    process.execPath,
+    [...programArgs("test/instructions/fixtures/step-once.ts"), dataDir, id, globalFile, text],
+    {
+      cwd: fileURLToPath(new URL("../..", import.meta.url)),
+      ...(isRoot() ? { uid: nobody, gid: nobody } : {}),
+    },
+  );
   return JSON.parse(stdout) as { kind: string; systemUpdates: string[]; diagnostics: Diagnostic[] };
 }
 

@@ -16,7 +16,7 @@
 // a frozen or dead host fails its test instead of the test run. A child is killed when
 // it stays silent for `stallMs` after its first line (it prints one as each host call
 // starts and ends) or runs past `killMs`. The children run on a compiled copy of the
-// sources (hostile/compiled.ts: under tsx each child spends ~3 s starting, compiled
+// sources (test/support/compiled.ts: under tsx each child spends ~3 s starting, compiled
 // ~0.5 s), several at a time, all started before the first test. Faults a test process
 // survives (a renderer throwing a strange value, a disposer that never settles) run
 // in-process, behind bounded waits.
@@ -29,7 +29,7 @@ import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
-import { programArgs } from "./hostile/compiled.ts";
+import { programArgs } from "../support/compiled.ts";
 import {
   type ChildOptions,
   callBoundMs,

@@ -16,6 +16,7 @@ import { SessionCorrupt } from "../../core/session/store/store.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import { StoreFailed } from "../../core/store.ts";
 import * as SystemContext from "../../core/system-context.ts";
+import { programArgs } from "../support/compiled.ts";
 import { hostsPerTest, requestOf, sleep, systemUpdates, testSource, transcript } from "./fixtures.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -181,7 +182,7 @@ describe("session runtime: durability", () => {
 
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ["--import", "tsx", path.join(here, "step-in-child.ts"), folder.path, id, "feature", "reads", "two"],
+      [...programArgs("test/session/step-in-child.ts"), folder.path, id, "feature", "reads", "two"],
       { cwd: projectRoot, encoding: "utf8" },
     );
     const child = JSON.parse(stdout) as ProviderRequest;

@@ -8,13 +8,13 @@ import path from "node:path";
 import { expect } from "chai";
 import type { Diagnostic } from "../../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../../core/session/store/sqlite.ts";
-import { programArgs } from "./compiled.ts";
+import { isUnderTsx, programArgs } from "../../support/compiled.ts";
 import { paths, type ScenarioConfig, type ScenarioReport } from "./scenario.ts";
 
 /** Deadlines small enough to keep the file fast, large enough for a loaded machine. */
 export const deadlines = { deadlineMs: 400, setupDeadlineMs: 600, disposeDeadlineMs: 400 };
-/** What a child under tsx (CONTEXT_HOST_HOSTILE_TSX=1, see compiled.ts) spends starting, besides. */
-const tsxStartMs = process.env.CONTEXT_HOST_HOSTILE_TSX === "1" ? 10_000 : 0;
+/** What a child under tsx (CONTEXT_HOST_TEST_TSX=1, see test/support/compiled.ts) spends starting, besides. */
+const tsxStartMs = isUnderTsx ? 10_000 : 0;
 /** A child that has not reported by then lost its host (stuck past every bound). */
 export const killMs = 12_000 + tsxStartMs;
 /** A child silent that long is frozen: no host call started or ended (each is bounded by a deadline well below). */

@@ -9,20 +9,14 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { programArgs } from "../../support/compiled.ts";
 import { type BaselineMemory, checkDatabase, type WorkerReport } from "./check.ts";
 import type { CrashDatabase } from "./databases.ts";
 import { marks, random } from "./protocol.ts";
 
 const root = path.resolve(import.meta.dirname, "../../..");
-const worker = path.join(import.meta.dirname, "worker.ts");
 
 const killAfterMs = { min: 30, max: 400 };
-/**
- * Packages the worker would otherwise load through tsx's loader hooks, one file at a time
- * (typebox is some 700 files): loaded natively first, they are the same modules (same
- * URLs) at half the start-up cost, which is most of a trial's time.
- */
-const preload = ["typebox", "typebox/compile", "typebox/value", "awilix"].flatMap((name) => ["--import", name]);
 
 interface Trial extends WorkerReport {
   /** The last commit the worker began and had not finished when it was killed. */
@@ -33,7 +27,8 @@ interface Trial extends WorkerReport {
 /** Runs one worker until its random kill moment; rejects if it stops any other way. */
 function runWorker(dataDir: string, database: CrashDatabase, seed: number, tag: string, killAt: number): Promise<Trial> {
   return new Promise((resolve, reject) => {
-    const args = [...preload, "--import", "tsx", worker, dataDir, String(seed), tag, ...database.workerArgs];
+    // The worker's compiled twin (test/support/compiled.ts) starts in a fraction of tsx's time.
+    const args = [...programArgs("test/session/crash/worker.ts"), dataDir, String(seed), tag, ...database.workerArgs];
     const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";

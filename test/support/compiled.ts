@@ -1,8 +1,9 @@
-// A compiled copy of the project's sources for the child processes of the hostile
-// tests. Under tsx a child spends ~3 s before its first line runs (Node 20 runs tsx's
+// A compiled copy of the project's sources for the tests' child processes (the hostile
+// plugins' host, the command line, crash-trial workers, a step in another process, a
+// bench's smoke run). Under tsx a child spends ~3 s before its first line runs (Node 20 runs tsx's
 // module hooks off-thread, once per module, for every TypeBox file); the same modules as
 // plain JavaScript start in a fraction of that. So the test process compiles core/,
-// scripts/cli/ and this folder once (esbuild, one output file per source file, the same
+// scripts/ and the test folders children run from once (esbuild, one output file per source file, the same
 // layout) into a temp folder whose `node_modules` links to the project's, and children
 // run there on plain Node.
 //
@@ -12,14 +13,24 @@
 // take a child ~0.6 s to load, is bundled once into `vendor/` (its three entry points
 // sharing chunks, so there is still one TypeBox) and imported from there.
 
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildSync, transformSync } from "esbuild";
 
-const root = path.resolve(import.meta.dirname, "../../..");
-const folders = ["core", "scripts/cli", "test/plugins/hostile"];
+const root = path.resolve(import.meta.dirname, "../..");
+const folders = ["core", "scripts", "test/plugins/hostile", "test/session", "test/instructions"];
 
 /** TypeBox's entry points and their bundled files under `vendor/`. */
 const vendored: Readonly<Record<string, string>> = {
@@ -49,15 +60,18 @@ function retarget(code: string, source: string): string {
   });
 }
 
+/** Whether children run their sources under tsx instead (CONTEXT_HOST_TEST_TSX=1). */
+export const isUnderTsx = process.env.CONTEXT_HOST_TEST_TSX === "1";
+
 let built: { readonly dir: string } | undefined;
 
 /**
  * The Node arguments that run project file `relative` (a `.ts` path) in a child: its
- * compiled twin, or with CONTEXT_HOST_HOSTILE_TSX=1 the source itself under tsx (slower;
+ * compiled twin, or with CONTEXT_HOST_TEST_TSX=1 the source itself under tsx (slower;
  * for when the compiled copy is in doubt).
  */
 export function programArgs(relative: string): string[] {
-  if (process.env.CONTEXT_HOST_HOSTILE_TSX === "1")
+  if (isUnderTsx)
     return ["--import", pathToFileURL(path.join(root, "node_modules/tsx/dist/loader.mjs")).href, path.join(root, relative)];
   return [compiledProject().file(relative)];
 }
@@ -66,6 +80,8 @@ export function programArgs(relative: string): string[] {
 export function compiledProject(): { readonly dir: string; file(relative: string): string } {
   if (built === undefined) {
     const dir = mkdtempSync(path.join(os.tmpdir(), "context-host-compiled-"));
+    // Readable by every user: a child may run as another (test/instructions/safety.test.ts).
+    chmodSync(dir, 0o755);
     process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
     symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
