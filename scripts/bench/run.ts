@@ -1,5 +1,6 @@
 // Runs every `scripts/bench/*.bench.ts` in sorted order, each in its own child process
-// (`node --expose-gc --import tsx <file>`), and streams their result lines to stdout.
+// (`node --expose-gc --import tsx <file>`; a compiled copy of this folder, as the tests
+// run, runs its `.bench.js` files on plain Node), and streams their result lines to stdout.
 // Exits non-zero if any bench failed: a non-zero exit, a signal, no result line, or a
 // stdout line that is not a bench line (those go to stderr, marked).
 //
@@ -13,11 +14,14 @@ import { isBenchLine } from "./measure.ts";
 
 const benchDir = import.meta.dirname;
 const projectRoot = path.resolve(benchDir, "../..");
+/** `.ts` when run from source under tsx; `.js` in a compiled copy. */
+const extension = path.extname(import.meta.filename);
+const loader = extension === ".ts" ? ["--import", "tsx"] : [];
 
 /** Runs one bench file; resolves with a failure reason, or `undefined` when it passed. */
 function runBench(file: string): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", path.join(benchDir, file)], {
+    const child = spawn(process.execPath, ["--expose-gc", ...loader, path.join(benchDir, file)], {
       cwd: projectRoot,
       stdio: ["ignore", "pipe", "inherit"],
     });
@@ -47,7 +51,7 @@ function runBench(file: string): Promise<string | undefined> {
 
 async function main(filters: readonly string[]): Promise<number> {
   const all = readdirSync(benchDir)
-    .filter((name) => name.endsWith(".bench.ts"))
+    .filter((name) => name.endsWith(`.bench${extension}`))
     .sort();
   const files = filters.length === 0 ? all : all.filter((name) => filters.some((filter) => name.includes(filter)));
   if (files.length === 0) {

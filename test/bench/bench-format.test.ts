@@ -1,12 +1,14 @@
 // The bench result format: every line a bench prints is one JSON object with exactly
 // {bench, metric, value, unit, baseline, ratio}, numbers finite and ratio = value / baseline.
-// Runs the system-context bench at a tiny size, in a child process like the runner does.
+// Runs the system-context bench at a tiny size, in a child process like the runner does
+// (the compiled twin of scripts/bench, test/support/compiled.ts).
 
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
 import { benchLine, isBenchLine, median } from "../../scripts/bench/measure.ts";
+import { programArgs } from "../support/compiled.ts";
 import { checkBenchLine } from "./lines.ts";
 
 const run = promisify(execFile);
@@ -29,7 +31,7 @@ describe("bench format", function () {
   this.timeout(20_000);
 
   it("the system-context bench prints only well-formed lines for initialize and reconcile", async () => {
-    const { stdout } = await run(process.execPath, ["--expose-gc", "--import", "tsx", "scripts/bench/system-context.bench.ts"], {
+    const { stdout } = await run(process.execPath, ["--expose-gc", ...programArgs("scripts/bench/system-context.bench.ts")], {
       cwd: root,
       env: tiny,
     });
@@ -42,14 +44,14 @@ describe("bench format", function () {
   });
 
   it("the runner streams the lines of the benches its filter selects, and fails on a filter matching none", async () => {
-    const { stdout } = await run(process.execPath, ["--import", "tsx", "scripts/bench/run.ts", "system-context"], {
+    const { stdout } = await run(process.execPath, [...programArgs("scripts/bench/run.ts"), "system-context"], {
       cwd: root,
       env: tiny,
     });
     const lines = stdout.split("\n").filter((line) => line !== "");
     expect(lines.map((line) => checkLine(line).bench)).to.deep.equal(["initialize", "reconcile"]);
 
-    const error = await run(process.execPath, ["--import", "tsx", "scripts/bench/run.ts", "no-such-bench"], { cwd: root }).then(
+    const error = await run(process.execPath, [...programArgs("scripts/bench/run.ts"), "no-such-bench"], { cwd: root }).then(
       () => undefined,
       (e: unknown) => e as { code?: number; stdout?: string },
     );
