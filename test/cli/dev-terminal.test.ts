@@ -3,7 +3,7 @@
 // installs it when missing.
 
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -68,7 +68,7 @@ export default definePlugin({ name: "note", setup(api) {
 } });`;
 
 describe("context-host dev in a terminal (tmux)", function () {
-  // Two programs start at once; each takes a few seconds to load under tsx on a busy machine.
+  // Two programs start at once; each takes a second or more to load on a busy machine.
   this.timeout(40_000);
   let dir: string;
   before(() => {
@@ -100,7 +100,10 @@ describe("context-host dev in a terminal (tmux)", function () {
     expect(screen).to.contain("│ Note: one");
     expect(screen.indexOf("Baseline System Context")).to.be.below(screen.indexOf("assistant: reply 1"));
 
-    writeFileSync(path.join(dir, "note.ts"), notePlugin("two"));
+    // Saved as an editor saves (a new file renamed over the old): a write in place can be
+    // seen half done, an empty module that fails to load once and takes a generation.
+    writeFileSync(path.join(dir, "note.next"), notePlugin("two"));
+    renameSync(path.join(dir, "note.next"), path.join(dir, "note.ts"));
     screen = await session.until(/note generation 2 active in \d+ ms/);
 
     session.keys("-l", "/context");
