@@ -1,0 +1,79 @@
+// `npm test`: the type check (`tsc --noEmit`), the lint (Biome) and every test (mocha,
+// two files at a time), all three at once. The tests spend much of their time waiting
+// on timers and child processes, so the checks run in that idle time instead of before
+// it (decision 091). The tests' output is printed as it comes, the checks' after the
+// tests (a failed check's in full); the exit code is the first non-zero one, else 0.
+//
+// Usage: node scripts/test.mjs [MOCHA ARGS...]   (npm test -- --grep X)
+
+import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "..");
+const require = createRequire(import.meta.url);
+const bin = (name, file) => path.join(path.dirname(require.resolve(`${name}/package.json`)), file);
+
+/** Runs a command; resolves with its exit code and, unless `live`, its output. */
+function run(label, command, args, live) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: root, stdio: live ? "inherit" : ["ignore", "pipe", "pipe"] });
+    let output = "";
+    if (!live) {
+      child.stdout.setEncoding("utf8").on("data", (chunk) => {
+        output += chunk;
+      });
+      child.stderr.setEncoding("utf8").on("data", (chunk) => {
+        output += chunk;
+      });
+    }
+    child.on("error", (error) => resolve({ label, code: 1, output: `${label} could not start: ${error.message}\n` }));
+    child.on("close", (code, signal) => resolve({ label, code: code ?? (signal === null ? 1 : 128), output }));
+  });
+}
+
+function report({ label, code, output }) {
+  process.stdout.write(`\n> ${label}: ${code === 0 ? "passed" : `failed (exit ${code})`}\n${code === 0 ? "" : output}`);
+  return code;
+}
+
+/**
+ * The slowest files (each several seconds of child processes), started first so that
+ * neither of the two test processes is left running one of them alone at the end.
+ */
+const slowest = [
+  "test/package/consumer.test.ts",
+  "test/plugins/isolation.test.ts",
+  "test/conformance/check.test.ts",
+  "test/plugins/hot-reload.test.ts",
+  "test/plugins/worker-lifecycle.test.ts",
+  "test/session/crash/crash.test.ts",
+];
+const files = readdirSync(path.join(root, "test"), { recursive: true, encoding: "utf8" })
+  .map((file) => path.posix.join("test", file.split(path.sep).join("/")))
+  .filter((file) => file.endsWith(".test.ts") && !file.endsWith(".long.test.ts"))
+  .sort();
+const ordered = [...slowest.filter((file) => files.includes(file)), ...files.filter((file) => !slowest.includes(file))];
+
+const checks = [
+  run("typecheck (tsc --noEmit -p .)", process.execPath, [bin("typescript", "bin/tsc"), "--noEmit", "-p", "."]),
+  run("lint (biome check .)", process.execPath, [bin("@biomejs/biome", "bin/biome"), "check", "."]),
+];
+const mocha = run(
+  "tests (mocha)",
+  process.execPath,
+  // The options of .mocharc.json, with the files in the order above.
+  [
+    bin("mocha", "bin/mocha.js"),
+    "--no-config",
+    ...["--require", "tsx", "--extension", "ts", "--exit", "--timeout", "10000"],
+    ...["--parallel", "--jobs", "2"],
+    ...process.argv.slice(2),
+    ...ordered,
+  ],
+  true,
+);
+const tests = await mocha;
+const codes = [tests.code, ...(await Promise.all(checks)).map(report)];
+process.exitCode = codes.find((code) => code !== 0) ?? 0;
