@@ -13,21 +13,11 @@
 // take a child ~0.6 s to load, is bundled once into `vendor/` (its three entry points
 // sharing chunks, so there is still one TypeBox) and imported from there.
 
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { buildSync, transformSync } from "esbuild";
+import { buildSync } from "esbuild";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const folders = ["core", "scripts", "test/plugins/hostile", "test/session", "test/instructions"];
@@ -96,15 +86,27 @@ export function compiledProject(): { readonly dir: string; file(relative: string
       outdir: path.join(dir, "vendor"),
       logLevel: "error",
     });
-    for (const folder of folders) {
-      for (const name of readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })) {
-        if (!name.endsWith(".ts") || name.endsWith(".d.ts")) continue;
-        const source = path.join(root, folder, name);
-        const { code } = transformSync(readFileSync(source, "utf8"), { loader: "ts", format: "esm", target: "node20" });
-        const output = path.join(dir, folder, name.replace(/\.ts$/, ".js"));
-        mkdirSync(path.dirname(output), { recursive: true });
-        writeFileSync(output, vendor(retarget(code, source), output, dir));
-      }
+    const sources = folders.flatMap((folder) =>
+      readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })
+        .filter((name) => name.endsWith(".ts") && !name.endsWith(".d.ts"))
+        .map((name) => path.join(root, folder, name)),
+    );
+    // One esbuild call for every file (not one per file): a second less per test process.
+    const { outputFiles } = buildSync({
+      entryPoints: sources,
+      absWorkingDir: root,
+      outbase: root,
+      outdir: dir,
+      write: false,
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      logLevel: "error",
+    });
+    for (const { path: output, text } of outputFiles) {
+      const source = path.join(root, path.relative(dir, output)).replace(/\.js$/, ".ts");
+      mkdirSync(path.dirname(output), { recursive: true });
+      writeFileSync(output, vendor(retarget(text, source), output, dir));
     }
     built = { dir };
   }
