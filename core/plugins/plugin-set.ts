@@ -612,6 +612,10 @@ export class PluginSet {
       return;
     }
     this.#setInputs(entry, result.inputs);
+    // A module that fails on the first event of a burst may be a write seen half done (an
+    // editor truncates, then writes): nothing is recorded, so the quiet re-check loads
+    // the content again and decides, and a save in place takes no generation.
+    if (result.kind === "failed" && isProvisional) return;
     const generation = ++entry.attempts;
     if (result.kind === "failed") {
       entry.attemptedHash = result.hash;

@@ -215,6 +215,24 @@ describe("Plugin host: hot reload", () => {
     expect(running.host.diagnostics).to.deep.equal([]);
   });
 
+  it("an editor's save in place (the file emptied, then written) reloads once, with no diagnostic for the empty file", async () => {
+    const folder = harness.tempFolder();
+    const file = write(path.join(folder, "edited.ts"), textPlugin({ name: "edited", value: "v1" }));
+    // A quiet time long enough that the second write lands inside it on a loaded machine.
+    const running = await harness.start({ folders: [folder], debounceMs: 200 });
+    fs.writeFileSync(file, "");
+    // Time for the first event's load to read the empty file.
+    await sleep(150);
+    fs.writeFileSync(file, textPlugin({ name: "edited", value: "v2" }));
+    await eventually(() => generationOf(running, "edited") === 2, "generation 2 after a save in place");
+    // Past the quiet re-check (400 ms after the last event): it finds nothing new.
+    await sleep(500);
+    expect(generationOf(running, "edited")).to.equal(2);
+    expect((await baselineOf(running)).baseline).to.equal("edited: v2");
+    expect(running.host.diagnostics).to.deep.equal([]);
+    expect(running.events.filter((event) => event.kind !== "activated")).to.deep.equal([]);
+  });
+
   it("renaming a plugin's namespace swaps its sources over in one version", async () => {
     const folder = harness.tempFolder();
     const file = write(path.join(folder, "renamed.ts"), textPlugin({ name: "before", value: "x" }));
