@@ -9,7 +9,6 @@ import path from "node:path";
 import { expect } from "chai";
 import { programArgs } from "../support/compiled.ts";
 
-const root = path.resolve(import.meta.dirname, "../..");
 // A server of our own, so the test never touches anyone's tmux sessions.
 const socket = `context-host-test-${process.pid}`;
 
