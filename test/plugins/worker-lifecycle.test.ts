@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import { workerProgram } from "../../core/plugins/worker/plugin-worker.ts";
 import {
   baselineOf,
   diagnosticsLike,
@@ -101,6 +102,12 @@ export default definePlugin({
     ]);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach the host's logger
     for (const line of running.logged) expect(line).to.not.match(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+  });
+
+  it("the worker program is one-byte text (V8 would keep a two-byte copy, twice the size, in every worker)", async () => {
+    const { source } = await workerProgram();
+    const wide = [...source].findIndex((char) => (char.codePointAt(0) as number) > 0xff);
+    expect(wide, wide < 0 ? "" : JSON.stringify(source.slice(wide - 40, wide + 10))).to.equal(-1);
   });
 
   it("in isolation none, plugin code runs on the host's own thread", async () => {
