@@ -110,6 +110,34 @@ export default definePlugin({
     expect(wide, wide < 0 ? "" : JSON.stringify(source.slice(wide - 40, wide + 10))).to.equal(-1);
   });
 
+  it("plugin code cannot reach the worker program's shared memory: workerData holds no reference to it", async () => {
+    const folder = harness.tempFolder();
+    write(
+      path.join(folder, "probe.ts"),
+      `import { workerData } from "node:worker_threads";
+import { definePlugin } from "context-host";
+import Type from "typebox";
+
+const found = Object.entries(workerData).filter(([, v]) => v instanceof SharedArrayBuffer || (typeof v === "object" && v !== null && "bytes" in v));
+export default definePlugin({
+  name: "probe",
+  setup(api) {
+    api.source({
+      key: "probe/shared",
+      schema: Type.String(),
+      load: () => found.map(([k, v]) => k + ":" + (v instanceof SharedArrayBuffer ? v.byteLength : "object")).join(",") || "none",
+      baseline: (v) => "shared " + v,
+      update: (_previous, v) => "shared now " + v,
+    });
+  },
+});
+`,
+    );
+    const running = await harness.start({ folders: [folder], watch: false });
+    // The progress cells (three 4-byte cells) are the only shared memory a plugin's worker holds.
+    expect(/shared (\S+)/.exec(await baselineText(running))?.[1]).to.equal("progress:12");
+  });
+
   it("in isolation none, plugin code runs on the host's own thread", async () => {
     const folder = harness.tempFolder();
     write(path.join(folder, "inline.ts"), threadPlugin({ name: "inline", tag: "inline" }));
