@@ -48,7 +48,7 @@ function withCodeCache(source: string): WorkerProgram {
   const filename = "context-host-plugin-worker.js";
   // Latin-1 bytes carry one-byte text exactly; a wider character would be cut (and make V8
   // hold the text at two bytes a character in every worker).
-  if (/[^\x00-\xff]/.test(source)) throw new Error("the plugin worker's program is not one-byte text");
+  if (/[\u0100-\uffff]/.test(source)) throw new Error("the plugin worker's program is not one-byte text");
   const cache = new vm.Script(source, { filename }).createCachedData();
   const bytes = new SharedArrayBuffer(source.length + cache.length);
   const view = Buffer.from(bytes);
