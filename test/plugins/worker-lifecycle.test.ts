@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import { workerProgram } from "../../core/plugins/worker/plugin-worker.ts";
 import {
   baselineOf,
   diagnosticsLike,
@@ -101,6 +102,40 @@ export default definePlugin({
     ]);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach the host's logger
     for (const line of running.logged) expect(line).to.not.match(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+  });
+
+  it("the worker program is one-byte text (V8 would keep a two-byte copy, twice the size, in every worker)", async () => {
+    const { source } = await workerProgram();
+    const wide = [...source].findIndex((char) => (char.codePointAt(0) as number) > 0xff);
+    expect(wide, wide < 0 ? "" : JSON.stringify(source.slice(wide - 40, wide + 10))).to.equal(-1);
+  });
+
+  it("plugin code cannot reach the worker program's shared memory: workerData holds no reference to it", async () => {
+    const folder = harness.tempFolder();
+    write(
+      path.join(folder, "probe.ts"),
+      `import { workerData } from "node:worker_threads";
+import { definePlugin } from "context-host";
+import Type from "typebox";
+
+const found = Object.entries(workerData).filter(([, v]) => v instanceof SharedArrayBuffer || (typeof v === "object" && v !== null && "bytes" in v));
+export default definePlugin({
+  name: "probe",
+  setup(api) {
+    api.source({
+      key: "probe/shared",
+      schema: Type.String(),
+      load: () => found.map(([k, v]) => k + ":" + (v instanceof SharedArrayBuffer ? v.byteLength : "object")).join(",") || "none",
+      baseline: (v) => "shared " + v,
+      update: (_previous, v) => "shared now " + v,
+    });
+  },
+});
+`,
+    );
+    const running = await harness.start({ folders: [folder], watch: false });
+    // The progress cells (three 4-byte cells) are the only shared memory a plugin's worker holds.
+    expect(/shared (\S+)/.exec(await baselineText(running))?.[1]).to.equal("progress:12");
   });
 
   it("in isolation none, plugin code runs on the host's own thread", async () => {

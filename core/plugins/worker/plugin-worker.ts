@@ -37,22 +37,42 @@ export interface WorkerProgram {
   readonly source: string;
   readonly filename: string;
   readonly cache: Buffer;
+  /**
+   * What a worker is sent: the source's bytes (it is one-byte text) then the cache, in
+   * shared memory, so that starting a worker copies neither through a message.
+   */
+  readonly shared: { readonly bytes: SharedArrayBuffer; readonly sourceLength: number; readonly filename: string };
 }
 
 function withCodeCache(source: string): WorkerProgram {
   const filename = "context-host-plugin-worker.js";
-  return { source, filename, cache: new vm.Script(source, { filename }).createCachedData() };
+  // Latin-1 bytes carry one-byte text exactly; a wider character would be cut (and make V8
+  // hold the text at two bytes a character in every worker).
+  if (/[\u0100-\uffff]/.test(source)) throw new Error("the plugin worker's program is not one-byte text");
+  const cache = new vm.Script(source, { filename }).createCachedData();
+  const bytes = new SharedArrayBuffer(source.length + cache.length);
+  const view = Buffer.from(bytes);
+  view.write(source, 0, "latin1");
+  cache.copy(view, source.length);
+  return { source, filename, cache, shared: { bytes, sourceLength: source.length, filename } };
 }
 
 /**
- * What a worker runs first: the program, compiled with its code cache. The program's
- * text and cache are dropped from `workerData` once compiled.
+ * What a worker runs first: the program, compiled with its code cache, both read from the
+ * shared bytes. The reference to them is dropped from `workerData` before the program runs
+ * (no plugin code can reach memory every worker reads) and the rest are a function's locals,
+ * not a script's top-level constants that would live as long as the worker: V8 keeps the
+ * program's text for lazy compilation and nothing else.
  */
 const bootstrap = `"use strict";
-const data = process.getBuiltinModule("node:worker_threads").workerData;
-const { source, filename, cache } = data.program;
-data.program = undefined;
-new (process.getBuiltinModule("node:vm").Script)(source, { filename, cachedData: cache }).runInThisContext();
+(() => {
+  const data = process.getBuiltinModule("node:worker_threads").workerData;
+  const { bytes, sourceLength, filename } = data.program;
+  data.program = undefined;
+  const all = Buffer.from(bytes);
+  const source = all.toString("latin1", 0, sourceLength);
+  new (process.getBuiltinModule("node:vm").Script)(source, { filename, cachedData: all.subarray(sourceLength) }).runInThisContext();
+})();
 `;
 
 const withoutGlob: esbuild.Plugin = {
@@ -89,6 +109,12 @@ export async function bundleWorkerProgram(entry: string, external: readonly stri
     // awilix needs fast-glob only for `loadModules`, which the worker never calls; leaving
     // it out takes a third off the program and ~35 ms off every worker's start (decision 060).
     plugins: [withoutGlob],
+    // Without comments and whitespace the program is a quarter smaller, and one-byte: a
+    // comment's single non-Latin-1 character made V8 keep the whole text, in every worker,
+    // as a two-byte string (1 MiB instead of 0.4). Names stay (error names come from them).
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: "none",
   });
   const body = result.outputFiles[0]?.text;
   if (body === undefined) throw new Error("esbuild produced no worker program");
@@ -179,6 +205,14 @@ interface Pending {
   readonly describe: Describe;
 }
 
+/**
+ * A worker's young generation, MiB: V8 makes it three semi-spaces, so this is one of 1 MiB,
+ * V8's smallest. With the 32 MiB it had (semi-spaces growing to ~10 MiB) a plugin that allocates as
+ * it loads grew its worker's young generation by a resident MiB or more that an idle
+ * worker kept (measured, decision 061); a smaller one only scavenges more often.
+ */
+const youngGenerationMb = 3;
+
 /** Longest line of worker output kept (longer lines are cut). */
 const maxLogLine = 4096;
 
@@ -207,8 +241,11 @@ export class PluginWorker {
     this.#cells = new Int32Array(shared);
     this.#worker = new Worker(bootstrap, {
       eval: true,
-      workerData: { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: shared, program },
-      resourceLimits: { maxOldGenerationSizeMb: options.heapMb, maxYoungGenerationSizeMb: Math.min(32, options.heapMb / 4) },
+      workerData: { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: shared, program: program.shared },
+      resourceLimits: {
+        maxOldGenerationSizeMb: options.heapMb,
+        maxYoungGenerationSizeMb: Math.min(youngGenerationMb, options.heapMb / 4),
+      },
       execArgv: [...(options.execArgv ?? [])],
       env: { ...process.env },
       stdout: true,
