@@ -10,7 +10,10 @@
 // so no configuration inherits another's heap, code or freed-but-kept pages: the child
 // creates the host (createHost, a real SQLite file, the plugin folder), runs one boundary
 // of a session (every loader and renderer ran, so each worker holds what serving costs),
-// runs a full GC a few times, waits for the heap to settle and prints its RSS. Workers'
+// runs a full GC a few times, waits for the heap to settle and prints its RSS; then it
+// idles BENCH_IDLE_MS [12,000; 0] as a host between boundaries does and prints its RSS
+// again: a second line, `idle-rss-mb-per-plugin`, from those (V8 returns a worker's unused
+// heap pages only after seconds without work; decision 061). Workers'
 // memory is part of the process RSS. The four configurations run in turn, BENCH_RUNS
 // times, and each figure is the median of its runs.
 //
@@ -37,6 +40,7 @@ const bench = "plugin-memory";
 const isQuick = process.env.BENCH_QUICK === "1";
 const pluginCount = envInt("BENCH_PLUGINS", 10);
 const runs = envInt("BENCH_RUNS", isQuick ? 1 : 5);
+const idleMs = envInt("BENCH_IDLE_MS", isQuick ? 0 : 12_000);
 const sourcesPerPlugin = 5;
 /** Strings of 48 one-byte characters: about 64 bytes of heap each, with the array slot. */
 const tableEntries = 8192;
@@ -103,7 +107,13 @@ async function child(isolation: Isolation, count: number, root: string): Promise
       collectGarbage();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    process.stdout.write(`${JSON.stringify({ rss: process.memoryUsage().rss })}\n`);
+    const rss = process.memoryUsage().rss;
+    // Then idle, as a host between boundaries is: V8 gives a worker's unused heap pages back
+    // only after some seconds without work (decision 061), so the steady state shows later.
+    await new Promise((resolve) => setTimeout(resolve, idleMs));
+    collectGarbage();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    process.stdout.write(`${JSON.stringify({ rss, idleRss: process.memoryUsage().rss })}\n`);
   } finally {
     await host.close();
   }
@@ -111,17 +121,19 @@ async function child(isolation: Isolation, count: number, root: string): Promise
 
 const run = promisify(execFile);
 
-/** RSS in bytes of a fresh child process with `count` plugins under `isolation`. */
-async function measure(isolation: Isolation, count: number, root: string): Promise<number> {
+/** RSS in bytes of a fresh child process with `count` plugins under `isolation`: after its boundary, and after idling. */
+async function measure(isolation: Isolation, count: number, root: string): Promise<{ rss: number; idleRss: number }> {
   const { stdout } = await run(
     process.execPath,
     ["--expose-gc", "--import", "tsx", import.meta.filename, "--child", isolation, String(count), root],
     { cwd: process.cwd(), env: process.env, maxBuffer: 1 << 20 },
   );
   const line = stdout.trim().split("\n").at(-1) ?? "";
-  const rss = (JSON.parse(line) as { rss?: unknown }).rss;
-  if (typeof rss !== "number") throw new Error(`child ${isolation}/${count} printed ${JSON.stringify(stdout)}`);
-  return rss;
+  const { rss, idleRss } = JSON.parse(line) as { rss?: unknown; idleRss?: unknown };
+  if (typeof rss !== "number" || typeof idleRss !== "number") {
+    throw new Error(`child ${isolation}/${count} printed ${JSON.stringify(stdout)}`);
+  }
+  return { rss, idleRss };
 }
 
 const args = process.argv.slice(2);
@@ -138,12 +150,14 @@ if (args[0] === "--child") {
         for (let p = 0; p < count; p++) writeFileSync(path.join(plugins, `memory${p}.ts`), pluginCode(p));
       }
       const perPlugin: Record<Isolation, number[]> = { worker: [], none: [] };
+      const idlePerPlugin: Record<Isolation, number[]> = { worker: [], none: [] };
       for (let r = 0; r < runs; r++) {
         for (const isolation of ["worker", "none"] as const) {
           // In turn, not at once: children measured side by side would compete for memory.
           const empty = await measure(isolation, 0, folder.path);
           const full = await measure(isolation, pluginCount, folder.path);
-          perPlugin[isolation].push((full - empty) / pluginCount / MiB);
+          perPlugin[isolation].push((full.rss - empty.rss) / pluginCount / MiB);
+          idlePerPlugin[isolation].push((full.idleRss - empty.idleRss) / pluginCount / MiB);
         }
       }
       const value = median(perPlugin.worker);
@@ -154,6 +168,13 @@ if (args[0] === "--child") {
         );
       }
       emit({ bench, metric: "rss-mb-per-plugin", value, unit: "MiB", baseline });
+      emit({
+        bench,
+        metric: "idle-rss-mb-per-plugin",
+        value: median(idlePerPlugin.worker),
+        unit: "MiB",
+        baseline: median(idlePerPlugin.none),
+      });
     } finally {
       folder.remove();
     }

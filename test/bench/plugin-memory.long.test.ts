@@ -38,9 +38,12 @@ describe("plugin-memory bench (quick mode)", function () {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it("prints rss-mb-per-plugin in MiB against the in-process host", async () => {
+  it("prints rss-mb-per-plugin and idle-rss-mb-per-plugin in MiB against the in-process host", async () => {
     const lines = benchLinesOf((await output).stdout);
-    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([["plugin-memory", "rss-mb-per-plugin", "MiB"]]);
+    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
+      ["plugin-memory", "rss-mb-per-plugin", "MiB"],
+      ["plugin-memory", "idle-rss-mb-per-plugin", "MiB"],
+    ]);
     // Each plugin holds its own data table: even in-process it costs the host memory.
     expect(lines[0]?.baseline as number).to.be.greaterThan(0);
   });
