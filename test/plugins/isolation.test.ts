@@ -29,6 +29,7 @@ import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
+import { workerProgram } from "../../core/plugins/worker/plugin-worker.ts";
 import { programArgs } from "../support/compiled.ts";
 import {
   type ChildOptions,
@@ -240,6 +241,13 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
 
   describe("values thrown by a renderer are contained", () => {
     const folders: Array<() => void> = [];
+    // These hosts run in this process: its worker program is built once, before, so a
+    // host call's bound measures the host, not that one-time build (on a busy machine,
+    // beside another test file, the build alone can take seconds).
+    before(async function () {
+      this.timeout(30_000);
+      await workerProgram();
+    });
     afterEach(() => {
       for (const remove of folders.splice(0)) remove();
     });
