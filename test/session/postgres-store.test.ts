@@ -99,13 +99,13 @@ function declare(server: PostgresServer) {
         await host.prompt(id, "one");
         expect((await host.step(id)).kind).to.equal("replied");
         const before = await host.messages(id);
-        crash.kill();
+        await crash.kill();
         const error = await host.prompt(id, "two").catch((e: unknown) => e);
         expect(error).to.be.an.instanceOf(StoreUnavailable);
         expect((error as Error).message)
           .to.contain(store.database)
           .and.contain(`session ${id}`);
-        crash.start();
+        await crash.start();
         await host.prompt(id, "two");
         expect((await host.step(id)).kind).to.equal("replied");
         const after = await host.messages(id);
