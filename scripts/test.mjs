@@ -7,8 +7,9 @@
 // Usage: node scripts/test.mjs [MOCHA ARGS...]   (npm test -- --grep X)
 
 import { spawn } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import os from "node:os";
 import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -65,6 +66,11 @@ const checks = [
   ]),
   run("lint (biome check .)", process.execPath, [bin("@biomejs/biome", "bin/biome"), "check", "."]),
 ];
+// The test processes share one compiled copy of the sources for their child processes
+// (test/support/compiled.ts), built by the first that needs it, removed at the end.
+const shared = mkdtempSync(path.join(os.tmpdir(), "context-host-test-run-"));
+chmodSync(shared, 0o755);
+process.env.CONTEXT_HOST_TEST_COMPILED = path.join(shared, "compiled");
 const mocha = run(
   "tests (mocha)",
   process.execPath,
@@ -80,5 +86,6 @@ const mocha = run(
   true,
 );
 const tests = await mocha;
+rmSync(shared, { recursive: true, force: true });
 const codes = [tests.code, ...(await Promise.all(checks)).map(report)];
 process.exitCode = codes.find((code) => code !== 0) ?? 0;

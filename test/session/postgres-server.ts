@@ -177,3 +177,30 @@ export function sharedPostgres(): Promise<PostgresServer | { readonly reason: st
   });
   return shared;
 }
+
+/**
+ * Declares `body`'s suites inside one whose `before` starts the shared server. Without a
+ * server they are skipped (issue 16), except under CI, which always has one (.ci/run
+ * installs PostgreSQL): there a missing server is a failure. The server is not started with
+ * a top-level await: tsx loads a test file that has one as an ES module, and with it a
+ * second copy of every module the other test files share (2.4 s of CPU for each such file).
+ */
+export function describeWithPostgres(title: string, body: (server: () => PostgresServer) => void): void {
+  let server: PostgresServer | undefined;
+  describe(title, () => {
+    before(async function () {
+      this.timeout(120_000);
+      const started = await sharedPostgres();
+      if ("reason" in started) {
+        if (process.env.CI) throw new Error(started.reason);
+        process.stderr.write(`skipped: ${title} needs a PostgreSQL server (issue 16): ${started.reason}\n`);
+        this.skip();
+      }
+      server = started;
+    });
+    body(() => {
+      if (server === undefined) throw new Error(`${title}: no PostgreSQL server was started`);
+      return server;
+    });
+  });
+}

@@ -12,7 +12,7 @@ import { describeStoreConformance } from "../../core/conformance.ts";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
 import { SessionNotFound } from "../../core/session/errors.ts";
 import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
-import { type PostgresServer, sharedPostgres } from "./postgres-server.ts";
+import { describeWithPostgres, type PostgresServer } from "./postgres-server.ts";
 
 describe("session store: PostgreSQL options", () => {
   it("bad options are SettingInvalid naming the option, before any connection", async () => {
@@ -31,22 +31,17 @@ describe("session store: PostgreSQL options", () => {
   });
 });
 
-// Started while the file loads, so the suites below are declared only when there is a server.
-const started = await sharedPostgres();
 let schemas = 0;
 
-if ("reason" in started) {
-  // CI always has a server (.ci/run installs PostgreSQL): there a missing one is a failure.
-  if (process.env.CI) throw new Error(started.reason);
-  describe("session store: PostgreSQL", () => {
-    it.skip(`needs a PostgreSQL server (issue 16): ${started.reason}`);
-  });
-} else {
-  declare(started);
-}
+describeWithPostgres("session store: on a PostgreSQL server", declare);
 
-function declare(server: PostgresServer) {
-  const url = server.url;
+function declare(current: () => PostgresServer) {
+  let server: PostgresServer;
+  let url = "";
+  before(() => {
+    server = current();
+    url = server.url;
+  });
 
   /** A host on its own store (its own pool) on `schema`, as another process would have. */
   async function hostOn(schema: string, provider: ReturnType<typeof scriptedProvider>, leaseMs?: number): Promise<Host> {

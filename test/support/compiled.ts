@@ -2,10 +2,10 @@
 // plugins' host, the command line, crash-trial workers, a step in another process, a
 // bench's smoke run). Under tsx a child spends ~3 s before its first line runs (Node 20 runs tsx's
 // module hooks off-thread, once per module, for every TypeBox file); the same modules as
-// plain JavaScript start in a fraction of that. So the test process compiles core/,
-// scripts/ and the test folders children run from once (esbuild, one output file per source file, the same
+// plain JavaScript start in a fraction of that. So core/, scripts/ and the test folders
+// children run from are compiled once (esbuild, one output file per source file, the same
 // layout) into a temp folder whose `node_modules` links to the project's, and children
-// run there on plain Node.
+// run there on plain Node. Under `npm test` the test processes share one such folder.
 //
 // Relative `.ts` specifiers become `.js`, and so does any string literal naming a sibling
 // source file (a worker's entry file named by path, for instance), so code that finds a
@@ -66,50 +66,90 @@ export function programArgs(relative: string): string[] {
   return [compiledProject().file(relative)];
 }
 
-/** The compiled copy (built on first use, removed when the process exits). */
+/**
+ * Where `npm test` (scripts/test.mjs) has its test processes share one compiled copy: the
+ * first process that needs it builds it there while the others wait, and test.mjs removes
+ * it at the end. Without it (a file run on its own) each process builds its own.
+ */
+const sharedDir = process.env.CONTEXT_HOST_TEST_COMPILED;
+
+/** Blocks this thread for `ms` (the copy is wanted by synchronous callers). */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** The compiled copy: built on first use, and removed when the process exits unless shared. */
 export function compiledProject(): { readonly dir: string; file(relative: string): string } {
+  if (built === undefined && sharedDir !== undefined) {
+    const done = path.join(sharedDir, ".built");
+    const lock = `${sharedDir}.lock`;
+    for (const startedAt = Date.now(); !existsSync(done); pause(50)) {
+      try {
+        mkdirSync(lock);
+      } catch {
+        if (Date.now() - startedAt > 60_000) throw new Error(`waited a minute for another test process to build ${sharedDir}`);
+        continue;
+      }
+      try {
+        if (!existsSync(done)) {
+          rmSync(sharedDir, { recursive: true, force: true });
+          mkdirSync(sharedDir, { mode: 0o755 });
+          build(sharedDir);
+          writeFileSync(done, "");
+        }
+      } finally {
+        rmSync(lock, { recursive: true, force: true });
+      }
+    }
+    built = { dir: sharedDir };
+  }
   if (built === undefined) {
     const dir = mkdtempSync(path.join(os.tmpdir(), "context-host-compiled-"));
-    // Readable by every user: a child may run as another (test/instructions/safety.test.ts).
-    chmodSync(dir, 0o755);
     process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
-    symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
-    buildSync({
-      entryPoints: { typebox: "typebox", "typebox-compile": "typebox/compile", "typebox-value": "typebox/value" },
-      absWorkingDir: root,
-      bundle: true,
-      splitting: true,
-      format: "esm",
-      platform: "node",
-      target: "node20",
-      outdir: path.join(dir, "vendor"),
-      logLevel: "error",
-    });
-    const sources = folders.flatMap((folder) =>
-      readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })
-        .filter((name) => name.endsWith(".ts") && !name.endsWith(".d.ts"))
-        .map((name) => path.join(root, folder, name)),
-    );
-    // One esbuild call for every file (not one per file): a second less per test process.
-    const { outputFiles } = buildSync({
-      entryPoints: sources,
-      absWorkingDir: root,
-      outbase: root,
-      outdir: dir,
-      write: false,
-      format: "esm",
-      platform: "node",
-      target: "node20",
-      logLevel: "error",
-    });
-    for (const { path: output, text } of outputFiles) {
-      const source = path.join(root, path.relative(dir, output)).replace(/\.js$/, ".ts");
-      mkdirSync(path.dirname(output), { recursive: true });
-      writeFileSync(output, vendor(retarget(text, source), output, dir));
-    }
+    build(dir);
     built = { dir };
   }
   const dir = built.dir;
   return { dir, file: (relative) => path.join(dir, relative.replace(/\.ts$/, ".js")) };
+}
+
+/** Compiles the sources into `dir` (see the file comment). */
+function build(dir: string): void {
+  // Readable by every user: a child may run as another (test/instructions/safety.test.ts).
+  chmodSync(dir, 0o755);
+  writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+  symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
+  buildSync({
+    entryPoints: { typebox: "typebox", "typebox-compile": "typebox/compile", "typebox-value": "typebox/value" },
+    absWorkingDir: root,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    outdir: path.join(dir, "vendor"),
+    logLevel: "error",
+  });
+  const sources = folders.flatMap((folder) =>
+    readdirSync(path.join(root, folder), { recursive: true, encoding: "utf8" })
+      .filter((name) => name.endsWith(".ts") && !name.endsWith(".d.ts"))
+      .map((name) => path.join(root, folder, name)),
+  );
+  // One esbuild call for every file (not one per file): a second less per test process.
+  const { outputFiles } = buildSync({
+    entryPoints: sources,
+    absWorkingDir: root,
+    outbase: root,
+    outdir: dir,
+    write: false,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    logLevel: "error",
+  });
+  for (const { path: output, text } of outputFiles) {
+    const source = path.join(root, path.relative(dir, output)).replace(/\.js$/, ".ts");
+    mkdirSync(path.dirname(output), { recursive: true });
+    writeFileSync(output, vendor(retarget(text, source), output, dir));
+  }
 }

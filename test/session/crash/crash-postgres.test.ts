@@ -3,4 +3,4 @@
 
 import { declarePostgresCrashTrials } from "./postgres-trials.ts";
 
-await declarePostgresCrashTrials({ trials: 3, lanes: 3, timeoutMs: 30_000 });
+declarePostgresCrashTrials({ trials: 3, lanes: 3, timeoutMs: 30_000 });

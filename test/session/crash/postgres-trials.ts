@@ -7,22 +7,16 @@
 
 import { expect } from "chai";
 import pg from "pg";
-import { type PostgresServer, sharedPostgres } from "../postgres-server.ts";
+import { describeWithPostgres, type PostgresServer } from "../postgres-server.ts";
 import { postgresDatabase } from "./databases.ts";
 import { runCrashTrials } from "./trials.ts";
 
 /** Declares the suite: `trials` killed workers, `lanes` at once. */
-export async function declarePostgresCrashTrials(options: { trials: number; lanes: number; timeoutMs: number }): Promise<void> {
-  const started = await sharedPostgres();
-  if ("reason" in started) {
-    // CI always has a server (.ci/run installs PostgreSQL): there a missing one is a failure.
-    if (process.env.CI) throw new Error(started.reason);
-    describe("crash safety on PostgreSQL", () => {
-      it.skip(`needs a PostgreSQL server (issue 16): ${started.reason}`);
-    });
-    return;
-  }
-  const server: PostgresServer = started;
+export function declarePostgresCrashTrials(options: { trials: number; lanes: number; timeoutMs: number }): void {
+  describeWithPostgres("crash safety on PostgreSQL", (current) => declare(current, options));
+}
+
+function declare(current: () => PostgresServer, options: { trials: number; lanes: number; timeoutMs: number }): void {
   describe("crash safety on PostgreSQL (real processes, SIGKILL at random moments)", function () {
     this.timeout(options.timeoutMs);
 
@@ -32,10 +26,10 @@ export async function declarePostgresCrashTrials(options: { trials: number; lane
         trials: options.trials,
         lanes: options.lanes,
         trialsPerDatabase: 5,
-        database: async (_dataDir, trial) => postgresDatabase(server.url, `crash_${process.pid}_${trial}`),
+        database: async (_dataDir, trial) => postgresDatabase(current().url, `crash_${process.pid}_${trial}`),
         drop: async (database) => {
           const schema = database.workerArgs[1] as string;
-          const client = new pg.Client({ connectionString: server.url });
+          const client = new pg.Client({ connectionString: current().url });
           await client.connect();
           try {
             await client.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`);
