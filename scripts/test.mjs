@@ -60,9 +60,12 @@ const ordered = [...slowest.filter((file) => files.includes(file)), ...files.fil
 const checks = [
   // One thread: by default tsc starts four checkers, which on two cores shared with the
   // tests cost 13 s of CPU against 5 s single-threaded, for a second less of its own time.
-  run("typecheck (tsc --noEmit -p . --singleThreaded)", process.execPath, [
+  // Incremental, its state kept in node_modules/.cache (gone with `npm ci`): it checks again
+  // only what changed since the last run and what depends on it (1 s instead of 4 when little has).
+  run("typecheck (tsc --noEmit -p . --singleThreaded --incremental)", process.execPath, [
     bin("typescript", "bin/tsc"),
-    ...["--noEmit", "-p", ".", "--singleThreaded"],
+    ...["--noEmit", "-p", ".", "--singleThreaded", "--incremental"],
+    ...["--tsBuildInfoFile", path.join(root, "node_modules", ".cache", "context-host", "typecheck.tsbuildinfo")],
   ]),
   run("lint (biome check .)", process.execPath, [bin("@biomejs/biome", "bin/biome"), "check", "."]),
 ];
