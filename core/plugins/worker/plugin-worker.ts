@@ -3,6 +3,7 @@
 // thread, whatever ends it (a missed deadline, `process.exit`, an uncaught exception or
 // unhandled rejection, running out of memory). Nothing here interprets a plugin.
 
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 import { Worker } from "node:worker_threads";
@@ -10,6 +11,7 @@ import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { ContextHostError, messageOf } from "../../base/errors.ts";
 import type { Location } from "../locations.ts";
+import { cachedProgram } from "./program-cache.ts";
 import { type HostRequestBody, phaseCodes, progress, type WorkerFault, type WorkerInit, type WorkerReply } from "./protocol.ts";
 
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
@@ -95,6 +97,16 @@ async function buildProgram(): Promise<string> {
  * it imports except `external` packages, which its `require` resolves from the entry's folder.
  */
 export async function bundleWorkerProgram(entry: string, external: readonly string[] = []): Promise<string> {
+  // Cached on disk (decision 092): the build's inputs are the files esbuild read and this
+  // file, whose options and wrapper below shape the program.
+  const key = JSON.stringify({ entry, external, esbuild: esbuild.version, node: process.version });
+  return cachedProgram(key, async () => {
+    const built = await buildWorkerProgram(entry, external);
+    return { text: built.program, inputs: [...built.inputs, fileURLToPath(import.meta.url)] };
+  });
+}
+
+async function buildWorkerProgram(entry: string, external: readonly string[]): Promise<{ program: string; inputs: string[] }> {
   const result = await esbuild.build({
     entryPoints: [entry],
     bundle: true,
@@ -115,16 +127,22 @@ export async function bundleWorkerProgram(entry: string, external: readonly stri
     minifyWhitespace: true,
     minifySyntax: true,
     legalComments: "none",
+    metafile: true,
   });
   const body = result.outputFiles[0]?.text;
   if (body === undefined) throw new Error("esbuild produced no worker program");
   const url = new URL(`file://${entry}`).href;
-  return `"use strict";
+  // Inputs are relative to the working folder; a plugin's namespaced ones (`without-glob:`) are no files.
+  const inputs = Object.keys(result.metafile.inputs)
+    .filter((input) => !input.includes(":"))
+    .map((input) => path.resolve(input));
+  const program = `"use strict";
 const __workerEntryUrl = ${JSON.stringify(url)};
 (function (require, module, exports) {
 ${body}
 })(process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entry)}), { exports: {} }, {});
 `;
+  return { program, inputs };
 }
 
 /** The worker of a plugin stopped; `reason` says why, as a diagnostic will. */
