@@ -290,7 +290,12 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
         watch: true,
         debounceMs: 20,
         pluginSettings: { good: { valueFile: at.value }, "stuck-disposer": { marker: at.marker("stuck-disposer") } },
+        // Only the dispose deadline is this test's subject. A load or setup that missed its
+        // small deadline on a busy machine would stop the worker, and with it the first
+        // generation, before its disposer could run.
         ...deadlines,
+        deadlineMs: 2000,
+        setupDeadlineMs: 2000,
       });
       let closed = false;
       try {
@@ -322,7 +327,7 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
           );
         for (const started = Date.now(); !missedDispose() && Date.now() - started < 1000; )
           await new Promise((resolve) => setTimeout(resolve, 10));
-        expect(markerOf(config, "stuck-disposer")).to.include("dispose first");
+        expect(markerOf(config, "stuck-disposer"), JSON.stringify(host.diagnostics)).to.include("dispose first");
         expect(missedDispose(), JSON.stringify(host.diagnostics)).to.equal(true);
         const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
         await host.prompt(id, "still served?");
