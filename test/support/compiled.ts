@@ -13,6 +13,7 @@
 // take a child ~0.6 s to load, is bundled once into `vendor/` (its three entry points
 // sharing chunks, so there is still one TypeBox) and imported from there.
 
+import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -152,4 +153,19 @@ function build(dir: string): void {
     mkdirSync(path.dirname(output), { recursive: true });
     writeFileSync(output, vendor(retarget(text, source), output, dir));
   }
+  warmWorkerProgram(dir);
+}
+
+/**
+ * Builds this copy's plugin-worker program into the user's program cache (decision 092),
+ * once, before any child runs: the copy is new at every run, so otherwise every child
+ * that starts a plugin worker would bundle the program itself, several at once on a
+ * loaded machine (a control host's createHost then outran its bound on a first run).
+ */
+function warmWorkerProgram(dir: string): void {
+  if (process.env.CONTEXT_HOST_CACHE === "off") return;
+  const url = pathToFileURL(path.join(dir, "core/plugins/worker/plugin-worker.js")).href;
+  execFileSync(process.execPath, ["--input-type=module", "-e", `await (await import(${JSON.stringify(url)})).workerProgram();`], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
 }
