@@ -18,6 +18,7 @@ import {
   reconcile,
   replaceOrReconcile,
   type Snapshot,
+  type SnapshotEntry,
   type SystemContext,
 } from "../system-context/index.ts";
 import {
@@ -346,18 +347,37 @@ export class SessionRuntime {
     return undefined;
   }
 
-  /** Keeps this runtime's in-flight lease of the session alive while its provider call and tools run. */
+  /**
+   * The sessions whose in-flight lease this runtime holds while their provider call and
+   * tools run, kept alive by one ticker for all of them (every third of the lease's
+   * length, so each is renewed well before it expires); the ticker stops once a tick
+   * finds none, so an idle runtime keeps no timer.
+   */
+  readonly #leased = new Set<string>();
+  #leaseTicker: ReturnType<typeof setInterval> | undefined;
+
   #renewLease(id: string): { stop(): void } {
-    const leaseMs = this.#leaseMs;
-    const timer = setInterval(
-      () => {
-        const now = this.#clock.now();
-        void this.#options.store.claimLease(id, { holder: this.#holder, expiresAt: now + leaseMs }, now).catch(() => {});
-      },
-      Math.max(10, Math.floor(leaseMs / 3)),
-    );
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
+    this.#leased.add(id);
+    if (this.#leaseTicker === undefined) {
+      const leaseMs = this.#leaseMs;
+      this.#leaseTicker = setInterval(
+        () => {
+          if (this.#leased.size === 0) {
+            clearInterval(this.#leaseTicker);
+            this.#leaseTicker = undefined;
+            return;
+          }
+          const now = this.#clock.now();
+          for (const leased of this.#leased) {
+            const lease = { holder: this.#holder, expiresAt: now + leaseMs };
+            void this.#options.store.claimLease(leased, lease, now).catch(() => {});
+          }
+        },
+        Math.max(10, Math.floor(leaseMs / 3)),
+      );
+      this.#leaseTicker.unref();
+    }
+    return { stop: () => this.#leased.delete(id) };
   }
 
   get #leaseMs(): number {
@@ -474,7 +494,8 @@ export class SessionRuntime {
     if (snapshot === undefined) return;
     const previous = commit.newEpoch === undefined ? epoch?.snapshot : undefined;
     const maxBytes = this.#limits.sourceValueBytes;
-    for (const [key, entry] of Object.entries(snapshot)) {
+    for (const key of Object.keys(snapshot)) {
+      const entry = snapshot[key] as SnapshotEntry;
       if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
       const encoded = JSON.stringify(entry.value) ?? "";
       if (encoded.length > maxBytes || (encoded.length * 3 > maxBytes && bytesOf(encoded) > maxBytes)) {

@@ -70,8 +70,12 @@ describe("session runtime: durability", () => {
     await host.step(id);
 
     const db = new Database(sessionsFile(folder.path));
-    const storedSnapshot = () =>
-      (db.prepare("SELECT snapshot FROM epochs WHERE session_id = ?").get(id) as { snapshot: string }).snapshot;
+    // The stored snapshot (its entries, one row per key) and the epoch's count of its changes.
+    const storedSnapshot = () => ({
+      entries: db.prepare("SELECT key, entry FROM snapshot_entries WHERE session_id = ? ORDER BY key").all(id),
+      version: (db.prepare("SELECT snapshot_version FROM epochs WHERE session_id = ?").get(id) as { snapshot_version: number })
+        .snapshot_version,
+    });
     try {
       const admitted = storedSnapshot();
       branch.state.value = "feature";
@@ -79,7 +83,8 @@ describe("session runtime: durability", () => {
       // The write of the message fails, then (in a second attempt) the write of the snapshot advance.
       for (const failing of [
         "CREATE TRIGGER failing BEFORE INSERT ON messages WHEN NEW.role = 'system-update' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
-        "CREATE TRIGGER failing BEFORE UPDATE OF snapshot ON epochs BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        "CREATE TRIGGER failing BEFORE UPDATE ON snapshot_entries BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        "CREATE TRIGGER failing BEFORE UPDATE OF snapshot_version ON epochs BEGIN SELECT RAISE(ABORT, 'disk full'); END",
       ]) {
         db.exec(failing);
         let failure: unknown;
@@ -97,14 +102,17 @@ describe("session runtime: durability", () => {
         );
         expect(((failure as StoreFailed).cause as Error).message, failing).to.equal("disk full");
         expect(transcript(await host.messages(id)), failing).to.deep.equal(["user: one", "assistant: reply 1: one"]);
-        expect(storedSnapshot(), failing).to.equal(admitted);
+        expect(storedSnapshot(), failing).to.deep.equal(admitted);
       }
       expect(provider.requests, "nothing was sent for a boundary that did not commit").to.have.length(1);
 
       const request = requestOf(await host.step(id));
       expect(transcript(request.messages).slice(-2)).to.deep.equal(["user: two", "system-update: core/branch is now feature"]);
-      expect(JSON.parse(storedSnapshot())).to.deep.equal({
-        "core/branch": { value: "feature", removed: "core/branch (feature) no longer applies" },
+      expect(storedSnapshot()).to.deep.equal({
+        entries: [
+          { key: "core/branch", entry: JSON.stringify({ value: "feature", removed: "core/branch (feature) no longer applies" }) },
+        ],
+        version: admitted.version + 1,
       });
     } finally {
       db.close();
@@ -285,19 +293,30 @@ describe("session runtime: durability", () => {
     const branch = testSource("core/branch", "main");
     const provider = scriptedProvider();
     const host = await start({ providers: { scripted: provider }, core: [branch.core] });
-    const corruptions = [
-      "{not json",
-      '{"__proto__":{"value":"main"}}',
-      '{"branch":{"value":"main"}}',
-      '{"core/branch":{"value":{"__proto__":{"isPolluted":true}}}}',
+    // Each replaces the epoch's snapshot entries (one row per key) with these rows.
+    const corruptions: ReadonlyArray<ReadonlyArray<readonly [key: string, entry: string]>> = [
+      [["core/branch", "{not json"]],
+      [["__proto__", '{"value":"main"}']],
+      [["branch", '{"value":"main"}']],
+      [["core/branch", '{"value":{"__proto__":{"isPolluted":true}}}']],
+      [["core/branch", '"main"']],
     ];
     const db = new Database(sessionsFile(folder.path));
+    const entriesOf = (id: string) =>
+      db.prepare("SELECT key, entry FROM snapshot_entries WHERE session_id = ? ORDER BY key").all(id);
     try {
-      for (const corruption of corruptions) {
+      for (const rows of corruptions) {
+        const corruption = JSON.stringify(rows);
         const id = await host.createSession({ location: folder.path, provider: "scripted", model: "m" });
         await host.prompt(id, "one");
         await host.step(id);
-        db.prepare("UPDATE epochs SET snapshot = ? WHERE session_id = ?").run(corruption, id);
+        // Written as another process would (its snapshot_version advanced), so the host reads it again.
+        db.transaction(() => {
+          db.prepare("DELETE FROM snapshot_entries WHERE session_id = ?").run(id);
+          for (const [key, entry] of rows)
+            db.prepare("INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, 1, ?, ?)").run(id, key, entry);
+          db.prepare("UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = ?").run(id);
+        })();
         const before = await host.messages(id);
         const sentBefore = provider.requests.length;
 
@@ -311,13 +330,14 @@ describe("session runtime: durability", () => {
 
         expect(failure, corruption).to.be.instanceOf(SessionCorrupt);
         expect((failure as SessionCorrupt).sessionId).to.equal(id);
-        expect((failure as Error).message)
+        expect((failure as Error).message, corruption)
           .to.include(id)
           .and.to.include("Context Snapshot");
         expect(await host.messages(id), corruption).to.deep.equal(before);
         expect(provider.requests.length).to.equal(sentBefore);
-        const epochs = db.prepare("SELECT snapshot FROM epochs WHERE session_id = ?").all(id);
-        expect(epochs, "the row is neither repaired nor replaced").to.deep.equal([{ snapshot: corruption }]);
+        expect(entriesOf(id), "the rows are neither repaired nor replaced").to.deep.equal(
+          rows.map(([key, entry]) => ({ key, entry })).sort((a, b) => (a.key < b.key ? -1 : 1)),
+        );
       }
       expect(({} as Record<string, unknown>).isPolluted).to.equal(undefined);
     } finally {

@@ -3,6 +3,7 @@
 // transition that is blocked observes the sources once; the snapshot just written is
 // never parsed again.
 
+import Database from "better-sqlite3";
 import { expect } from "chai";
 import { scriptedProvider } from "../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
@@ -130,6 +131,63 @@ describe("session store: SQLite snapshots", () => {
       expect((await store.activeEpoch("s"))?.snapshot).to.equal(next);
       expect(committed.appended.map((m) => [m.seq, m.role])).to.deep.equal([[3, "system-update"]]);
     } finally {
+      await store.close();
+      folder.remove();
+    }
+  });
+
+  it("a Mid-Conversation change writes only the entries it changed, and a change written by another store is read", async () => {
+    const folder = tempFolder("store-entries");
+    const file = sessionsFile(folder.path);
+    const store = new SqliteSessionStore(file);
+    const other = new SqliteSessionStore(file);
+    const raw = new Database(file);
+    try {
+      // Every write to an entry row, as SQLite sees it.
+      raw.exec(`CREATE TABLE entry_writes (key TEXT);
+        CREATE TRIGGER entry_inserted AFTER INSERT ON snapshot_entries BEGIN INSERT INTO entry_writes VALUES (NEW.key); END;
+        CREATE TRIGGER entry_updated AFTER UPDATE ON snapshot_entries BEGIN INSERT INTO entry_writes VALUES (NEW.key); END;
+        CREATE TRIGGER entry_deleted AFTER DELETE ON snapshot_entries BEGIN INSERT INTO entry_writes VALUES (OLD.key); END;`);
+      const writes = () =>
+        (raw.prepare("DELETE FROM entry_writes RETURNING key").all() as Array<{ key: string }>).map((r) => r.key).sort();
+      const keys = Array.from({ length: 50 }, (_, i) => `test/k${String(i).padStart(2, "0")}`);
+      const first = SystemContext.parseSnapshot(Object.fromEntries(keys.map((key) => [key, { value: 0 }])));
+      await store.createSession({ id: "s", location: folder.path, provider: "p", model: "m" });
+      let revision = (
+        await store.commitBoundary("s", 0, {
+          newEpoch: { baseline: "all 0", snapshot: first, reason: "initial", systemPrompt: null },
+          promote: [],
+          settlesEpochDue: true,
+        })
+      ).revision;
+      expect(writes(), "a new epoch writes every entry").to.deep.equal(keys);
+      revision += 1;
+      await store.commitReply("s", revision - 1, { text: "ok" }, []);
+
+      // Unchanged entries carried as the same objects, one changed, one gone.
+      const { "test/k49": _gone, ...kept } = first;
+      const next = SystemContext.parseSnapshot({ ...kept, "test/k07": { value: 1 } });
+      const carried = Object.fromEntries(Object.keys(next).map((key) => [key, key === "test/k07" ? next[key] : first[key]]));
+      const committed = await store.commitBoundary("s", revision, {
+        promote: [],
+        systemUpdate: { text: "k07 is now 1; k49 is gone", snapshot: carried as typeof next },
+        settlesEpochDue: false,
+      });
+      expect(writes(), "only the changed and the removed entry").to.deep.equal(["test/k07", "test/k49"]);
+      expect(await other.activeEpoch("s"), "what another store reads back").to.deep.equal(committed.epoch);
+
+      // Another store (another process on the same file) advances the snapshot: this one reads it.
+      await other.commitReply("s", committed.revision, { text: "ok" }, []);
+      const theirs = SystemContext.parseSnapshot({ ...next, "test/k08": { value: 5 } });
+      await other.commitBoundary("s", committed.revision + 1, {
+        promote: [],
+        systemUpdate: { text: "k08 is now 5", snapshot: theirs },
+        settlesEpochDue: false,
+      });
+      expect((await store.activeEpoch("s"))?.snapshot).to.deep.equal(theirs);
+    } finally {
+      raw.close();
+      await other.close();
       await store.close();
       folder.remove();
     }

@@ -4,7 +4,8 @@
 import path from "node:path";
 import Database from "better-sqlite3";
 import { expect } from "chai";
-import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { migrations, SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { SessionCorrupt } from "../../core/session/store/store.ts";
 import { tempFolder } from "./fixtures.ts";
 
 /** Opens a store while observing its own better-sqlite3 connection and the SQL scripts it executes. */
@@ -91,5 +92,52 @@ describe("session store: SQLite", () => {
     raw.pragma("user_version = 999");
     raw.close();
     expect(() => new SqliteSessionStore(file)).to.throw(`${file}: schema version 999 is newer than this context-host`);
+  });
+
+  it("moves each epoch's snapshot text into one row per key when it upgrades a file, and names an epoch whose text was unreadable", async () => {
+    const file = sessionsFile(folder.path);
+    // A file as the release before per-key snapshots left it (schema version 5).
+    const raw = new Database(file);
+    for (const script of migrations.slice(0, 5)) raw.exec(script);
+    raw.pragma("user_version = 5");
+    const snapshot = {
+      "core/date": { value: "2026-12-04" },
+      "git/branch": { value: { name: "main", ahead: 2 }, removed: "No branch now." },
+      "a/list": { value: [1, "two", null, true] },
+      "a/flag": { value: false },
+    };
+    const insertSession = raw.prepare("INSERT INTO sessions (id, location, provider, model) VALUES (?, '/', 'p', 'm')");
+    const insertEpoch = raw.prepare(
+      "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, 1, 'initial', 'null')",
+    );
+    insertSession.run("good");
+    insertEpoch.run("good", 1, "old Baseline", "{}");
+    insertEpoch.run("good", 2, "Baseline", JSON.stringify(snapshot));
+    insertSession.run("bad");
+    insertEpoch.run("bad", 1, "Baseline", "{not json");
+    raw.close();
+
+    const store = new SqliteSessionStore(file);
+    try {
+      expect(store.schemaVersion).to.equal(migrations.length);
+      expect(await store.activeEpoch("good")).to.deep.equal({
+        number: 2,
+        baseline: "Baseline",
+        snapshot,
+        startedSeq: 1,
+        reason: "initial",
+        systemPrompt: null,
+      });
+      let failure: unknown;
+      await store.activeEpoch("bad").catch((error: unknown) => {
+        failure = error;
+      });
+      expect(failure).to.be.instanceOf(SessionCorrupt);
+      expect((failure as Error).message)
+        .to.include("bad")
+        .and.to.include("Context Snapshot of epoch 1 is corrupt");
+    } finally {
+      await store.close();
+    }
   });
 });

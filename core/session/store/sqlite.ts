@@ -25,7 +25,7 @@ import {
 } from "./store.ts";
 
 /** Each entry moves the schema one version up; never edit a released one. */
-const migrations: readonly string[] = [
+export const migrations: readonly string[] = [
   `CREATE TABLE sessions (
      id TEXT PRIMARY KEY,
      location TEXT NOT NULL,
@@ -74,6 +74,25 @@ const migrations: readonly string[] = [
    ALTER TABLE messages ADD COLUMN provider_content TEXT;`,
   // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
   "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
+  // A Context Snapshot is kept one row per source key, so a Mid-Conversation System Message
+  // writes only the entries it changed, not the whole snapshot again; `snapshot_version`
+  // counts an epoch's changes (a reader's cached snapshot is current while it matches).
+  // An epoch whose old snapshot text was not a JSON object is marked -1 (read: corrupt).
+  `CREATE TABLE snapshot_entries (
+     session_id TEXT NOT NULL,
+     epoch INTEGER NOT NULL,
+     key TEXT NOT NULL,
+     entry TEXT NOT NULL,
+     PRIMARY KEY (session_id, epoch, key),
+     FOREIGN KEY (session_id, epoch) REFERENCES epochs(session_id, number) ON DELETE CASCADE
+   ) STRICT, WITHOUT ROWID;
+   ALTER TABLE epochs ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
+   INSERT INTO snapshot_entries (session_id, epoch, key, entry)
+     SELECT e.session_id, e.number, j.key, CASE WHEN j.type IN ('object', 'array') THEN j.value ELSE json_quote(j.value) END
+     FROM epochs e, json_each(e.snapshot) j
+     WHERE json_valid(e.snapshot) AND json_type(e.snapshot) = 'object';
+   UPDATE epochs SET snapshot_version = -1 WHERE NOT (json_valid(snapshot) AND json_type(snapshot) = 'object');
+   ALTER TABLE epochs DROP COLUMN snapshot;`,
 ];
 
 interface SessionRow {
@@ -91,14 +110,24 @@ interface SessionRow {
 interface EpochRow {
   number: number;
   baseline: string;
-  snapshot: string;
   started_seq: number;
   reason: EpochReason;
   system_prompt: string | null;
+  snapshot_version: number;
+}
+
+/** Which state of a session's active epoch a cached record is: its number and its snapshot's version. */
+interface EpochState {
+  number: number;
+  snapshot_version: number;
 }
 
 /** The longest a write waits for another process's write lock (the event loop waits with it). */
 const busyWaitMs = 1000;
+
+function isSameState(a: EpochState, b: EpochState): boolean {
+  return a.number === b.number && a.snapshot_version === b.snapshot_version;
+}
 
 function identityOf(stats: { dev: number; ino: number }): string {
   return `${stats.dev}:${stats.ino}`;
@@ -112,8 +141,11 @@ export function sessionsFile(dataDir: string): string {
 /** The default `SessionStore`: one SQLite file (WAL), each boundary one transaction guarded by the session's revision. */
 export class SqliteSessionStore implements SessionStore {
   readonly #db: Database.Database;
-  /** The last parsed snapshot per session, by its stored text (never mutated by readers). */
-  readonly #parsedSnapshots = new Map<string, { text: string; snapshot: Snapshot }>();
+  /**
+   * The active epoch per session as last read or written, with the state it was at: a
+   * boundary checks two integers instead of reading and parsing the Baseline and snapshot.
+   */
+  readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
 
   constructor(readonly file: string) {
     if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
@@ -260,10 +292,12 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async messages(id: string, afterSeq = 0): Promise<StoredMessage[]> {
-    this.#sessionRow(id);
     const rows = this.#prepare(
       "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
     ).all(id, afterSeq) as MessageRow[];
+    // Rows prove the session exists; none may mean it does not.
+    if (rows.length === 0 && this.#prepare("SELECT 1 FROM sessions WHERE id = ?").get(id) === undefined)
+      throw new SessionNotFound({ sessionId: id });
     return rows.map((row) => messageFromRow(id, row));
   }
 
@@ -272,11 +306,16 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   #activeEpoch(id: string): EpochRecord | undefined {
-    const row = this.#prepare("SELECT * FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(id) as
-      | EpochRow
-      | undefined;
-    if (row === undefined) return undefined;
-    return {
+    const state = this.#prepare(
+      "SELECT number, snapshot_version FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1",
+    ).get(id) as EpochState | undefined;
+    if (state === undefined) return undefined;
+    const cached = this.#epochs.get(id);
+    if (cached !== undefined && isSameState(cached.state, state)) return cached.record;
+    const row = this.#prepare(
+      "SELECT number, baseline, started_seq, reason, system_prompt, snapshot_version FROM epochs WHERE session_id = ? AND number = ?",
+    ).get(id, state.number) as EpochRow;
+    const record: EpochRecord = {
       number: row.number,
       baseline: row.baseline,
       snapshot: this.#snapshotOf(id, row),
@@ -284,32 +323,59 @@ export class SqliteSessionStore implements SessionStore {
       reason: row.reason,
       systemPrompt: this.#systemPromptOf(id, row),
     };
+    this.#epochs.set(id, { state: { number: row.number, snapshot_version: row.snapshot_version }, record });
+    return record;
   }
 
-  /** The parsed snapshot of an epoch row; the same stored text (read again, or just written) is not parsed again. */
+  /** An epoch's snapshot, read from its entries and checked as a whole. */
   #snapshotOf(id: string, row: EpochRow): Snapshot {
-    const cached = this.#parsedSnapshots.get(id);
-    if (cached !== undefined && cached.text === row.snapshot) return cached.snapshot;
-    let snapshot: Snapshot;
-    try {
-      snapshot = parseSnapshot(JSON.parse(row.snapshot));
-    } catch (cause) {
-      const reason = cause instanceof Error ? cause.message : String(cause);
+    const corrupt = (reason: string, cause?: unknown): never => {
       throw new SessionCorrupt({
         sessionId: id,
         reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`,
         cause,
       });
+    };
+    if (row.snapshot_version < 0) corrupt("its stored text was not a JSON object when the store was upgraded");
+    const entries = this.#prepare("SELECT key, entry FROM snapshot_entries WHERE session_id = ? AND epoch = ?").all(
+      id,
+      row.number,
+    ) as Array<{ key: string; entry: string }>;
+    const snapshot: Record<string, unknown> = {};
+    for (const { key, entry } of entries) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(entry);
+      } catch (cause) {
+        corrupt(`the entry of ${JSON.stringify(key)} is not JSON`, cause);
+      }
+      // Defined, not assigned: a stored key "__proto__" is an own key parseSnapshot refuses, not a prototype.
+      Object.defineProperty(snapshot, key, { value: parsed, enumerable: true, writable: true, configurable: true });
     }
-    this.#parsedSnapshots.set(id, { text: row.snapshot, snapshot });
-    return snapshot;
+    try {
+      return parseSnapshot(snapshot);
+    } catch (cause) {
+      return corrupt(cause instanceof Error ? cause.message : String(cause), cause);
+    }
   }
 
-  /** Stores a snapshot's text and remembers the snapshot it came from, so reading it back parses nothing. */
-  #snapshotText(id: string, snapshot: Snapshot): string {
-    const text = JSON.stringify(snapshot);
-    this.#parsedSnapshots.set(id, { text, snapshot });
-    return text;
+  /**
+   * Writes `snapshot` as epoch `epoch`'s entries. Against the snapshot it replaces (`previous`,
+   * whose unchanged entries the new one carries as the same objects) only the changed
+   * entries are written and the gone ones deleted; without one (a new epoch), every entry is.
+   */
+  #writeSnapshot(id: string, epoch: number, snapshot: Snapshot, previous: Snapshot | undefined): void {
+    const upsert = this.#prepare(
+      "INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry",
+    );
+    const remove = this.#prepare("DELETE FROM snapshot_entries WHERE session_id = ? AND epoch = ? AND key = ?");
+    for (const key of Object.keys(snapshot)) {
+      const entry = snapshot[key];
+      if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
+      upsert.run(id, epoch, key, JSON.stringify(entry));
+    }
+    if (previous === undefined) return;
+    for (const key of Object.keys(previous)) if (!Object.hasOwn(snapshot, key)) remove.run(id, epoch, key);
   }
 
   #systemPromptOf(id: string, row: EpochRow): string | null | undefined {
@@ -339,9 +405,10 @@ export class SqliteSessionStore implements SessionStore {
     return row.n;
   }
 
-  /** Advances the revision from `expected`; throws `RevisionConflict` if another runtime moved it. */
-  #claim(id: string, expected: number, set: string) {
+  /** Advances the revision from `expected` (and sets `set`, with its `params`); throws `RevisionConflict` if another runtime moved it. */
+  #claim(id: string, expected: number, set: string, params: readonly unknown[] = []) {
     const result = this.#prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`).run(
+      ...params,
       id,
       expected,
     );
@@ -372,53 +439,54 @@ export class SqliteSessionStore implements SessionStore {
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     const run = this.#db.transaction((): BoundaryCommitted => {
-      this.#claim(id, revision, `, awaiting_reply = 1${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
-      this.#prepare("UPDATE sessions SET lease_holder = ?, lease_expires = ? WHERE id = ?").run(
-        commit.lease?.holder ?? null,
-        commit.lease?.expiresAt ?? null,
+      this.#claim(
         id,
+        revision,
+        `, awaiting_reply = 1, lease_holder = ?, lease_expires = ?${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`,
+        [commit.lease?.holder ?? null, commit.lease?.expiresAt ?? null],
       );
       let seq = this.#nextSeq(id);
-      let epoch = this.#currentEpochNumber(id);
+      // The epoch as it stands (read only if this store has not read or written it as it is).
+      let active = this.#activeEpoch(id);
+      let state = this.#epochs.get(id)?.state;
       const appended: StoredMessage[] = [];
       if (commit.newEpoch !== undefined) {
-        epoch += 1;
+        const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
+        const number = (active?.number ?? 0) + 1;
         this.#prepare(
-          "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        ).run(
-          id,
-          epoch,
-          commit.newEpoch.baseline,
-          this.#snapshotText(id, commit.newEpoch.snapshot),
-          seq,
-          commit.newEpoch.reason,
-          JSON.stringify(commit.newEpoch.systemPrompt),
-        );
+          "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
+        ).run(id, number, baseline, seq, reason, JSON.stringify(systemPrompt));
+        this.#writeSnapshot(id, number, snapshot, undefined);
+        active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
+        state = { number, snapshot_version: 0 };
       }
+      if (active === undefined || state === undefined)
+        throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
       for (const prompt of commit.promote) {
         const promoted = this.#prepare(
           "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
         ).run(seq, prompt.id, id);
         if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
-        appended.push(this.#insertMessage(id, seq++, "user", prompt.text, epoch));
+        appended.push(this.#insertMessage(id, seq++, "user", prompt.text, active.number));
       }
       if (commit.systemUpdate !== undefined) {
-        appended.push(this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, epoch));
-        this.#prepare("UPDATE epochs SET snapshot = ? WHERE session_id = ? AND number = ?").run(
-          this.#snapshotText(id, commit.systemUpdate.snapshot),
+        appended.push(this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, active.number));
+        this.#writeSnapshot(id, active.number, commit.systemUpdate.snapshot, active.snapshot);
+        this.#prepare("UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = ? AND number = ?").run(
           id,
-          epoch,
+          active.number,
         );
+        active = { ...active, snapshot: commit.systemUpdate.snapshot };
+        state = { number: state.number, snapshot_version: state.snapshot_version + 1 };
       }
-      const active = this.#activeEpoch(id);
-      if (active === undefined) throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
+      this.#epochs.set(id, { state, record: active });
       return { revision: revision + 1, epoch: active, appended };
     });
     try {
       return this.#write(`commit a boundary of session ${id}`, () => run.immediate());
     } catch (error) {
-      // A rolled-back write must not leave its text remembered as the stored snapshot.
-      this.#parsedSnapshots.delete(id);
+      // A rolled-back write must not leave its epoch remembered as the stored one.
+      this.#epochs.delete(id);
       throw error;
     }
   }

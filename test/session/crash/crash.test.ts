@@ -103,14 +103,17 @@ describe("crash checker", function () {
       );
       // A snapshot advance committed without its message.
       const advanced = await tampered((db) => {
-        const epoch = db.prepare("SELECT number, snapshot FROM epochs ORDER BY number DESC LIMIT 1").get() as {
-          number: number;
-          snapshot: string;
+        const row = db.prepare("SELECT epoch, key, entry FROM snapshot_entries ORDER BY epoch DESC, key LIMIT 1").get() as {
+          epoch: number;
+          key: string;
+          entry: string;
         };
-        const snapshot = JSON.parse(epoch.snapshot) as Record<string, { value: unknown }>;
-        const key = Object.keys(snapshot)[0] as string;
-        snapshot[key] = { ...snapshot[key], value: { pad: "tampered", v: -1 } };
-        db.prepare("UPDATE epochs SET snapshot = ? WHERE number = ?").run(JSON.stringify(snapshot), epoch.number);
+        const entry = { ...(JSON.parse(row.entry) as object), value: { pad: "tampered", v: -1 } };
+        db.prepare("UPDATE snapshot_entries SET entry = ? WHERE epoch = ? AND key = ?").run(
+          JSON.stringify(entry),
+          row.epoch,
+          row.key,
+        );
       });
       expect(joined(advanced)).to.match(/snapshot and messages disagree/);
       // The same change admitted twice.

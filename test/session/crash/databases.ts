@@ -24,6 +24,7 @@ export interface MessageRow {
 export interface EpochRow {
   number: number;
   baseline: string;
+  /** The Context Snapshot as JSON text. */
   snapshot: string;
   started_seq: number;
 }
@@ -69,7 +70,14 @@ export function sqliteDatabase(dataDir: string): CrashDatabase {
         messages: (id) =>
           all<MessageRow>("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = ? ORDER BY seq", id),
         epochs: (id) =>
-          all<EpochRow>("SELECT number, baseline, snapshot, started_seq FROM epochs WHERE session_id = ? ORDER BY number", id),
+          // The snapshot as one JSON object text, put together from its entries (one row per key).
+          all<EpochRow>(
+            `SELECT e.number, e.baseline, e.started_seq,
+               (SELECT json_group_object(s.key, json(s.entry)) FROM snapshot_entries s
+                WHERE s.session_id = e.session_id AND s.epoch = e.number) AS snapshot
+             FROM epochs e WHERE e.session_id = ? ORDER BY e.number`,
+            id,
+          ),
         prompts: (id) =>
           all<PromptRow>("SELECT id, text, promoted_seq FROM pending_prompts WHERE session_id = ? ORDER BY id", id),
         close: async () => {
