@@ -15,6 +15,7 @@ export {
   type PluginCheckName,
   type PluginFinding,
 } from "./conformance/check-plugin.ts";
+export { ConformanceSetupInvalid } from "./conformance/errors.ts";
 export { checkNames, describePluginConformance, type TestRunner } from "./conformance/plugin-suite.ts";
 export { describeRegistryConformance, type RegistryUnderTest } from "./conformance/registry-suite.ts";
 export { type CheckedSource, checkSource, type Finding, type SourceCheckOptions } from "./conformance/source-checks.ts";

@@ -12,7 +12,7 @@
  */
 
 export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/diagnostics.ts";
-export { ContextHostError, SettingInvalid } from "./base/errors.ts";
+export { ContextHostError, DisposersFailed, SettingInvalid } from "./base/errors.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
 export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/plugin-set.ts";
@@ -53,4 +53,4 @@ export type { SessionLimits } from "./session/reply-check.ts";
 export type { BoundaryPreview, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
-export type { InstructionSettings, ProjectFiles } from "./sources/instructions/service.ts";
+export { type InstructionSettings, type ProjectFiles, ProjectFileUnreadable } from "./sources/instructions/service.ts";

@@ -16,13 +16,14 @@
 export {
   DuplicateKeyError,
   InitializationBlocked,
+  KeyInvalid,
   type Renderer,
   RenderFailed,
   SnapshotInvalid,
   SystemContextError,
   ValueRejected,
 } from "./system-context/errors.ts";
-export { canonicalJson, type Json, NotPlainJson } from "./system-context/json.ts";
+export { canonicalJson, type Json, ValueNotPlainJson } from "./system-context/json.ts";
 export { isKey, type Key } from "./system-context/key.ts";
 export {
   type Generation,

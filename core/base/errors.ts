@@ -21,9 +21,27 @@ export class SettingInvalid extends ContextHostError {
   }
 }
 
-/** The message of any thrown value, whatever was thrown (an `AggregateError` lists its parts). */
+/**
+ * Disposers of a scope (a host, a plugin generation, a watcher) threw while it closed; every
+ * other disposer still ran. `errors` holds what each threw, newest disposer first, like an
+ * `AggregateError`'s.
+ */
+export class DisposersFailed extends ContextHostError {
+  /** The scope's name: `host`, `plugin weather generation 3`. */
+  readonly scope: string;
+  readonly errors: readonly unknown[];
+  constructor(options: { readonly scope: string; readonly errors: readonly unknown[] }) {
+    const count = options.errors.length;
+    super(`${options.scope}: ${count} disposer${count === 1 ? "" : "s"} failed`);
+    this.scope = options.scope;
+    this.errors = options.errors;
+  }
+}
+
+/** The message of any thrown value, whatever was thrown (an `AggregateError` or `DisposersFailed` lists its parts). */
 export function messageOf(error: unknown): string {
-  if (error instanceof AggregateError) return [error.message, ...error.errors.map(messageOf)].join("; ");
+  if (error instanceof AggregateError || error instanceof DisposersFailed)
+    return [error.message, ...error.errors.map(messageOf)].join("; ");
   if (error instanceof Error) return error.message;
   try {
     return String(error);

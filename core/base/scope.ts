@@ -1,13 +1,15 @@
 // Owns the Scope: a store of disposers whose owner closes it once. It is how a
 // plugin generation, a watcher or a host says "these resources live and die together".
 
+import { DisposersFailed } from "./errors.ts";
+
 /** Something that releases a resource; may be async. */
 export type Disposer = () => void | Promise<void>;
 
 /**
  * A store of disposers. `close()` runs them in reverse order of addition, one at a
  * time, each awaited and each exactly once; it is idempotent and resolves only after
- * every disposer finished. Their errors are collected into one `AggregateError`.
+ * every disposer finished. Their errors are collected into one `DisposersFailed` (`.errors`).
  * Adding to a closed (or closing) scope disposes the new resource at once.
  */
 export class Scope {
@@ -51,6 +53,6 @@ export class Scope {
         errors.push(error);
       }
     }
-    if (errors.length > 0) throw new AggregateError(errors, `${this.name}: ${errors.length} disposer(s) failed`);
+    if (errors.length > 0) throw new DisposersFailed({ scope: this.name, errors });
   }
 }

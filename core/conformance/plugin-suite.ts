@@ -3,6 +3,7 @@
 // runner; warnings are printed in the case's failure message only when they are errors.
 
 import { type CheckName, type CheckPluginOptions, checkPlugin, formatFinding, type PluginFinding } from "./check-plugin.ts";
+import { ConformanceSetupInvalid } from "./errors.ts";
 
 /** The test functions a suite is declared with: mocha's globals by default (BDD style). */
 export interface TestRunner {
@@ -34,7 +35,10 @@ export const checkNames: readonly CheckName[] = [
 function globalRunner(): TestRunner {
   const g = globalThis as unknown as Partial<TestRunner>;
   if (typeof g.describe !== "function" || typeof g.it !== "function" || typeof g.before !== "function") {
-    throw new Error("describePluginConformance: no describe/it/before globals; run it under mocha or pass a runner");
+    throw new ConformanceSetupInvalid({
+      suite: "describePluginConformance",
+      reason: "no describe/it/before globals; run it under mocha or pass `runner` in the options",
+    });
   }
   return g as TestRunner;
 }

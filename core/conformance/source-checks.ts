@@ -10,7 +10,7 @@ import { withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
 import type { PluginSource } from "../plugins/define.ts";
 import type { SourceEnv } from "../registry/registry.ts";
-import { absent, canonicalJson, NotPlainJson, toPlainJson, unavailable } from "../system-context/index.ts";
+import { absent, canonicalJson, toPlainJson, unavailable, ValueNotPlainJson } from "../system-context/index.ts";
 import { samplesOf } from "./arbitrary.ts";
 
 /** The checks, by name, as findings print them. */
@@ -186,7 +186,7 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
     try {
       toPlainJson(encodedValue);
     } catch (error) {
-      if (!(error instanceof NotPlainJson)) throw error;
+      if (!(error instanceof ValueNotPlainJson)) throw error;
       find(
         "value-schema",
         "error",

@@ -21,6 +21,7 @@ import {
   type StoredMessage,
 } from "../session/store/store.ts";
 import type { Snapshot } from "../system-context/index.ts";
+import { ConformanceSetupInvalid } from "./errors.ts";
 import type { TestRunner } from "./plugin-suite.ts";
 
 /**
@@ -171,7 +172,10 @@ function expectEpoch(
 function globalRunner(): Pick<TestRunner, "describe" | "it"> {
   const g = globalThis as unknown as Partial<TestRunner>;
   if (typeof g.describe !== "function" || typeof g.it !== "function") {
-    throw new Error("describeStoreConformance: no describe/it globals; run it under mocha or pass `runner` in the options");
+    throw new ConformanceSetupInvalid({
+      suite: "describeStoreConformance",
+      reason: "no describe/it globals; run it under mocha or pass `runner` in the options",
+    });
   }
   return g as TestRunner;
 }
@@ -871,7 +875,10 @@ export function describeStoreConformance(
       rule("everything committed survives closing the store and opening its data again", async (store, fixture) => {
         const reopen = fixture.reopen;
         if (reopen === undefined) {
-          throw new Error("a durable store's fixture must give `reopen`");
+          throw new ConformanceSetupInvalid({
+            suite: `describeStoreConformance(${JSON.stringify(name)})`,
+            reason: "a durable store's fixture must give `reopen` (or declare the store with `isDurable: false`)",
+          });
         }
         await create(store, "s1");
         await create(store, "s2", locationB);

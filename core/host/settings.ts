@@ -6,8 +6,11 @@ import { Compile } from "typebox/compile";
 import { SettingInvalid } from "../base/errors.ts";
 import { checkTimeZone } from "../sources/date.ts";
 
-/** Host settings beyond wiring. */
-export const HostSettings = Type.Object(
+/**
+ * The schema of the `HostOptions` (host.ts) that are settings rather than wiring: what
+ * `createHost` and a settings file are checked against. Other options pass unchecked.
+ */
+export const HostOptionsSchema = Type.Object(
   {
     timeZone: Type.Optional(Type.String({ minLength: 1, description: "IANA time zone of core/date; host-local when unset" })),
     isolation: Type.Optional(
@@ -31,7 +34,7 @@ export const HostSettings = Type.Object(
   { additionalProperties: true },
 );
 
-const validator = Compile(HostSettings);
+const validator = Compile(HostOptionsSchema);
 
 /** Checks host settings; throws `SettingInvalid` naming the setting and what is wrong. */
 export function checkSettings(settings: unknown): void {

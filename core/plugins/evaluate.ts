@@ -8,6 +8,7 @@ import vm from "node:vm";
 import * as typebox from "typebox";
 import * as typeboxCompile from "typebox/compile";
 import * as typeboxValue from "typebox/value";
+import { ContextHostError } from "../base/errors.ts";
 import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
 import { BundleLocations } from "./locations.ts";
@@ -23,6 +24,36 @@ const pluginApiModule = Object.freeze(
 );
 
 const hostRequire = createRequire(import.meta.url);
+
+/** The package's own name: of its entries, a plugin gets only the plugin API module. */
+const packageName = "context-host";
+
+/** The specifiers of the host's package a plugin may import, both the plugin API module. */
+const pluginEntries: ReadonlySet<string> = new Set([packageName, `${packageName}/plugin`]);
+
+/**
+ * A plugin imported an entry of the host's package other than the plugin API
+ * (`context-host/store`, `context-host/conformance`, …): plugins get `context-host` and
+ * `context-host/plugin` only, never the store, the runtime or `createHost` (decision 011).
+ */
+export class PluginImportRefused extends ContextHostError {
+  /** What the plugin imported. */
+  readonly specifier: string;
+  /** The plugin's entry file. */
+  readonly entry: string;
+  constructor(options: { readonly specifier: string; readonly entry: string }) {
+    super(
+      `plugin ${options.entry}: import of ${JSON.stringify(options.specifier)} refused; only "context-host" and "context-host/plugin" are available to plugins`,
+    );
+    this.specifier = options.specifier;
+    this.entry = options.entry;
+  }
+}
+
+/** Whether `specifier` names the host's own package or one of its entries (not another package such as `context-host-x`). */
+function isOwnPackage(specifier: string): boolean {
+  return specifier === packageName || specifier.startsWith(`${packageName}/`);
+}
 
 /**
  * What a CommonJS bundle's `require` must return for an ES module: its namespace,
@@ -45,14 +76,17 @@ const typeboxModules: Readonly<Record<string, object>> = {
 };
 
 /**
- * Resolves a plugin's `require`: `context-host` is the host's plugin API module and
- * TypeBox the host's own copy; other packages resolve from the host first (one
- * shared copy), then from the plugin's folder for packages only the plugin has.
+ * Resolves a plugin's `require`: `context-host` and `context-host/plugin` are the host's
+ * plugin API module, any other entry of the package is refused (`PluginImportRefused`), and
+ * TypeBox is the host's own copy; other packages resolve from the host first (one shared
+ * copy), then from the plugin's folder for packages only the plugin has. The plugin worker
+ * runs this same function (its program bundles this file).
  */
 function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
   return (specifier) => {
-    if (specifier === "context-host" || specifier === "context-host/plugin") return pluginApiModule;
+    if (pluginEntries.has(specifier)) return pluginApiModule;
+    if (isOwnPackage(specifier)) throw new PluginImportRefused({ specifier, entry: bundle.entry });
     if (Object.hasOwn(typeboxModules, specifier)) return typeboxModules[specifier];
     try {
       return hostRequire(specifier);

@@ -119,14 +119,14 @@ export async function anthropicReplyFromStream(
         break;
       case "error": {
         const message = isStreamError.Check(payload) ? `${payload.error.type}: ${payload.error.message}` : data;
-        throw new StreamInterrupted(`error event in stream: ${message}`);
+        throw new StreamInterrupted({ ...where(endpoint), reason: `error event in stream: ${message}` });
       }
       case "message_stop":
         isComplete = true;
         break;
     }
   }
-  if (!isComplete) throw new StreamInterrupted("stream ended before message_stop");
+  if (!isComplete) throw new StreamInterrupted({ ...where(endpoint), reason: "stream ended before message_stop" });
 
   const content: ReplyBlock[] = [];
   for (const [, block] of [...blocks].sort(([a], [b]) => a - b)) {

@@ -118,7 +118,8 @@ export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEven
     } catch (error) {
       throw new ProviderReplyInvalid({ ...where(endpoint), reason: "a stream chunk is not JSON", cause: error });
     }
-    if (isChunkError.Check(chunk)) throw new StreamInterrupted(`error in stream: ${JSON.stringify(chunk.error)}`);
+    if (isChunkError.Check(chunk))
+      throw new StreamInterrupted({ ...where(endpoint), reason: `error in stream: ${JSON.stringify(chunk.error)}` });
     if (!isChunk.Check(chunk))
       throw new ProviderReplyInvalid({ ...where(endpoint), reason: "a stream chunk has no choices array" });
     usage = usageOf(chunk) ?? usage;
@@ -135,7 +136,7 @@ export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEven
     }
     if (typeof choice.finish_reason === "string") isComplete = true;
   }
-  if (!isComplete) throw new StreamInterrupted("stream ended before [DONE] or a finish_reason");
+  if (!isComplete) throw new StreamInterrupted({ ...where(endpoint), reason: "stream ended before [DONE] or a finish_reason" });
   const toolCalls = [...calls]
     .sort(([a], [b]) => a - b)
     .map(([index, call]) => toolCallOf(call.id, call.name, call.arguments, index, endpoint));

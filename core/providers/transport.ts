@@ -3,6 +3,7 @@
 // outcome to a reply or a named error. Every attempt sends the same string, so a retry
 // is byte-identical and a prompt cache written by a half-finished attempt still hits.
 
+import { ContextHostError } from "../base/errors.ts";
 import { ProviderReplyInvalid } from "../session/errors.ts";
 import { ProviderRejected, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
 import { defaultRetryPolicy, delayBeforeRetryMs, isRetryableStatus, type RetryPolicy, requestedDelayMs } from "./retry.ts";
@@ -32,9 +33,21 @@ export interface TransportEffects {
   readonly now: () => number;
 }
 
-/** A reply that broke off or reported an error mid-stream; worth another attempt. */
-export class StreamInterrupted extends Error {
-  override readonly name = "StreamInterrupted";
+/**
+ * A reply that broke off or reported an error mid-stream; worth another attempt. When the
+ * attempts run out, `reason` becomes the `ProviderUnavailable`'s (this error its `cause`).
+ */
+export class StreamInterrupted extends ContextHostError {
+  readonly provider: string;
+  readonly url: string;
+  /** What went wrong in the stream: `stream ended before message_stop`, the error event's text. */
+  readonly reason: string;
+  constructor(options: { readonly provider: string; readonly url: string; readonly reason: string }) {
+    super(`${options.provider} reply stream from ${options.url} interrupted: ${options.reason}`);
+    this.provider = options.provider;
+    this.url = options.url;
+    this.reason = options.reason;
+  }
 }
 
 /** Waits with a timer. */
@@ -223,8 +236,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-/** `fetch failed: ECONNREFUSED` rather than just `fetch failed`. */
+/** `fetch failed: ECONNREFUSED` rather than just `fetch failed`; a broken stream's reason. */
 function describe(error: unknown): string {
+  // The provider and URL are the `ProviderUnavailable`'s own.
+  if (error instanceof StreamInterrupted) return error.reason;
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause;
   const code = isRecord(cause) && typeof cause.code === "string" ? cause.code : undefined;

@@ -4,7 +4,7 @@
 // reads, so nothing admitted can make the session unreadable later.
 
 import { Compile } from "typebox/compile";
-import { NotPlainJson, toPlainJson } from "../system-context/json.ts";
+import { toPlainJson, ValueNotPlainJson } from "../system-context/json.ts";
 import { ProviderReplyInvalid, SizeLimitExceeded, TextNotWellFormed } from "./errors.ts";
 import { type ProviderReply, ProviderReplySchema, type ToolCall } from "./provider.ts";
 
@@ -81,7 +81,8 @@ export function checkReply(reply: unknown, context: { sessionId: string; provide
     try {
       kept.providerContent = { provider, model, blocks: toPlainJson(blocks) as unknown[] };
     } catch (error) {
-      if (error instanceof NotPlainJson) throw invalid(`/providerContent/blocks${error.path}`, `${error.reason}, not plain JSON`);
+      if (error instanceof ValueNotPlainJson)
+        throw invalid(`/providerContent/blocks${error.path}`, `${error.reason}, not plain JSON`);
       throw error;
     }
   }
@@ -98,7 +99,8 @@ export function checkReply(reply: unknown, context: { sessionId: string; provide
     try {
       return { id: call.id, name: call.name, input: toPlainJson(call.input) };
     } catch (error) {
-      if (error instanceof NotPlainJson) throw invalid(`/toolCalls/${i}/input${error.path}`, `${error.reason}, not plain JSON`);
+      if (error instanceof ValueNotPlainJson)
+        throw invalid(`/toolCalls/${i}/input${error.path}`, `${error.reason}, not plain JSON`);
       throw error;
     }
   });

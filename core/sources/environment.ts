@@ -2,20 +2,11 @@
 // location-scoped: it observes the session's location at each boundary, so it
 // re-resolves when a session moves.
 
-import { existsSync } from "node:fs";
 import path from "node:path";
 import Type from "typebox";
 import { make } from "../system-context/index.ts";
 import type { CoreSource } from "./core-source.ts";
-
-/** The project root of a location: the nearest folder at or above it with `.git`, else the location. */
-export function projectRootOf(location: string): { root: string; isGitRepository: boolean } {
-  const start = path.resolve(location);
-  for (let dir = start; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, ".git"))) return { root: dir, isGitRepository: true };
-    if (path.dirname(dir) === dir) return { root: start, isGitRepository: false };
-  }
-}
+import { projectRootOf } from "./project-root.ts";
 
 const Environment = Type.Object({
   workingDirectory: Type.String(),

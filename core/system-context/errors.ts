@@ -12,6 +12,17 @@ export class SystemContextError extends Error {
   }
 }
 
+/** A Context Source's key is not a `namespace/name` key; `key` is what was given (it may not be a string). */
+export class KeyInvalid extends SystemContextError {
+  readonly key: unknown;
+  readonly reason: string;
+  constructor(options: { readonly key: unknown; readonly reason: string }) {
+    super(`invalid Context Source key ${JSON.stringify(options.key) ?? String(options.key)}: ${options.reason}`);
+    this.key = options.key;
+    this.reason = options.reason;
+  }
+}
+
 /** `combine` met the same Context Source key twice (the SPEC's name). */
 export class DuplicateKeyError extends SystemContextError {
   readonly key: Key;

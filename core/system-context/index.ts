@@ -19,13 +19,14 @@
 export {
   DuplicateKeyError,
   InitializationBlocked,
+  KeyInvalid,
   type Renderer,
   RenderFailed,
   SnapshotInvalid,
   SystemContextError,
   ValueRejected,
 } from "./errors.ts";
-export { canonicalJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
+export { canonicalJson, type Json, toPlainJson, ValueNotPlainJson } from "./json.ts";
 export { isKey, type Key, keyPattern, namespaceOf } from "./key.ts";
 export {
   type PrerenderedLimits,

@@ -1,20 +1,22 @@
 // Owns plain JSON: the only shape a Context Snapshot may hold, its strict checks,
 // and the comparison rule (canonical JSON, i.e. equality regardless of key order).
 
+import { SystemContextError } from "./errors.ts";
+
 /** A plain JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Keys that are never accepted in stored JSON: they can poison object prototypes. */
 const forbiddenKeys = new Set(["__proto__", "constructor"]);
 
-/** A value that is not plain JSON, with the JSON Pointer of the offending part. */
-export class NotPlainJson extends Error {
-  override readonly name = "NotPlainJson";
-  constructor(
-    readonly path: string,
-    readonly reason: string,
-  ) {
-    super(`${path === "" ? "value" : path} ${reason}`);
+/** A value that is not plain JSON: `path` is the JSON Pointer of the offending part (`""` for the whole value). */
+export class ValueNotPlainJson extends SystemContextError {
+  readonly path: string;
+  readonly reason: string;
+  constructor(options: { readonly path: string; readonly reason: string }) {
+    super(`value${options.path === "" ? "" : ` at ${options.path}`} ${options.reason}`);
+    this.path = options.path;
+    this.reason = options.reason;
   }
 }
 
@@ -25,13 +27,13 @@ function isPlainObject(value: object): boolean {
 
 /**
  * Checks that `value` is plain JSON and returns a deep copy of it, so the caller
- * owns data nobody else can mutate. Throws `NotPlainJson` naming the first bad part.
+ * owns data nobody else can mutate. Throws `ValueNotPlainJson` naming the first bad part.
  */
 export function toPlainJson(value: unknown): Json {
   return walkPlainJson(value, [], new Set(), true);
 }
 
-/** Checks that `value` is plain JSON, without copying it. Throws `NotPlainJson` like `toPlainJson`. */
+/** Checks that `value` is plain JSON, without copying it. Throws `ValueNotPlainJson` like `toPlainJson`. */
 export function assertPlainJson(value: unknown): asserts value is Json {
   walkPlainJson(value, [], new Set(), false);
 }
@@ -51,11 +53,12 @@ function walkPlainJson(value: unknown, keys: (string | number)[], seen: Set<obje
     case "boolean":
       return value;
     case "number":
-      if (!Number.isFinite(value)) throw new NotPlainJson(pointerOf(keys), `is ${value}, not a finite number`);
+      if (!Number.isFinite(value))
+        throw new ValueNotPlainJson({ path: pointerOf(keys), reason: `is ${value}, not a finite number` });
       return Object.is(value, -0) ? 0 : value;
     case "object": {
       if (value === null) return null;
-      if (seen.has(value)) throw new NotPlainJson(pointerOf(keys), "is a cycle");
+      if (seen.has(value)) throw new ValueNotPlainJson({ path: pointerOf(keys), reason: "is a cycle" });
       seen.add(value);
       try {
         if (Array.isArray(value)) {
@@ -69,12 +72,16 @@ function walkPlainJson(value: unknown, keys: (string | number)[], seen: Set<obje
           return copy;
         }
         if (!isPlainObject(value)) {
-          throw new NotPlainJson(pointerOf(keys), `is a ${value.constructor?.name ?? "non-plain"} object, not plain JSON`);
+          throw new ValueNotPlainJson({
+            path: pointerOf(keys),
+            reason: `is a ${value.constructor?.name ?? "non-plain"} object, not plain JSON`,
+          });
         }
         const copy: { [key: string]: Json } | undefined = isCopy ? {} : undefined;
         for (const key of Object.keys(value)) {
           keys.push(key);
-          if (forbiddenKeys.has(key)) throw new NotPlainJson(pointerOf(keys), `uses the forbidden key "${key}"`);
+          if (forbiddenKeys.has(key))
+            throw new ValueNotPlainJson({ path: pointerOf(keys), reason: `uses the forbidden key "${key}"` });
           const item = walkPlainJson((value as Record<string, unknown>)[key], keys, seen, isCopy);
           keys.pop();
           if (copy !== undefined) copy[key] = item;
@@ -85,7 +92,7 @@ function walkPlainJson(value: unknown, keys: (string | number)[], seen: Set<obje
       }
     }
     default:
-      throw new NotPlainJson(pointerOf(keys), `is ${typeof value}, not JSON`);
+      throw new ValueNotPlainJson({ path: pointerOf(keys), reason: `is ${typeof value}, not JSON` });
   }
 }
 

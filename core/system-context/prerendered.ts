@@ -4,8 +4,8 @@
 // JSON within a depth and a size, well-formed strings, non-empty texts within the limit.
 // Pure like the rest of the System Context: what fetches the data is the caller's.
 
-import { type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
-import { isSameJson, type Json, NotPlainJson } from "./json.ts";
+import { KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
+import { isSameJson, type Json, ValueNotPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
 import type { SnapshotEntry } from "./snapshot.ts";
 import {
@@ -68,9 +68,7 @@ const absentObservation: Observation = Object.freeze({ kind: "absent" });
  */
 export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits): SystemContext {
   if (!isKey(source.key)) {
-    throw new TypeError(
-      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name", matching ${keyPattern}`,
-    );
+    throw new KeyInvalid({ key: source.key, reason: `expected "namespace/name" in lower case, matching ${keyPattern}` });
   }
   const { key } = source;
   const checks: Checks = {
@@ -214,7 +212,7 @@ function checkedValue(value: unknown, checks: Checks): Json {
   try {
     return walk(value, undefined, 0, checks, budget);
   } catch (error) {
-    if (error instanceof NotPlainJson) throw new ValueRejected({ key: checks.key, path: error.path, reason: error.reason });
+    if (error instanceof ValueNotPlainJson) throw new ValueRejected({ key: checks.key, path: error.path, reason: error.reason });
     throw error;
   }
 }
@@ -255,13 +253,17 @@ function jsonBytes(text: string): number {
 function spend(budget: { left: number }, length: number, trail: Trail | undefined, checks: Checks) {
   budget.left -= length;
   if (budget.left < 0)
-    throw new NotPlainJson(pointer(trail), `makes the value larger than the limit of ${checks.maxValueBytes} bytes`);
+    throw new ValueNotPlainJson({
+      path: pointer(trail),
+      reason: `makes the value larger than the limit of ${checks.maxValueBytes} bytes`,
+    });
 }
 
 function walk(value: unknown, trail: Trail | undefined, depth: number, checks: Checks, budget: { left: number }): Json {
   switch (typeof value) {
     case "string":
-      if (!isWellFormed(value)) throw new NotPlainJson(pointer(trail), "is a string with a lone surrogate");
+      if (!isWellFormed(value))
+        throw new ValueNotPlainJson({ path: pointer(trail), reason: "is a string with a lone surrogate" });
       spend(budget, jsonBytes(value), trail, checks);
       return value;
     case "boolean":
@@ -270,7 +272,8 @@ function walk(value: unknown, trail: Trail | undefined, depth: number, checks: C
     case "number":
       // The longest JSON number text (`-1.2345678901234567e-308`), and a comma.
       spend(budget, 25, trail, checks);
-      if (!Number.isFinite(value)) throw new NotPlainJson(pointer(trail), `is ${value}, not a finite number`);
+      if (!Number.isFinite(value))
+        throw new ValueNotPlainJson({ path: pointer(trail), reason: `is ${value}, not a finite number` });
       return Object.is(value, -0) ? 0 : value;
     case "object": {
       if (value === null) {
@@ -278,7 +281,7 @@ function walk(value: unknown, trail: Trail | undefined, depth: number, checks: C
         return null;
       }
       if (depth >= checks.maxDepth)
-        throw new NotPlainJson(pointer(trail), `is nested deeper than the limit of ${checks.maxDepth}`);
+        throw new ValueNotPlainJson({ path: pointer(trail), reason: `is nested deeper than the limit of ${checks.maxDepth}` });
       spend(budget, 3, trail, checks);
       if (Array.isArray(value)) {
         const copy: Json[] = new Array(value.length);
@@ -286,18 +289,20 @@ function walk(value: unknown, trail: Trail | undefined, depth: number, checks: C
         return copy;
       }
       const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) throw new NotPlainJson(pointer(trail), "is not a plain object");
+      if (proto !== Object.prototype && proto !== null)
+        throw new ValueNotPlainJson({ path: pointer(trail), reason: "is not a plain object" });
       const copy: { [key: string]: Json } = {};
       for (const key of Object.keys(value)) {
         if (key === "__proto__" || key === "constructor")
-          throw new NotPlainJson(pointer({ parent: trail, key }), `uses the forbidden key "${key}"`);
-        if (!isWellFormed(key)) throw new NotPlainJson(pointer({ parent: trail, key }), "is a key with a lone surrogate");
+          throw new ValueNotPlainJson({ path: pointer({ parent: trail, key }), reason: `uses the forbidden key "${key}"` });
+        if (!isWellFormed(key))
+          throw new ValueNotPlainJson({ path: pointer({ parent: trail, key }), reason: "is a key with a lone surrogate" });
         spend(budget, jsonBytes(key) + 1, trail, checks);
         copy[key] = walk((value as Record<string, unknown>)[key], { parent: trail, key }, depth + 1, checks, budget);
       }
       return copy;
     }
     default:
-      throw new NotPlainJson(pointer(trail), `is ${typeof value}, not JSON`);
+      throw new ValueNotPlainJson({ path: pointer(trail), reason: `is ${typeof value}, not JSON` });
   }
 }

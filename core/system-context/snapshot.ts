@@ -4,7 +4,7 @@
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { SnapshotInvalid } from "./errors.ts";
-import { assertPlainJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
+import { assertPlainJson, type Json, toPlainJson, ValueNotPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
 
 /** One admitted source: its codec-encoded value and, if removable, its pre-rendered removal text. */
@@ -81,7 +81,7 @@ function checkSnapshot(json: unknown, isCopy: boolean): Snapshot {
         copy = entry;
       }
     } catch (error) {
-      if (error instanceof NotPlainJson) throw new SnapshotInvalid({ key, path: error.path, reason: error.reason });
+      if (error instanceof ValueNotPlainJson) throw new SnapshotInvalid({ key, path: error.path, reason: error.reason });
       throw error;
     }
     if (!entryValidator.Check(copy)) {

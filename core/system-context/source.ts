@@ -6,8 +6,8 @@ import type { StaticDecode, TSchema } from "typebox";
 import type { Validator } from "typebox/compile";
 import { Compile } from "typebox/compile";
 import { DecodeUnsafe, EncodeUnsafe, HasCodec } from "typebox/value";
-import { DuplicateKeyError, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
-import { isSameJson, type Json, NotPlainJson, toPlainJson } from "./json.ts";
+import { DuplicateKeyError, KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
+import { isSameJson, type Json, toPlainJson, ValueNotPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
 import type { SnapshotEntry } from "./snapshot.ts";
 
@@ -226,7 +226,7 @@ export class SourceCodec {
     try {
       return toPlainJson(encoded);
     } catch (error) {
-      if (error instanceof NotPlainJson) throw new ValueRejected({ key: this.key, path: error.path, reason: error.reason });
+      if (error instanceof ValueNotPlainJson) throw new ValueRejected({ key: this.key, path: error.path, reason: error.reason });
       throw error;
     }
   }
@@ -273,9 +273,7 @@ const absentObservation: Observation = Object.freeze({ kind: "absent" });
 
 function pack(source: Source, containment: Containment | undefined): PackedSource {
   if (!isKey(source.key)) {
-    throw new TypeError(
-      `invalid Context Source key ${JSON.stringify(source.key)}: expected "namespace/name" in lower case, matching ${keyPattern}`,
-    );
+    throw new KeyInvalid({ key: source.key, reason: `expected "namespace/name" in lower case, matching ${keyPattern}` });
   }
   const codec = new SourceCodec(source, containment?.maxTextLength ?? Number.POSITIVE_INFINITY);
   const { key } = source;

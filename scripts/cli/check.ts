@@ -9,7 +9,7 @@ import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
 import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, UsageError } from "./usage.ts";
+import { optionValue, UsageInvalid } from "./usage.ts";
 
 export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
@@ -32,16 +32,16 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     if (arg === "--json") json = true;
     else if (arg === "--location") {
       const value = args[++i];
-      if (value === undefined) throw new UsageError({ command: "check", reason: "--location needs a folder" });
+      if (value === undefined) throw new UsageInvalid({ command: "check", reason: "--location needs a folder" });
       location = path.resolve(cwd, value);
     } else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "check");
-    else if (arg.startsWith("-")) throw new UsageError({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
+    else if (arg.startsWith("-")) throw new UsageInvalid({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
     else given.push(path.resolve(cwd, arg));
   }
-  if (given.length === 0) throw new UsageError({ command: "check", reason: "check needs at least one plugin file or folder" });
+  if (given.length === 0) throw new UsageInvalid({ command: "check", reason: "check needs at least one plugin file or folder" });
   const plugins: string[] = [];
   for (const target of given) {
-    if (!existsSync(target)) throw new UsageError({ command: "check", reason: `no such file or folder: ${target}` });
+    if (!existsSync(target)) throw new UsageInvalid({ command: "check", reason: `no such file or folder: ${target}` });
     if (statSync(target).isFile()) {
       plugins.push(target);
       continue;
@@ -51,7 +51,7 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     else {
       const found = discoverPlugins(target);
       if (found.length === 0)
-        throw new UsageError({
+        throw new UsageInvalid({
           command: "check",
           reason: `no plugin in ${target} (expected .ts/.js files or folders with index.ts)`,
         });

@@ -7,7 +7,7 @@ import { escapeControl } from "../../core/base/diagnostics.ts";
 import { costOf, priceOf } from "../../core/providers/pricing.ts";
 import type { TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { optionValue, UsageError } from "./usage.ts";
+import { optionValue, UsageInvalid } from "./usage.ts";
 
 export interface InspectArgs {
   /** The data folder, or `file` when the sessions file is named. */
@@ -21,7 +21,7 @@ export interface InspectArgs {
   readonly json: boolean;
 }
 
-const fail = (reason: string) => new UsageError({ command: "inspect", reason });
+const fail = (reason: string) => new UsageInvalid({ command: "inspect", reason });
 
 /**
  * `inspect [DB] SESSION [--data DIR] [--json]`, or `--session ID` for SESSION, or `--list`

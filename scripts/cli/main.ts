@@ -9,7 +9,7 @@ import { parseDevArgs } from "./dev/args.ts";
 import { dev } from "./dev/dev.ts";
 import { inspect, parseInspectArgs } from "./inspect.ts";
 import { parseRenderArgs, render } from "./render.ts";
-import { type CommandName, commandUsage, isCommand, overview, UsageError, usageExitCode } from "./usage.ts";
+import { type CommandName, commandUsage, isCommand, overview, UsageInvalid, usageExitCode } from "./usage.ts";
 
 /** Where the command line reads and writes; the process's own by default. */
 export interface Io {
@@ -51,10 +51,10 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
         return usageExitCode;
       case "help": {
         const [topic, ...extra] = rest;
-        if (extra.length > 0) throw new UsageError({ command: "help", reason: "help takes one command" });
+        if (extra.length > 0) throw new UsageInvalid({ command: "help", reason: "help takes one command" });
         if (topic === undefined) io.out(overview);
         else if (isCommand(topic)) io.out(commandUsage[topic]);
-        else throw new UsageError({ command: "help", reason: `no command ${JSON.stringify(topic)}` });
+        else throw new UsageInvalid({ command: "help", reason: `no command ${JSON.stringify(topic)}` });
         return 0;
       }
       case "render":
@@ -72,10 +72,10 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
           env: io.env ?? process.env,
         });
       default:
-        throw new UsageError({ reason: `unknown command ${JSON.stringify(first)}` });
+        throw new UsageInvalid({ reason: `unknown command ${JSON.stringify(first)}` });
     }
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof UsageInvalid) {
       const usage = error.command === undefined ? overview : commandUsage[error.command as CommandName];
       io.err(`context-host: ${error.message}\n\n${usage}`);
       return usageExitCode;

@@ -11,7 +11,7 @@ import type { CoreSource } from "../../core/sources/core-source.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
 import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, pluginFolder, UsageError } from "./usage.ts";
+import { optionValue, pluginFolder, UsageInvalid } from "./usage.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
@@ -102,7 +102,7 @@ export function parseRenderArgs(
     else if (arg === "--plugins") plugins.push(pluginFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd, "render"));
     else if (arg === "--location") location = locationFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd);
     else if (arg === "--config" || arg === "--settings") settingsFile = optionValue(args, ++i, arg, "a file", "render");
-    else throw new UsageError({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
+    else throw new UsageInvalid({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
   return {
     plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")],
@@ -115,9 +115,9 @@ export function parseRenderArgs(
 function locationFolder(value: string, cwd: string): string {
   const folder = path.resolve(cwd, value);
   if (!existsSync(folder) || !statSync(folder).isDirectory()) {
-    throw new UsageError({ command: "render", reason: `--location ${value}: no such folder (${folder})` });
+    throw new UsageInvalid({ command: "render", reason: `--location ${value}: no such folder (${folder})` });
   }
   return folder;
 }
 
-export { UsageError };
+export { UsageInvalid };

@@ -9,7 +9,7 @@ import { Compile } from "typebox/compile";
 import { messageOf } from "../../core/base/errors.ts";
 import { checkSettings } from "../../core/host/settings.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
-import { type CommandName, UsageError } from "./usage.ts";
+import { type CommandName, UsageInvalid } from "./usage.ts";
 
 /** The settings file's name, looked for in the working folder. */
 export const settingsFileName = "context-host.json";
@@ -46,7 +46,7 @@ export function loadSettings(explicit: string | undefined, cwd: string, command:
 
 /** Reads and checks one settings file. */
 export function readSettingsFile(file: string, command: CommandName): CliSettings {
-  const fail = (reason: string) => new UsageError({ command, reason: `settings file ${file}: ${reason}` });
+  const fail = (reason: string) => new UsageInvalid({ command, reason: `settings file ${file}: ${reason}` });
   let text: string;
   try {
     text = readFileSync(file, "utf8");

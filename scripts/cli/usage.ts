@@ -8,13 +8,19 @@ import { ContextHostError } from "../../core/base/errors.ts";
 /** Exit code of a usage error (EX_USAGE). */
 export const usageExitCode = 64;
 
-/** Bad command-line use: printed with the command's usage on stderr, exit 64, never a stack trace. */
-export class UsageError extends ContextHostError {
+/**
+ * Bad command-line use: printed with the command's usage on stderr, exit 64, never a stack
+ * trace. The reason names the argument (`--plugins x: no such folder (…)`); the usage
+ * printed after it is the command's.
+ */
+export class UsageInvalid extends ContextHostError {
   /** The command whose usage applies, when known. */
   readonly command: string | undefined;
+  readonly reason: string;
   constructor(options: { readonly reason: string; readonly command?: string }) {
     super(options.reason);
     this.command = options.command;
+    this.reason = options.reason;
   }
 }
 
@@ -104,15 +110,15 @@ export function pluginFolder(value: string, cwd: string, command: CommandName): 
   try {
     isFolder = statSync(folder).isDirectory();
   } catch {
-    throw new UsageError({ command, reason: `--plugins ${value}: no such folder (${folder})` });
+    throw new UsageInvalid({ command, reason: `--plugins ${value}: no such folder (${folder})` });
   }
-  if (!isFolder) throw new UsageError({ command, reason: `--plugins ${value}: not a folder (${folder})` });
+  if (!isFolder) throw new UsageInvalid({ command, reason: `--plugins ${value}: not a folder (${folder})` });
   return folder;
 }
 
 /** The value after an option, or a usage error saying what it needs. */
 export function optionValue(args: readonly string[], index: number, option: string, what: string, command: CommandName): string {
   const value = args[index];
-  if (value === undefined || value.startsWith("--")) throw new UsageError({ command, reason: `${option} needs ${what}` });
+  if (value === undefined || value.startsWith("--")) throw new UsageInvalid({ command, reason: `${option} needs ${what}` });
   return value;
 }

@@ -5,10 +5,23 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { cycles, filesOf, graphOf, importsOf, type Layer, layerOf, layers, violations } from "./layers.ts";
+import {
+  cycles,
+  filesOf,
+  graphOf,
+  importsOf,
+  type Layer,
+  layerOf,
+  layers,
+  type OwnPackage,
+  ownPackageOf,
+  violations,
+} from "./layers.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const layered = layers.flatMap((layer) => layer.paths.flatMap((p) => filesOf(root, p)));
+/** The package itself: an import of `context-host/…` inside a layer resolves to its entry file and is refused. */
+const own = ownPackageOf(root);
 
 describe("architecture: layers", () => {
   it("every file of core/ belongs to a layer, and every folder of core/ is one", () => {
@@ -35,11 +48,11 @@ describe("architecture: layers", () => {
         layer.name,
       ).to.deep.equal([]);
     });
-    expect(violations(graphOf(root, layered))).to.deep.equal([]);
+    expect(violations(graphOf(root, layered, undefined, own))).to.deep.equal([]);
   });
 
   it("no import cycle among the files, type imports included", () => {
-    expect(cycles(graphOf(root, layered))).to.deep.equal([]);
+    expect(cycles(graphOf(root, layered, undefined, own))).to.deep.equal([]);
   });
 
   it("first-party plugins import the plugin API by its package name, never the core's files", () => {
@@ -76,5 +89,129 @@ describe("architecture: layers", () => {
     expect(importsOf('// import "./commented.ts"\nimport {\n  a,\n  type B,\n} from "./multi.ts";')).to.deep.equal([
       "./multi.ts",
     ]);
+  });
+
+  it("the checker refuses a layer's import of its own package by name, and follows it to the entry file", () => {
+    const table: Layer[] = [
+      { name: "low", paths: ["x/low"], imports: [], packages: "*" },
+      { name: "entry", paths: ["x/index.ts", "x/store.ts"], imports: ["low"], packages: "*" },
+    ];
+    const pkg: OwnPackage = {
+      name: "pkg",
+      entries: new Map([
+        ["pkg", "x/index.ts"],
+        ["pkg/store", "x/store.ts"],
+      ]),
+    };
+    const code: Record<string, string> = {
+      "x/low/a.ts": 'import { Store } from "pkg/store";\nimport other from "pkg-other";',
+      "x/store.ts": 'import { a } from "./low/a.ts";\nexport class Store {}',
+      "x/index.ts": 'export * from "pkg/store";',
+    };
+    const read = (file: string) => code[file] as string;
+    // Without the package, `pkg/store` is a package like any other, and a layer allowed every package passes.
+    expect(violations(graphOf("/", Object.keys(code), read), table)).to.deep.equal([]);
+    const graph = graphOf("/", Object.keys(code), read, pkg);
+    expect(graph.packages.get("x/low/a.ts")).to.deep.equal(["pkg-other"]);
+    expect(violations(graph, table)).to.deep.equal([
+      "x/low/a.ts → x/store.ts: layer low may not import entry",
+      "x/low/a.ts → pkg/store: a project file imports its own package by name; import the file by a relative path",
+      "x/index.ts → pkg/store: a project file imports its own package by name; import the file by a relative path",
+    ]);
+    expect(cycles(graph)).to.deep.equal([["x/store.ts", "x/low/a.ts", "x/store.ts"]]);
+  });
+
+  it("the package's own entries resolve to their source files", () => {
+    expect(own.name).to.equal("context-host");
+    expect(own.entries.get("context-host")).to.equal("core/index.ts");
+    expect(own.entries.get("context-host/plugin")).to.equal("core/plugin.ts");
+    expect(own.entries.get("context-host/store")).to.equal("core/store.ts");
+  });
+});
+
+describe("architecture: the import parser", () => {
+  it("reads every import form, with $ in names and without spaces around the specifier", () => {
+    const code = [
+      'import { $a, b$c as $ } from "./dollar.ts";',
+      'import{x}from"./tight.ts";',
+      'export*from"./star.ts";',
+      "import d,{e}from'./single.ts';",
+      'import "./effect.ts";',
+      'export * as ns from "./ns.ts";',
+      'export type { T } from "./types.ts";',
+      'import type $Type, * as $ns from "./type-default.ts";',
+      'import { "kebab-name" as kebab } from "./string-name.ts";',
+      'type Lazy = import("./lazy.ts").Lazy;',
+      'const resolved = import.meta.resolve("./resolved.ts");',
+    ].join("\n");
+    expect(importsOf(code)).to.deep.equal([
+      "./dollar.ts",
+      "./tight.ts",
+      "./star.ts",
+      "./single.ts",
+      "./effect.ts",
+      "./ns.ts",
+      "./types.ts",
+      "./type-default.ts",
+      "./string-name.ts",
+      "./lazy.ts",
+      "./resolved.ts",
+    ]);
+  });
+
+  it("a string holding /* does not hide the imports after it until a later */", () => {
+    const code =
+      'const glob = "src/*.ts";\nimport { a } from "./after.ts";\nconst close = "*/";\nimport { b } from "./later.ts";';
+    expect(importsOf(code)).to.deep.equal(["./after.ts", "./later.ts"]);
+    // A `/*` inside a line comment opens no block comment either.
+    expect(importsOf('// runs scripts/*.ts\nimport c from "./c.ts";\n// done */')).to.deep.equal(["./c.ts"]);
+  });
+
+  it("takes nothing from comments, strings, templates or regular expressions, and finds imports inside a template's code", () => {
+    const code = [
+      'const text = `import x from "./in-template.ts"`;',
+      "const quoted = \"import y from './in-string.ts'\";",
+      '/* import z from "./in-comment.ts" */',
+      '// import w from "./line-comment.ts"',
+      "const quote = /[\"'`]/g;",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text of a template literal, on purpose
+      'const inner = `${await import("./in-substitution.ts")} and ${`${"nested"}`}`;',
+      'import v from "./real.ts";',
+    ].join("\n");
+    expect(importsOf(code)).to.deep.equal(["./in-substitution.ts", "./real.ts"]);
+  });
+
+  it("takes no import from what only looks like one", () => {
+    const code = [
+      'loader.import("./method.ts");',
+      'const options = { import: "./property.ts" };',
+      "export { a };",
+      'export const from = "./constant.ts";',
+      "export {};",
+      'import json = require("./required.ts");',
+    ].join("\n");
+    expect(importsOf(code)).to.deep.equal([]);
+  });
+
+  it("reads a worker entry from new URL(…, import.meta.url), a literal or each branch of a condition", () => {
+    const code = [
+      'new Worker(new URL("./worker.ts", import.meta.url));',
+      'new Worker(new URL("sibling.mjs", import.meta.url));',
+      'const entry = new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url);',
+      'const folder = new URL("../fixtures/", import.meta.url);',
+      'const page = new URL("/x.ts", "http://localhost");',
+      'const absolute = new URL("file:///x.ts", import.meta.url);',
+    ].join("\n");
+    expect(importsOf(code)).to.deep.equal(["./worker.ts", "./sibling.mjs", "./entry.ts"]);
+    const table: Layer[] = [
+      { name: "low", paths: ["x/low"], imports: [], packages: [] },
+      { name: "high", paths: ["x/high"], imports: ["low"], packages: [] },
+    ];
+    const files: Record<string, string> = {
+      "x/low/a.ts": 'const worker = new URL(import.meta.url.endsWith(".ts") ? "../high/w.ts" : "../high/w.js", import.meta.url);',
+      "x/high/w.ts": "export {};",
+    };
+    const graph = graphOf("/", Object.keys(files), (file) => files[file] as string);
+    expect(violations(graph, table)).to.deep.equal(["x/low/a.ts → x/high/w.ts: layer low may not import high"]);
   });
 });

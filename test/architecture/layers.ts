@@ -1,6 +1,9 @@
 // The layer rules, in one place. Each layer is a folder; it may import only the
 // layers listed for it (always earlier ones), and files form no import cycle at all.
-// `docs/architecture.md` draws the same table.
+// `docs/architecture.md` draws the same table. Imports are read from tokens (strings,
+// templates, comments and regular expressions read whole), worker entries given as
+// `new URL("./x.ts", import.meta.url)` included; a layer's file importing the package by
+// its own name (`context-host/store`) is refused and followed to the entry file.
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -62,13 +65,263 @@ export const layers: readonly Layer[] = [
   },
 ];
 
-const importPattern =
-  /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*{}\s,]+?\s+from\s+)?["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+/** A token of TypeScript source, as far as finding imports needs: comments and whitespace are dropped. */
+interface Token {
+  readonly kind: "name" | "string" | "template" | "punct" | "number" | "regex";
+  readonly text: string;
+  /** A string's (or a template without substitutions') contents. */
+  readonly value?: string;
+}
 
-/** The module specifiers a source file imports (comments and string contents outside imports ignored). */
+/** Words after which a `/` starts a regular expression rather than a division. */
+const beforeExpression = new Set([
+  "return",
+  "typeof",
+  "instanceof",
+  "in",
+  "of",
+  "new",
+  "delete",
+  "void",
+  "throw",
+  "case",
+  "do",
+  "else",
+  "yield",
+  "await",
+]);
+
+const nameStart = /[\p{ID_Start}$_\\]/u;
+const namePart = /[\p{ID_Continue}$\\]|\u200c|\u200d/u;
+
+/**
+ * Splits source into tokens: strings and templates are read whole (so nothing inside them
+ * is taken for code or a comment), comments are skipped, a regular expression literal is
+ * one token. Code inside a template's `${…}` is tokenized like any other code.
+ */
+function tokensOf(code: string): Token[] {
+  const tokens: Token[] = [];
+  /** For each open `${`, the brace depth it was opened at: its `}` resumes the template. */
+  const templates: number[] = [];
+  let depth = 0;
+  let i = 0;
+  const readTemplate = (from: number): void => {
+    // `from` is just after the opening backtick or the `}` closing a substitution.
+    let value = "";
+    let j = from;
+    while (j < code.length) {
+      const c = code[j] as string;
+      if (c === "\\") {
+        value += code.slice(j, j + 2);
+        j += 2;
+      } else if (c === "`") {
+        tokens.push({ kind: "template", text: code.slice(from - 1, j + 1), ...(code[from - 1] === "`" ? { value } : {}) });
+        i = j + 1;
+        return;
+      } else if (c === "$" && code[j + 1] === "{") {
+        tokens.push({ kind: "punct", text: "${" });
+        templates.push(depth);
+        depth++;
+        i = j + 2;
+        return;
+      } else {
+        value += c;
+        j++;
+      }
+    }
+    i = j;
+  };
+  while (i < code.length) {
+    const c = code[i] as string;
+    if (/\s/.test(c)) {
+      i++;
+    } else if (c === "/" && code[i + 1] === "/") {
+      const end = code.indexOf("\n", i);
+      i = end === -1 ? code.length : end;
+    } else if (c === "/" && code[i + 1] === "*") {
+      const end = code.indexOf("*/", i + 2);
+      i = end === -1 ? code.length : end + 2;
+    } else if (c === '"' || c === "'") {
+      let j = i + 1;
+      let value = "";
+      while (j < code.length && code[j] !== c && code[j] !== "\n") {
+        if (code[j] === "\\") {
+          value += code[j + 1] ?? "";
+          j += 2;
+        } else {
+          value += code[j];
+          j++;
+        }
+      }
+      tokens.push({ kind: "string", text: code.slice(i, j + 1), value });
+      i = j + 1;
+    } else if (c === "`") {
+      readTemplate(i + 1);
+    } else if (c === "}" && templates.at(-1) === depth - 1) {
+      templates.pop();
+      depth--;
+      readTemplate(i + 1);
+    } else if (nameStart.test(c) || (c === "#" && nameStart.test(code[i + 1] ?? ""))) {
+      let j = i + 1;
+      while (j < code.length && namePart.test(code[j] as string)) j++;
+      tokens.push({ kind: "name", text: code.slice(i, j) });
+      i = j;
+    } else if (/[0-9]/.test(c) || (c === "." && /[0-9]/.test(code[i + 1] ?? ""))) {
+      let j = i + 1;
+      while (j < code.length && /[\w.]/.test(code[j] as string)) j++;
+      tokens.push({ kind: "number", text: code.slice(i, j) });
+      i = j;
+    } else if (c === "/" && startsExpression(tokens.at(-1))) {
+      let j = i + 1;
+      let inClass = false;
+      while (j < code.length && code[j] !== "\n") {
+        const r = code[j];
+        if (r === "\\") j++;
+        else if (r === "[") inClass = true;
+        else if (r === "]") inClass = false;
+        else if (r === "/" && !inClass) break;
+        j++;
+      }
+      j++;
+      while (j < code.length && /[a-z]/i.test(code[j] as string)) j++;
+      tokens.push({ kind: "regex", text: code.slice(i, j) });
+      i = j;
+    } else {
+      if (c === "{") depth++;
+      else if (c === "}") depth--;
+      tokens.push({ kind: "punct", text: c });
+      i++;
+    }
+  }
+  return tokens;
+}
+
+/** Whether a `/` after `previous` starts a regular expression (an operand is expected there). */
+function startsExpression(previous: Token | undefined): boolean {
+  if (previous === undefined) return true;
+  switch (previous.kind) {
+    case "name":
+      return beforeExpression.has(previous.text);
+    case "punct":
+      return previous.text !== ")" && previous.text !== "]" && previous.text !== "}";
+    default:
+      return false;
+  }
+}
+
+const isName = (token: Token | undefined, text?: string): boolean =>
+  token?.kind === "name" && (text === undefined || token.text === text);
+const isPunct = (token: Token | undefined, text: string): boolean => token?.kind === "punct" && token.text === text;
+/** A string literal, or a template without substitutions: its contents. */
+const literalOf = (token: Token | undefined): string | undefined =>
+  token?.kind === "string" || token?.kind === "template" ? token.value : undefined;
+
+/**
+ * The specifier of an `import … from "x"` / `export … from "x"` clause starting at `start`
+ * (just after the keyword), or undefined when the tokens there are not such a clause.
+ */
+function clauseSpecifier(tokens: readonly Token[], start: number): string | undefined {
+  let braces = 0;
+  for (let j = start; j < tokens.length; j++) {
+    const token = tokens[j] as Token;
+    if (token.kind === "name") {
+      if (braces === 0 && token.text === "from" && literalOf(tokens[j + 1]) !== undefined) return literalOf(tokens[j + 1]);
+      // A new statement: the clause had no `from`.
+      if (braces === 0 && j > start && (token.text === "import" || token.text === "export")) return undefined;
+    } else if (token.kind === "punct") {
+      if (token.text === "{") braces++;
+      else if (token.text === "}") {
+        braces--;
+        if (braces < 0) return undefined;
+        if (braces === 0 && !isName(tokens[j + 1], "from") && !isPunct(tokens[j + 1], ",")) return undefined;
+      } else if (token.text !== "*" && token.text !== ",") return undefined;
+    } else if (token.kind === "string") {
+      // `import { "a-b" as ab }`: a string name inside the braces only.
+      if (braces === 0) return undefined;
+    } else return undefined;
+  }
+  return undefined;
+}
+
+/** A module file's name: what `new URL(…, import.meta.url)` must name to be an import (not a folder or a data file). */
+const moduleFile = /\.(?:[cm]?[jt]s|tsx)$/;
+
+/**
+ * The module files in `new URL(…, import.meta.url)`'s first argument, `open` being its `(`:
+ * a literal (`"x.ts"` is `./x.ts`), or the relative paths among the literals of an expression
+ * (`isTs ? "./entry.ts" : "./entry.js"`; the compiled `.js` twin of a `.ts` one is left out).
+ */
+function urlSpecifiers(tokens: readonly Token[], open: number): string[] {
+  const found: string[] = [];
+  let parens = 0;
+  let j = open + 1;
+  for (; j < tokens.length; j++) {
+    const token = tokens[j] as Token;
+    if (token.kind === "punct" && "([{".includes(token.text)) parens++;
+    else if (token.kind === "punct" && ")]}".includes(token.text)) {
+      if (parens === 0) return [];
+      parens--;
+    } else if (parens === 0 && isPunct(token, ",")) break;
+    else {
+      const value = literalOf(token);
+      if (value !== undefined) found.push(value);
+    }
+  }
+  const base = tokens
+    .slice(j + 1, j + 6)
+    .map((t) => t.text)
+    .join("");
+  if (base !== "import.meta.url" || !/^[),]$/.test(tokens[j + 6]?.text ?? "")) return [];
+  let files: string[];
+  if (j === open + 2 && found.length === 1) {
+    const only = found[0] as string;
+    files = /^[a-z][a-z0-9+.-]*:|^\//i.test(only) ? [] : [only.startsWith(".") ? only : `./${only}`];
+  } else files = found.filter((value) => value.startsWith("./") || value.startsWith("../"));
+  files = files.filter((file) => moduleFile.test(file));
+  return files.filter((file) => !(file.endsWith(".js") && files.includes(file.replace(/\.js$/, ".ts"))));
+}
+
+/**
+ * The module specifiers a source file imports: static `import`/`export … from`, side-effect
+ * `import "x"`, `import("x")` (type positions included), `import.meta.resolve("x")`, and the
+ * files of `new URL("./x.ts", import.meta.url)` (worker entries). Text in comments, strings
+ * and templates is never taken for an import.
+ */
 export function importsOf(code: string): string[] {
-  const withoutComments = code.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-  return [...withoutComments.matchAll(importPattern)].map((m) => (m[1] ?? m[2]) as string);
+  const tokens = tokensOf(code);
+  const found: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i] as Token;
+    if (token.kind !== "name") continue;
+    const previous = tokens[i - 1];
+    // `a.import`, `a?.import` and `{ import: … }` are no imports.
+    if (isPunct(previous, ".")) continue;
+    const next = tokens[i + 1];
+    if (token.text === "import") {
+      if (isPunct(next, "(")) {
+        const specifier = literalOf(tokens[i + 2]);
+        if (specifier !== undefined) found.push(specifier);
+      } else if (isPunct(next, ".")) {
+        const call = tokens
+          .slice(i + 1, i + 6)
+          .map((t) => t.text)
+          .join("");
+        const specifier = literalOf(tokens[i + 6]);
+        if (call === ".meta.resolve(" && specifier !== undefined) found.push(specifier);
+      } else if (literalOf(next) !== undefined && next?.kind === "string") {
+        found.push(next.value as string);
+      } else {
+        const specifier = clauseSpecifier(tokens, i + 1);
+        if (specifier !== undefined) found.push(specifier);
+      }
+    } else if (token.text === "export") {
+      const specifier = clauseSpecifier(tokens, i + 1);
+      if (specifier !== undefined) found.push(specifier);
+    } else if (token.text === "new" && isName(next, "URL") && isPunct(tokens[i + 2], "(")) {
+      found.push(...urlSpecifiers(tokens, i + 2));
+    }
+  }
+  return found;
 }
 
 /** Every `.ts`/`.js` file under `dir` (or `dir` itself if it is a file), relative to `root`. */
@@ -85,27 +338,60 @@ export interface Graph {
   readonly edges: ReadonlyMap<string, readonly string[]>;
   /** file → bare specifiers it imports */
   readonly packages: ReadonlyMap<string, readonly string[]>;
+  /** file → specifiers naming the project's own package (`context-host`, `context-host/store`), when `graphOf` was given it */
+  readonly selfImports: ReadonlyMap<string, readonly string[]>;
 }
 
+/** The project's own package: its name, and the source file each entry specifier resolves to. */
+export interface OwnPackage {
+  readonly name: string;
+  /** `context-host/store` → `core/store.ts` (relative to the root). */
+  readonly entries: ReadonlyMap<string, string>;
+}
+
+/**
+ * The package at `root`: `name`, and each `exports` entry's file (the `context-host-source`
+ * condition, the one that names the TypeScript source; a plain string target as it is).
+ */
+export function ownPackageOf(root: string, read = (file: string) => readFileSync(path.join(root, file), "utf8")): OwnPackage {
+  const manifest = JSON.parse(read("package.json")) as { name: string; exports?: Record<string, unknown> };
+  const entries = new Map<string, string>();
+  for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
+    const file = typeof target === "string" ? target : (target as Record<string, unknown> | null)?.["context-host-source"];
+    if (typeof file === "string") entries.set(`${manifest.name}${subpath.slice(1)}`, path.normalize(file));
+  }
+  return { name: manifest.name, entries };
+}
+
+/**
+ * The import graph of `files`. With `own`, an import of the project's own package by name
+ * is kept apart (`selfImports`) and resolved to its entry file as an edge, so layers and
+ * cycles are checked through it too; without, it is a package like any other.
+ */
 export function graphOf(
   root: string,
   files: readonly string[],
   read = (file: string) => readFileSync(path.join(root, file), "utf8"),
+  own?: OwnPackage,
 ): Graph {
   const edges = new Map<string, string[]>();
   const packages = new Map<string, string[]>();
+  const selfImports = new Map<string, string[]>();
+  const isOwn = (s: string) => own !== undefined && (s === own.name || s.startsWith(`${own.name}/`));
   for (const file of files) {
     const specs = importsOf(read(file));
-    edges.set(
-      file,
-      specs.filter((s) => s.startsWith(".")).map((s) => path.normalize(path.join(path.dirname(file), s))),
-    );
+    const ownSpecs = specs.filter(isOwn);
+    edges.set(file, [
+      ...specs.filter((s) => s.startsWith(".")).map((s) => path.normalize(path.join(path.dirname(file), s))),
+      ...ownSpecs.flatMap((s) => own?.entries.get(s) ?? []),
+    ]);
     packages.set(
       file,
-      specs.filter((s) => !s.startsWith(".")),
+      specs.filter((s) => !s.startsWith(".") && !isOwn(s)),
     );
+    selfImports.set(file, ownSpecs);
   }
-  return { edges, packages };
+  return { edges, packages, selfImports };
 }
 
 export function layerOf(file: string, table: readonly Layer[] = layers): Layer | undefined {
@@ -127,6 +413,11 @@ export function violations(graph: Graph, table: readonly Layer[] = layers): stri
     const allowed = from.packages;
     for (const spec of graph.packages.get(file) ?? []) {
       if (allowed !== "*" && !allowed.includes(spec)) found.push(`${file} → ${spec}: layer ${from.name} may not import ${spec}`);
+    }
+    // By its package name a file would get the package's entry (the compiled copy, outside
+    // the source tree): the project's own files import each other by path.
+    for (const spec of graph.selfImports.get(file) ?? []) {
+      found.push(`${file} → ${spec}: a project file imports its own package by name; import the file by a relative path`);
     }
   }
   return found;

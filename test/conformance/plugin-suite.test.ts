@@ -3,6 +3,7 @@
 
 import path from "node:path";
 import { expect } from "chai";
+import { ConformanceSetupInvalid } from "../../core/conformance/errors.ts";
 import { describePluginConformance, type TestRunner } from "../../core/conformance/plugin-suite.ts";
 
 describePluginConformance(path.resolve("plugins/git/index.ts"));
@@ -29,5 +30,19 @@ describe("describePluginConformance with a runner of its own", () => {
     }
     expect(cases.size).to.equal(16);
     expect(failed).to.deep.equal(["update-new-state"]);
+  });
+
+  it("without mocha's globals or a runner, declaring the suite throws ConformanceSetupInvalid", () => {
+    const globals = globalThis as { before?: unknown };
+    const savedBefore = globals.before;
+    try {
+      globals.before = undefined;
+      expect(() => describePluginConformance(path.resolve("plugins/git/index.ts"))).to.throw(
+        ConformanceSetupInvalid,
+        /^describePluginConformance: no describe\/it\/before globals; run it under mocha or pass `runner` in the options$/,
+      );
+    } finally {
+      globals.before = savedBefore;
+    }
   });
 });

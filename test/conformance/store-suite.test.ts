@@ -3,7 +3,7 @@
 // passes every rule against the store as it is.
 
 import { expect } from "chai";
-import { describeStoreConformance } from "../../core/conformance.ts";
+import { ConformanceSetupInvalid, describeStoreConformance } from "../../core/conformance.ts";
 import { SqliteSessionStore } from "../../core/session/store/sqlite.ts";
 import type { SessionStore } from "../../core/session/store/store.ts";
 
@@ -73,4 +73,40 @@ describe("describeStoreConformance with a runner of its own", () => {
       ).to.equal(true);
     });
   }
+
+  it("a durable store's fixture without reopen fails the durability rule with ConformanceSetupInvalid naming the suite", async () => {
+    const cases = new Map<string, () => Promise<void> | void>();
+    describeStoreConformance(
+      "no reopen",
+      async () => {
+        const store = new SqliteSessionStore(":memory:");
+        return { store, close: () => store.close() };
+      },
+      { runner: { describe: (_title, body) => body(), it: (title, body) => cases.set(title, body) } },
+    );
+    const durability = [...cases].find(([title]) => title.startsWith("everything committed survives"));
+    expect(durability, "the durability rule").to.not.equal(undefined);
+    const error = await Promise.resolve()
+      .then(durability?.[1])
+      .catch((caught: unknown) => caught);
+    expect(error).to.be.instanceOf(ConformanceSetupInvalid);
+    expect(error).to.include({ name: "ConformanceSetupInvalid", suite: 'describeStoreConformance("no reopen")' });
+    expect((error as Error).message).to.match(
+      /^describeStoreConformance\("no reopen"\): a durable store's fixture must give `reopen`/,
+    );
+  });
+
+  it("without mocha's globals or a runner, declaring the suite throws ConformanceSetupInvalid", () => {
+    const globals = globalThis as { it?: unknown };
+    const savedIt = globals.it;
+    try {
+      globals.it = undefined;
+      expect(() => describeStoreConformance("no runner", async () => ({}) as never)).to.throw(
+        ConformanceSetupInvalid,
+        /^describeStoreConformance: no describe\/it globals; run it under mocha or pass `runner` in the options$/,
+      );
+    } finally {
+      globals.it = savedIt;
+    }
+  });
 });

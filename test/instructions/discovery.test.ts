@@ -7,8 +7,9 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import { ContextHostError } from "../../core/base/errors.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { InstructionService } from "../../core/sources/instructions/service.ts";
+import { InstructionService, ProjectFileUnreadable } from "../../core/sources/instructions/service.ts";
 import {
   baselineOf,
   hostsPerTest,
@@ -94,6 +95,29 @@ describe("instruction service: nested discovery through the read tool", () => {
         "instructions/project AGENTS.md",
         "instructions/project/other other/AGENTS.md",
       ]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a file the service cannot read rejects with ProjectFileUnreadable naming the file and why, and discovers nothing", async () => {
+    const store = new SqliteSessionStore(sessionsFile(data.path));
+    try {
+      const service = new InstructionService({ store, settings: { globalFile: false }, env: {} });
+      await store.createSession({ id: "reader", location: root, provider: "scripted", model: "m" });
+      const files = service.projectFiles("reader", root);
+      const missing = await files.readFile("pkg/gone.ts").catch((caught: unknown) => caught);
+      expect(missing).to.be.instanceOf(ProjectFileUnreadable).and.instanceOf(ContextHostError);
+      expect(missing).to.include({
+        name: "ProjectFileUnreadable",
+        file: "pkg/gone.ts",
+        message: `cannot read pkg/gone.ts: no such file (${path.join(root, "pkg", "gone.ts")})`,
+      });
+      const outside = (await files.readFile("../elsewhere.md").catch((caught: unknown) => caught)) as ProjectFileUnreadable;
+      expect(outside).to.be.instanceOf(ProjectFileUnreadable);
+      expect(outside.file).to.equal("../elsewhere.md");
+      expect(outside.message).to.match(/^cannot read \.\.\/elsewhere\.md: .*outside the project root/);
+      expect(await store.discoveredInstructions("reader", root)).to.deep.equal([]);
     } finally {
       await store.close();
     }

@@ -262,8 +262,8 @@ describe("instruction service: safe file loading", () => {
     requestOf(await host.step(id));
     const final = requestOf(await host.step(id));
     expect(transcript(final.messages).filter((line) => line.startsWith("tool: "))).to.deep.equal([
-      `tool: Error: ${path.join(root, "bin.dat")} is binary (it contains NUL bytes)`,
-      `tool: Error: ${path.join(root, "big.txt")} is 100 bytes, over the limit of 50`,
+      `tool: Error: cannot read bin.dat: ${path.join(root, "bin.dat")} is binary (it contains NUL bytes)`,
+      `tool: Error: cannot read big.txt: ${path.join(root, "big.txt")} is 100 bytes, over the limit of 50`,
     ]);
   });
 

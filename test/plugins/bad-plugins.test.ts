@@ -138,6 +138,39 @@ const badPlugins: BadPlugin[] = [
     isFailure: true,
   },
   {
+    fault: "an import of the host's store entry (context-host/store) in a worker",
+    files: {
+      "reaches-store.ts": pluginCode("reacher", sourceCode("reacher/x"), {
+        before: 'import { SqliteSessionStore } from "context-host/store";\nvoid SqliteSessionStore;',
+      }),
+    },
+    diagnostic: {
+      phase: "evaluate",
+      plugin: "reaches-store",
+      file: "reaches-store.ts",
+      message:
+        /reaches-store\.ts: import of "context-host\/store" refused; only "context-host" and "context-host\/plugin" are available to plugins/,
+    },
+    isFailure: true,
+  },
+  {
+    fault: "an import of the host's conformance entry (context-host/conformance) in process",
+    files: {
+      "reaches-kit.ts": pluginCode("kit", sourceCode("kit/x"), {
+        before: 'import { checkPlugin } from "context-host/conformance";\nvoid checkPlugin;',
+      }),
+    },
+    options: { isolation: "none" },
+    diagnostic: {
+      phase: "evaluate",
+      plugin: "reaches-kit",
+      file: "reaches-kit.ts",
+      message:
+        /reaches-kit\.ts: import of "context-host\/conformance" refused; only "context-host" and "context-host\/plugin" are available to plugins/,
+    },
+    isFailure: true,
+  },
+  {
     fault: "a throw in setup",
     files: {
       "bad.ts": pluginCode("bad", `    throw new Error("setup failed on purpose"); ${here}`),

@@ -3,6 +3,7 @@
 
 import type Anthropic from "@anthropic-ai/sdk";
 import { expect } from "chai";
+import { ContextHostError } from "../../core/base/errors.ts";
 import {
   type AnthropicMessagesBody,
   type AnthropicProviderOptions,
@@ -15,6 +16,7 @@ import {
   ProviderTimedOut,
   ProviderUnavailable,
 } from "../../core/providers/index.ts";
+import { StreamInterrupted } from "../../core/providers/transport.ts";
 import { inEpochRequests, scriptedSteps } from "./conversation.ts";
 import {
   anthropicEventStream,
@@ -211,6 +213,21 @@ describe("anthropic adapter", () => {
     await serve((index) => (index === 0 ? { headers: sseHeaders, body: cut } : okText));
     expect(await provider().send(request)).to.deep.equal({ text: "ok" });
     expect(server.requests).to.have.length(2);
+  });
+
+  it("a stream cut on every attempt fails with ProviderUnavailable caused by StreamInterrupted naming the provider and URL", async () => {
+    const cut = textStream("ok").split("event: message_stop")[0]!;
+    await serve(() => ({ headers: sseHeaders, body: cut }));
+    const error = await provider({ maxRetries: 1 })
+      .send(request)
+      .catch((caught: unknown) => caught);
+    expect(error).to.be.instanceOf(ProviderUnavailable);
+    expect(error).to.include({ attempts: 2, reason: "stream ended before message_stop" });
+    const cause = (error as Error).cause as StreamInterrupted;
+    expect(cause).to.be.instanceOf(StreamInterrupted).and.instanceOf(ContextHostError);
+    expect(cause).to.include({ name: "StreamInterrupted", provider: "anthropic", reason: "stream ended before message_stop" });
+    expect(cause.url).to.contain(server.url);
+    expect(cause.message).to.equal(`anthropic reply stream from ${cause.url} interrupted: stream ended before message_stop`);
   });
 
   it("maps a 4xx to ProviderRejected with the API's status, type and message, without retrying", async () => {

@@ -1,7 +1,10 @@
 // The Scope rules of SPEC section 3: how resources that live and die together are released.
 
 import { expect } from "chai";
+import { ContextHostError, DisposersFailed, messageOf } from "../../core/base/errors.ts";
 import { Scope } from "../../core/base/scope.ts";
+import { createHost } from "../../core/host/host.ts";
+import type { SessionStore } from "../../core/session/store/store.ts";
 
 const tick = (ms = 0) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -81,7 +84,7 @@ describe("Scope", () => {
     expect(finished).to.equal(2);
   });
 
-  it("collects every disposer error into one AggregateError after running the rest", async () => {
+  it("collects every disposer error into one DisposersFailed after running the rest", async () => {
     const scope = new Scope("plugin weather generation 3");
     const ran: string[] = [];
     const syncFailure = new Error("watcher would not close");
@@ -96,13 +99,20 @@ describe("Scope", () => {
     });
     void scope.add(() => void ran.push("last"));
     const error = await rejectionOf(scope.close());
-    expect(error).to.be.instanceOf(AggregateError);
-    expect((error as AggregateError).errors).to.deep.equal([asyncFailure, syncFailure]);
-    expect((error as AggregateError).message).to.contain("plugin weather generation 3");
+    expect(error).to.be.instanceOf(DisposersFailed).and.instanceOf(ContextHostError);
+    const failed = error as DisposersFailed;
+    expect(failed.name).to.equal("DisposersFailed");
+    expect(failed.errors).to.deep.equal([asyncFailure, syncFailure]);
+    expect(failed.scope).to.equal("plugin weather generation 3");
+    expect(failed.message).to.equal("plugin weather generation 3: 2 disposers failed");
+    // A diagnostic's message lists what each disposer threw.
+    expect(messageOf(failed)).to.equal(
+      "plugin weather generation 3: 2 disposers failed; timer already gone; watcher would not close",
+    );
     expect(ran).to.deep.equal(["last", "first"]);
   });
 
-  it("a later close reports the same AggregateError without running anything again", async () => {
+  it("a later close reports the same DisposersFailed without running anything again", async () => {
     const scope = new Scope();
     let runs = 0;
     void scope.add(() => {
@@ -154,5 +164,21 @@ describe("Scope", () => {
     expect(runs).to.equal(0);
     await scope.close();
     expect(runs).to.equal(1);
+  });
+});
+
+describe("host.close(): the host's scope", () => {
+  it("rejects with DisposersFailed naming the host when a resource fails to close; the rest still close", async () => {
+    const failure = new Error("store would not close");
+    const store = {
+      close: async () => {
+        throw failure;
+      },
+    } as unknown as SessionStore;
+    const host = await createHost({ store, providers: {}, builtins: false, plugins: [], watch: false });
+    const error = await rejectionOf(host.close());
+    expect(error).to.be.instanceOf(DisposersFailed);
+    expect(error).to.include({ scope: "host", message: "host: 1 disposer failed" });
+    expect((error as DisposersFailed).errors).to.deep.equal([failure]);
   });
 });

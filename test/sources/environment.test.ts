@@ -5,7 +5,7 @@
 import path from "node:path";
 import { expect } from "chai";
 import { type Host, scriptedProvider } from "../../core/index.ts";
-import { projectRootOf } from "../../core/sources/environment.ts";
+import { projectRootOf } from "../../core/sources/project-root.ts";
 import {
   baselineOf,
   markProjectRoot,

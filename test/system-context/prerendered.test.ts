@@ -2,7 +2,13 @@
 // arrives is checked before it is trusted, and a refused value names where it went wrong.
 
 import { expect } from "chai";
-import { initialize, type PrerenderedObservation, prerendered, type SourceFault } from "../../core/system-context/index.ts";
+import {
+  initialize,
+  KeyInvalid,
+  type PrerenderedObservation,
+  prerendered,
+  type SourceFault,
+} from "../../core/system-context/index.ts";
 
 function arriving(value: unknown, limits: { maxDepth?: number; maxValueBytes?: number } = {}) {
   const faults: SourceFault[] = [];
@@ -15,6 +21,12 @@ function arriving(value: unknown, limits: { maxDepth?: number; maxValueBytes?: n
 }
 
 describe("SystemContext: pre-rendered sources", () => {
+  it("an invalid key throws KeyInvalid naming the key", () => {
+    const make = () =>
+      prerendered({ key: "Remote", observe: async () => ({ kind: "absent" }) }, { maxTextLength: 1000, report: () => {} });
+    expect(make).to.throw(KeyInvalid, /^invalid Context Source key "Remote": expected "namespace\/name"/);
+  });
+
   it("a plain value within the limits is admitted as it arrived", async () => {
     const { context, faults } = arriving({ a: [1, { b: "ok" }], c: null });
     const generation = await initialize(context);

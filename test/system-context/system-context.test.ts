@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
 import Type from "typebox";
+import { toPlainJson } from "../../core/system-context/json.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { numberSource } from "./sources.ts";
 
@@ -72,11 +73,39 @@ describe("SystemContext: composition", () => {
       expect(SystemContext.isKey(bad), String(bad)).to.equal(false);
   });
 
-  it("make with an invalid key throws a TypeError naming the key", () => {
-    expect(() => make({ key: "NotAKey", schema: Type.Number(), load: () => 1, baseline: () => "b", update: () => "u" })).to.throw(
-      TypeError,
-      /NotAKey/,
-    );
+  it("make with an invalid key throws KeyInvalid naming the key", () => {
+    const makeBadKey = () =>
+      make({ key: "NotAKey", schema: Type.Number(), load: () => 1, baseline: () => "b", update: () => "u" });
+    expect(makeBadKey).to.throw(SystemContext.KeyInvalid, /^invalid Context Source key "NotAKey": expected "namespace\/name"/);
+    const error = (() => {
+      try {
+        makeBadKey();
+      } catch (caught) {
+        return caught;
+      }
+    })() as InstanceType<typeof SystemContext.KeyInvalid>;
+    expect(error).to.be.instanceOf(SystemContext.SystemContextError);
+    expect({ name: error.name, key: error.key }).to.deep.equal({ name: "KeyInvalid", key: "NotAKey" });
+  });
+
+  it("a value that is not plain JSON throws ValueNotPlainJson naming the JSON Pointer of the offending part", () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = { again: cyclic };
+    const error = (() => {
+      try {
+        toPlainJson({ list: [1, cyclic] });
+      } catch (caught) {
+        return caught;
+      }
+    })() as InstanceType<typeof SystemContext.ValueNotPlainJson>;
+    expect(error).to.be.instanceOf(SystemContext.ValueNotPlainJson).and.instanceOf(SystemContext.SystemContextError);
+    expect({ name: error.name, path: error.path, reason: error.reason, message: error.message }).to.deep.equal({
+      name: "ValueNotPlainJson",
+      path: "/list/1/self/again",
+      reason: "is a cycle",
+      message: "value at /list/1/self/again is a cycle",
+    });
+    expect(() => toPlainJson(new Map())).to.throw(SystemContext.ValueNotPlainJson, /^value is a Map object, not plain JSON$/);
   });
 });
 

@@ -164,7 +164,7 @@ export class PluginWorkerStopped extends ContextHostError {
 }
 
 /** A request the worker did not answer in time; the worker was stopped. */
-export class PluginWorkerDeadline extends PluginWorkerStopped {
+export class PluginWorkerDeadlineExceeded extends PluginWorkerStopped {
   readonly ms: number;
   constructor(options: {
     readonly what: string;
@@ -321,7 +321,7 @@ export class PluginWorker {
 
   /**
    * Sends one request; resolves with the worker's result, rejects with `PluginWorkerFault`
-   * (the worker answered with a fault), `PluginWorkerDeadline` (no answer within `ms`: the
+   * (the worker answered with a fault), `PluginWorkerDeadlineExceeded` (no answer within `ms`: the
    * worker is stopped) or `PluginWorkerStopped` (the worker ended meanwhile).
    */
   request<T>(request: HostRequestBody, ms: number, describe: Describe): Promise<T> {
@@ -354,7 +354,7 @@ export class PluginWorker {
     const code = Atomics.load(this.#cells, progress.phase);
     const running = isThisRequest && code > 0 ? (phaseCodes[code] as DiagnosticPhase | undefined) : undefined;
     const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
-    const missed = new PluginWorkerDeadline({
+    const missed = new PluginWorkerDeadlineExceeded({
       what: described.what,
       ms: described.ms ?? ms,
       phase: described.phase,

@@ -12,10 +12,11 @@ import { existsSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Type from "typebox";
+import { ContextHostError } from "../../base/errors.ts";
 import type { SourceEnv } from "../../registry/registry.ts";
 import { absent, combine, contain, type SystemContext, unavailable } from "../../system-context/index.ts";
 import type { CoreSource } from "../core-source.ts";
-import { projectRootOf } from "../environment.ts";
+import { projectRootOf } from "../project-root.ts";
 import { type FileRead, isInside, readTextFile } from "./files.ts";
 import { globalInstructionsKey, projectInstructionsKey } from "./key.ts";
 
@@ -73,8 +74,26 @@ export interface DiscoveryLog {
 
 /** Reads project files for tools and records the nested instruction files on the way. */
 export interface ProjectFiles {
-  /** Reads a project file (relative to the session's location) as UTF-8 text; refuses anything outside the project. */
+  /**
+   * Reads a project file (relative to the session's location) as UTF-8 text; refuses anything
+   * outside the project. Rejects with `ProjectFileUnreadable` naming the file and why.
+   */
   readFile(file: string): Promise<string>;
+}
+
+/**
+ * A project file a tool asked for could not be read: it does not exist, it is refused
+ * (outside the project root, binary, not UTF-8, over the size limit), or reading it failed.
+ * `file` is the path as the tool gave it; `reason` says why, naming the resolved path.
+ */
+export class ProjectFileUnreadable extends ContextHostError {
+  readonly file: string;
+  readonly reason: string;
+  constructor(options: { readonly file: string; readonly reason: string }) {
+    super(`cannot read ${options.file}: ${options.reason}`);
+    this.file = options.file;
+    this.reason = options.reason;
+  }
 }
 
 /**
@@ -230,10 +249,10 @@ export class InstructionService {
         const read = await readTextFile(target, { root, maxBytes: this.#maxReadBytes });
         switch (read.kind) {
           case "missing":
-            throw new Error(`${file}: no such file`);
+            throw new ProjectFileUnreadable({ file, reason: `no such file (${target})` });
           case "refused":
           case "transient":
-            throw new Error(read.reason);
+            throw new ProjectFileUnreadable({ file, reason: read.reason });
           case "text":
             await this.#discover(sessionId, resolvedLocation, root, target);
             return read.content;

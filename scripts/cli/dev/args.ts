@@ -2,7 +2,7 @@
 
 import path from "node:path";
 import { type CliSettings, loadSettings } from "../settings.ts";
-import { optionValue, pluginFolder, UsageError } from "../usage.ts";
+import { optionValue, pluginFolder, UsageInvalid } from "../usage.ts";
 
 /** The providers `dev` can talk to: the scripted echo, and the two real adapters. */
 export const devProviders = ["scripted", "anthropic", "openai"] as const;
@@ -22,7 +22,7 @@ export interface DevArgs {
   readonly inspect?: { readonly port?: number };
 }
 
-const fail = (reason: string) => new UsageError({ command: "dev", reason });
+const fail = (reason: string) => new UsageInvalid({ command: "dev", reason });
 
 export function isDevProvider(name: string): name is DevProviderName {
   return (devProviders as readonly string[]).includes(name);
