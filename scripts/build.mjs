@@ -9,6 +9,7 @@
 //    (internal modules' types), and JavaScript no entry or `bin` imports (modules that
 //    hold only types compile to empty files). The package holds what its API reaches.
 // 4. Minifies the JavaScript with esbuild, keeping every name (decisions 051, 052).
+// 5. Indents the declarations with tabs.
 //
 // Both compiler runs skip type checking (`--noCheck`): `npm test` type-checks the whole
 // project first (`npm run typecheck`), and checking core/ twice more would triple the cost.
@@ -67,6 +68,15 @@ for (const file of javascript) {
   writeFileSync(
     file,
     esbuild.transformSync(code, { minify: true, keepNames: true, format: "esm", target: "node20", loader: "js" }).code,
+  );
+}
+// 5. Declarations indented with tabs instead of tsc's four spaces (decision 052): the same
+//    text and TSDoc for editors, ~5 KB less of the package's 400 KiB budget.
+for (const file of declarations) {
+  const text = readFileSync(file, "utf8");
+  writeFileSync(
+    file,
+    text.replace(/^(?: {4})+/gm, (indent) => "\t".repeat(indent.length / 4)),
   );
 }
 process.stdout.write(
