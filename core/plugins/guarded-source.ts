@@ -4,6 +4,7 @@
 // reused at every boundary, not rebuilt per boundary.
 
 import { withinDeadline } from "../base/deadline.ts";
+import { perEnv } from "../registry/per-env.ts";
 import type { Registration, SourceEnv } from "../registry/registry.ts";
 import { contain, type SourceFault, type SystemContext } from "../system-context/index.ts";
 import type { PluginSource } from "./define.ts";
@@ -18,29 +19,14 @@ export interface Guard {
   observed(key: string): void;
 }
 
-/** How many distinct session envs one source keeps a contained context for. */
-const maxContexts = 256;
-
-/** A plugin-origin registration whose loader and renderers are contained. */
+/** A plugin-origin registration whose loader and renderers are contained, built once per session env. */
 export function guardedRegistration(source: PluginSource, guard: Guard): Registration {
-  const contexts = new Map<string, SystemContext>();
   return {
     key: source.key,
     origin: "plugin",
-    load: (env) => contextFor(contexts, source, guard, env),
+    // A frozen copy of the env: a plugin cannot change what another plugin's loader is told.
+    load: perEnv((env) => containedFor(source, guard, env)),
   };
-}
-
-function contextFor(contexts: Map<string, SystemContext>, source: PluginSource, guard: Guard, env: SourceEnv): SystemContext {
-  const id = env.sessionId === undefined ? env.location : `${env.location}\u0000${env.sessionId}`;
-  let context = contexts.get(id);
-  if (context === undefined) {
-    // A frozen copy: a plugin cannot change what another plugin's loader is told.
-    context = containedFor(source, guard, Object.freeze({ ...env }));
-    if (contexts.size >= maxContexts) contexts.delete(contexts.keys().next().value as string);
-    contexts.set(id, context);
-  }
-  return context;
 }
 
 function containedFor(source: PluginSource, guard: Guard, env: SourceEnv): SystemContext {

@@ -9,6 +9,7 @@ import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { ContextHostError, messageOf } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
+import { perEnv } from "../registry/per-env.ts";
 import type { Registration, SourceEnv } from "../registry/registry.ts";
 import {
   type Json,
@@ -16,7 +17,6 @@ import {
   prerendered,
   type RenderedText,
   type SourceFault,
-  type SystemContext,
 } from "../system-context/index.ts";
 import type { PluginBundle } from "./bundle.ts";
 import type { Location } from "./locations.ts";
@@ -237,26 +237,15 @@ export class IsolatedPlugin {
     limits: { readonly maxTextLength: number; readonly maxValueBytes: number; report(fault: SourceFault): void },
     observed: (key: string) => void,
   ): Registration {
-    const contexts = new Map<string, SystemContext>();
     return {
       key,
       origin: "plugin",
-      load: (env) => {
-        const id = env.sessionId === undefined ? env.location : `${env.location}\u0000${env.sessionId}`;
-        let context = contexts.get(id);
-        if (context === undefined) {
-          const frozen = Object.freeze(
-            env.sessionId === undefined ? { location: env.location } : { location: env.location, sessionId: env.sessionId },
-          );
-          context = prerendered(
-            { key, observe: (stored) => this.#observe(generation, frozen, key, stored, observed) },
-            { maxTextLength: limits.maxTextLength, maxValueBytes: limits.maxValueBytes, report: limits.report },
-          );
-          if (contexts.size >= 256) contexts.delete(contexts.keys().next().value as string);
-          contexts.set(id, context);
-        }
-        return context;
-      },
+      load: perEnv((env) =>
+        prerendered(
+          { key, observe: (stored) => this.#observe(generation, env, key, stored, observed) },
+          { maxTextLength: limits.maxTextLength, maxValueBytes: limits.maxValueBytes, report: limits.report },
+        ),
+      ),
     };
   }
 

@@ -4,6 +4,7 @@
 
 import path from "node:path";
 import Type from "typebox";
+import { perEnv } from "../registry/per-env.ts";
 import { make } from "../system-context/index.ts";
 import type { CoreSource } from "./core-source.ts";
 import { projectRootOf } from "./project-root.ts";
@@ -29,7 +30,8 @@ export function environmentSource(options: { platform?: string } = {}): CoreSour
   const platform = options.platform ?? process.platform;
   return {
     key: "core/environment",
-    load: (env) =>
+    // Built once per session env, not at every boundary.
+    load: perEnv((env) =>
       make({
         key: "core/environment",
         schema: Environment,
@@ -40,5 +42,6 @@ export function environmentSource(options: { platform?: string } = {}): CoreSour
         baseline: (current) => `<environment>\n${describe(current)}\n</environment>`,
         update: (_previous, current) => `The environment is now:\n<environment>\n${describe(current)}\n</environment>`,
       }),
+    ),
   };
 }

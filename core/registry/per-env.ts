@@ -1,0 +1,31 @@
+// A bounded cache of one value per source env (location and session), for the sources whose
+// `SystemContext` is built once per env and reused at every boundary (codecs, closures),
+// instead of once per boundary. Least recently used first out.
+
+import type { SourceEnv } from "./registry.ts";
+
+/** How many distinct session envs a source keeps a value for by default. */
+export const maxEnvs = 256;
+
+/**
+ * `make(env)` once per distinct env, kept while among the `limit` most recently used; `make`
+ * is given a frozen copy of the env holding only `location` and `sessionId`.
+ */
+export function perEnv<T>(make: (env: SourceEnv) => T, limit = maxEnvs): (env: SourceEnv) => T {
+  const values = new Map<string, T>();
+  return (env) => {
+    const id = env.sessionId === undefined ? env.location : `${env.location}\u0000${env.sessionId}`;
+    let value = values.get(id);
+    if (value === undefined) {
+      const frozen: SourceEnv = Object.freeze(
+        env.sessionId === undefined ? { location: env.location } : { location: env.location, sessionId: env.sessionId },
+      );
+      value = make(frozen);
+      if (values.size >= limit) values.delete(values.keys().next().value as string);
+    } else {
+      values.delete(id); // most recently used last
+    }
+    values.set(id, value);
+    return value;
+  };
+}
