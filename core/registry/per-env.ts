@@ -13,7 +13,10 @@ export const maxEnvs = 256;
  */
 export function perEnv<T>(make: (env: SourceEnv) => T, limit = maxEnvs): (env: SourceEnv) => T {
   const values = new Map<string, T>();
+  // The env of the last call: every source of a boundary is asked for the same one.
+  let last: { location: string; sessionId: string | undefined; value: T } | undefined;
   return (env) => {
+    if (last !== undefined && last.location === env.location && last.sessionId === env.sessionId) return last.value;
     const id = env.sessionId === undefined ? env.location : `${env.location}\u0000${env.sessionId}`;
     let value = values.get(id);
     if (value === undefined) {
@@ -26,6 +29,7 @@ export function perEnv<T>(make: (env: SourceEnv) => T, limit = maxEnvs): (env: S
       values.delete(id); // most recently used last
     }
     values.set(id, value);
+    last = { location: env.location, sessionId: env.sessionId, value };
     return value;
   };
 }

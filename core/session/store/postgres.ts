@@ -42,7 +42,7 @@ const isStoreError = (error: unknown) =>
   error instanceof SessionCorrupt;
 
 /** Each entry moves the schema one version up; never edit a released one. */
-const migrations: readonly string[] = [
+export const migrations: readonly string[] = [
   `CREATE TABLE sessions (
      id TEXT PRIMARY KEY,
      location TEXT NOT NULL,
@@ -89,6 +89,39 @@ const migrations: readonly string[] = [
    );`,
   // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
   "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires BIGINT;",
+  // A Context Snapshot is kept one row per source key (decision 094), so a Mid-Conversation
+  // System Message writes only the entries it changed; `snapshot_version` counts an epoch's
+  // changes (a reader's cached snapshot is current while it matches). An epoch whose old
+  // snapshot text was not a JSON object (or had a key no text column holds) is marked -1
+  // (read: corrupt); the check catches the cast's error, so a bad text never fails the
+  // migration. A key given twice keeps its last value, as JSON.parse did.
+  `CREATE TABLE snapshot_entries (
+     session_id TEXT NOT NULL,
+     epoch INTEGER NOT NULL,
+     key TEXT NOT NULL,
+     entry TEXT NOT NULL,
+     PRIMARY KEY (session_id, epoch, key),
+     FOREIGN KEY (session_id, epoch) REFERENCES epochs(session_id, number) ON DELETE CASCADE
+   );
+   ALTER TABLE epochs ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
+   CREATE FUNCTION snapshot_object_or_null(text) RETURNS json LANGUAGE plpgsql IMMUTABLE AS $$
+   DECLARE
+     parsed json;
+   BEGIN
+     parsed := $1::json;
+     IF json_typeof(parsed) <> 'object' THEN RETURN NULL; END IF;
+     PERFORM count(j.key) FROM json_each(parsed) AS j;
+     RETURN parsed;
+   EXCEPTION WHEN others THEN
+     RETURN NULL;
+   END $$;
+   INSERT INTO snapshot_entries (session_id, epoch, key, entry)
+     SELECT DISTINCT ON (e.session_id, e.number, j.key) e.session_id, e.number, j.key, j.value::text
+     FROM epochs e, json_each(snapshot_object_or_null(e.snapshot)) WITH ORDINALITY AS j(key, value, n)
+     ORDER BY e.session_id, e.number, j.key, j.n DESC;
+   UPDATE epochs SET snapshot_version = -1 WHERE snapshot_object_or_null(snapshot) IS NULL;
+   DROP FUNCTION snapshot_object_or_null(text);
+   ALTER TABLE epochs DROP COLUMN snapshot;`,
 ];
 
 interface SessionRow {
@@ -104,13 +137,27 @@ interface SessionRow {
   lease_expires: string | null;
 }
 
+/** The active epoch as read: its state, and the rest only when it is not the state the store holds. */
 interface EpochRow {
-  number: number;
-  baseline: string;
-  snapshot: string;
-  started_seq: number;
-  reason: EpochReason;
+  number: number | null;
+  snapshot_version: number | null;
+  /** Whether the state differs from the one the store holds (then every column below is read). */
+  stale: boolean;
+  baseline: string | null;
+  started_seq: number | null;
+  reason: EpochReason | null;
   system_prompt: string | null;
+  /** The snapshot's keys and, in the same order, their entries' JSON. */
+  keys: string[] | null;
+  entries: string[] | null;
+  /** Only when asked for: the seq the next message gets. */
+  next_seq?: number;
+}
+
+/** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
+interface EpochState {
+  number: number;
+  snapshot_version: number;
 }
 
 /** How `PostgresSessionStore.open` connects: the server, the schema, the pool. */
