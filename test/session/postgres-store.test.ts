@@ -10,8 +10,8 @@ import pg from "pg";
 import { SettingInvalid } from "../../core/base/errors.ts";
 import { describeStoreConformance } from "../../core/conformance.ts";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
-import { SessionNotFound } from "../../core/session/errors.ts";
-import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
+import { SessionCorrupt, SessionNotFound } from "../../core/session/errors.ts";
+import { migrations, PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
 import { describeWithPostgres, type PostgresServer } from "./postgres-server.ts";
 
 describe("session store: PostgreSQL options", () => {
@@ -78,6 +78,100 @@ function declare(current: () => PostgresServer) {
         expect(stores[0]?.database).to.match(/^postgres:\/\/127\.0\.0\.1:\d+\/postgres \(schema open_\d+\)$/);
       } finally {
         for (const store of stores) await store?.close();
+      }
+    });
+
+    it("moves each epoch's snapshot text into one row per key when it upgrades a schema, and names an epoch whose text was unreadable", async () => {
+      // A schema as the release before per-key snapshots left it (schema version 2).
+      const schema = `upgrade_${process.pid}`;
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const snapshot = {
+        "core/date": { value: "2026-12-04" },
+        "git/branch": { value: { name: "main", ahead: 2 }, removed: "No branch now." },
+        "a/list": { value: [1, "two", null, true] },
+        "a/flag": { value: false },
+      };
+      try {
+        await client.query(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
+        for (const script of migrations.slice(0, 2)) await client.query(script);
+        await client.query("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (2)");
+        const epochs: Array<[string, number, string]> = [
+          ["good", 1, "{}"],
+          ["good", 2, JSON.stringify(snapshot)],
+          // A key given twice keeps its last value, as JSON.parse did.
+          ["twice", 1, '{"a/b": {"value": 1}, "a/b": {"value": 2}}'],
+          ["bad", 1, "{not json"],
+          ["array", 1, "[]"],
+          ["number", 1, "7"],
+          // A key no text column holds.
+          ["nul", 1, '{"a/\\u0000": {"value": 1}}'],
+          // Moved, then refused on read as it always was.
+          ["proto", 1, '{"__proto__": {"value": 1}}'],
+        ];
+        for (const [id, number, text] of epochs) {
+          await client.query(
+            "INSERT INTO sessions (id, location, provider, model) VALUES ($1, '/', 'p', 'm') ON CONFLICT DO NOTHING",
+            [id],
+          );
+          await client.query(
+            "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES ($1, $2, $3, $4, 1, 'initial', 'null')",
+            [id, number, `Baseline ${number}`, text],
+          );
+        }
+      } finally {
+        await client.end();
+      }
+
+      const store = await PostgresSessionStore.open({ connectionString: url, schema, poolSize: 2 });
+      try {
+        expect(await store.activeEpoch("good")).to.deep.equal({
+          number: 2,
+          baseline: "Baseline 2",
+          snapshot,
+          startedSeq: 1,
+          reason: "initial",
+          systemPrompt: null,
+        });
+        expect((await store.activeEpoch("twice"))?.snapshot).to.deep.equal({ "a/b": { value: 2 } });
+        for (const id of ["bad", "array", "number", "nul", "proto"]) {
+          const failure = await store.activeEpoch(id).catch((error: unknown) => error);
+          expect(failure, id).to.be.instanceOf(SessionCorrupt);
+          expect((failure as Error).message, id)
+            .to.include(id)
+            .and.to.include("Context Snapshot of epoch 1 is corrupt");
+        }
+      } finally {
+        await store.close();
+      }
+    });
+
+    it("a stored key __proto__ is refused as SessionCorrupt, not taken as the snapshot's prototype", async () => {
+      const schema = `proto_${process.pid}`;
+      const store = await PostgresSessionStore.open({ connectionString: url, schema, poolSize: 2 });
+      try {
+        await store.createSession({ id: "s", location: "/", provider: "p", model: "m" });
+        await store.commitBoundary("s", 0, {
+          newEpoch: { baseline: "b", snapshot: { "a/b": { value: 1 } }, reason: "initial", systemPrompt: null },
+          promote: [],
+          settlesEpochDue: false,
+        });
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          // Behind the store's back, so the version moves too (else the held record stands).
+          await client.query(
+            `INSERT INTO ${schema}.snapshot_entries (session_id, epoch, key, entry) VALUES ('s', 1, '__proto__', '{"value": 1}');
+             UPDATE ${schema}.epochs SET snapshot_version = snapshot_version + 1`,
+          );
+        } finally {
+          await client.end();
+        }
+        const failure = await store.activeEpoch("s").catch((error: unknown) => error);
+        expect(failure).to.be.instanceOf(SessionCorrupt);
+        expect((failure as Error).message).to.include("__proto__");
+      } finally {
+        await store.close();
       }
     });
 

@@ -115,6 +115,8 @@ describe("session store: SQLite", () => {
     insertEpoch.run("good", 2, "Baseline", JSON.stringify(snapshot));
     insertSession.run("bad");
     insertEpoch.run("bad", 1, "Baseline", "{not json");
+    insertSession.run("twice");
+    insertEpoch.run("twice", 1, "Baseline", '{"a/b":{"value":1},"a/b":{"value":2}}');
     raw.close();
 
     const store = new SqliteSessionStore(file);
@@ -127,6 +129,9 @@ describe("session store: SQLite", () => {
         startedSeq: 1,
         reason: "initial",
         systemPrompt: null,
+      });
+      expect((await store.activeEpoch("twice"))?.snapshot, "the last value of a key written twice").to.deep.equal({
+        "a/b": { value: 2 },
       });
       let failure: unknown;
       await store.activeEpoch("bad").catch((error: unknown) => {

@@ -179,6 +179,11 @@ export class PostgresSessionStore implements SessionStore {
   readonly #pool: pg.Pool;
   /** Where the sessions are, as errors name it: host, port, database and schema (never the password). */
   readonly database: string;
+  /**
+   * The active epoch per session as last read or committed, with the state it was at: a
+   * boundary checks two integers instead of reading and parsing the Baseline and snapshot.
+   */
+  readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
   #isClosed = false;
 
   private constructor(pool: pg.Pool, database: string) {
@@ -350,58 +355,136 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async messages(id: string, afterSeq = 0): Promise<StoredMessage[]> {
-    await this.#sessionRow(id);
+    const doing = `reading the messages of session ${id}`;
     const result = await this.#query(
-      `reading the messages of session ${id}`,
+      doing,
       "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
       [id, afterSeq],
     );
+    // Rows prove the session exists; none may mean it does not.
+    if (result.rows.length === 0 && (await this.#query(doing, "SELECT 1 FROM sessions WHERE id = $1", [id])).rows.length === 0)
+      throw new SessionNotFound({ sessionId: id });
     return result.rows.map((row) => messageFromRow(id, row));
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
-    return this.#activeEpoch(id, (sql, values) => this.#query(`reading the epoch of session ${id}`, sql, values));
+    const { epoch } = await this.#activeEpoch(id, (sql, values) =>
+      this.#query(`reading the epoch of session ${id}`, sql, values),
+    );
+    return epoch;
   }
 
-  async #activeEpoch(id: string, query: Query): Promise<EpochRecord | undefined> {
-    const result = await query("SELECT * FROM epochs WHERE session_id = $1 ORDER BY number DESC LIMIT 1", [id]);
-    const row = result.rows[0] as EpochRow | undefined;
-    if (row === undefined) return undefined;
-    let snapshot: Snapshot;
-    try {
-      snapshot = parseSnapshot(JSON.parse(row.snapshot));
-    } catch (cause) {
+  /** The active epoch (and, with `withSeq`, the next message's seq), from the held record while its state is current. */
+  async #activeEpoch(
+    id: string,
+    query: Query,
+    withSeq = false,
+  ): Promise<{ epoch: EpochRecord | undefined; state: EpochState | undefined; nextSeq: number }> {
+    const held = this.#epochs.get(id);
+    // One statement, so the state and the rows it reads agree; the Baseline and the entries
+    // are read only when the state is not the one held (a CASE evaluates a branch only when taken).
+    const result = await query(
+      `SELECT e.number, e.snapshot_version, m.stale,
+         CASE WHEN m.stale THEN e.baseline END AS baseline,
+         CASE WHEN m.stale THEN e.started_seq END AS started_seq,
+         CASE WHEN m.stale THEN e.reason END AS reason,
+         CASE WHEN m.stale THEN e.system_prompt END AS system_prompt,
+         CASE WHEN m.stale THEN ARRAY(SELECT s.key FROM snapshot_entries s
+           WHERE s.session_id = $1 AND s.epoch = e.number ORDER BY s.key) END AS keys,
+         CASE WHEN m.stale THEN ARRAY(SELECT s.entry FROM snapshot_entries s
+           WHERE s.session_id = $1 AND s.epoch = e.number ORDER BY s.key) END AS entries${
+             withSeq ? ",\n         (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1) AS next_seq" : ""
+           }
+       FROM (SELECT 1) AS one
+       LEFT JOIN LATERAL (SELECT * FROM epochs WHERE session_id = $1 ORDER BY number DESC LIMIT 1) AS e ON true
+       LEFT JOIN LATERAL (SELECT e.number IS DISTINCT FROM $2::integer OR e.snapshot_version IS DISTINCT FROM $3::integer AS stale) AS m ON true`,
+      [id, held?.state.number ?? null, held?.state.snapshot_version ?? null],
+    );
+    const row = result.rows[0] as EpochRow;
+    const nextSeq = row.next_seq ?? 0;
+    if (row.number === null || row.snapshot_version === null) return { epoch: undefined, state: undefined, nextSeq };
+    const state = { number: row.number, snapshot_version: row.snapshot_version };
+    if (!row.stale && held !== undefined) return { epoch: held.record, state, nextSeq };
+    const record: EpochRecord = {
+      number: row.number,
+      baseline: row.baseline as string,
+      snapshot: this.#snapshotOf(id, row),
+      startedSeq: row.started_seq as number,
+      reason: row.reason as EpochReason,
+      systemPrompt: this.#systemPromptOf(id, row),
+    };
+    this.#epochs.set(id, { state, record });
+    return { epoch: record, state, nextSeq };
+  }
+
+  /** An epoch's snapshot, put together from its entries and checked as a whole. */
+  #snapshotOf(id: string, row: EpochRow): Snapshot {
+    const corrupt = (reason: string, cause?: unknown): never => {
       throw new SessionCorrupt({
         sessionId: id,
-        reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${messageOf(cause)}`,
+        reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`,
         cause,
       });
-    }
-    let systemPrompt: string | null | undefined;
-    if (row.system_prompt !== null) {
-      try {
-        systemPrompt = JSON.parse(row.system_prompt);
-      } catch (cause) {
-        throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is unreadable`, cause });
-      }
-      if (systemPrompt !== null && typeof systemPrompt !== "string")
-        throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is not text` });
-    }
-    return {
-      number: row.number,
-      baseline: row.baseline,
-      snapshot,
-      startedSeq: row.started_seq,
-      reason: row.reason,
-      systemPrompt,
     };
+    if ((row.snapshot_version ?? 0) < 0) corrupt("its stored text was not a JSON object when the store was upgraded");
+    const keys = row.keys ?? [];
+    const entries = row.entries ?? [];
+    if (keys.length !== entries.length) corrupt("its keys and entries were read apart");
+    const snapshot: Record<string, unknown> = {};
+    keys.forEach((key, i) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(entries[i] as string);
+      } catch (cause) {
+        corrupt(`the entry of ${JSON.stringify(key)} is not JSON`, cause);
+      }
+      // Defined, not assigned: a stored key "__proto__" is an own key parseSnapshot refuses, not a prototype.
+      Object.defineProperty(snapshot, key, { value: parsed, enumerable: true, writable: true, configurable: true });
+    });
+    try {
+      return parseSnapshot(snapshot);
+    } catch (cause) {
+      return corrupt(messageOf(cause), cause);
+    }
   }
 
-  /** Advances the revision from `expected` (locking the session's row); `RevisionConflict` if another runtime moved it. */
-  async #claim(query: Query, id: string, expected: number, set: string) {
+  #systemPromptOf(id: string, row: EpochRow): string | null | undefined {
+    if (row.system_prompt === null) return undefined;
+    let prompt: unknown;
+    try {
+      prompt = JSON.parse(row.system_prompt);
+    } catch (cause) {
+      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is unreadable`, cause });
+    }
+    if (prompt !== null && typeof prompt !== "string")
+      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is not text` });
+    return prompt;
+  }
+
+  /**
+   * The entries of `snapshot` to write against the snapshot it replaces (`previous`, whose
+   * unchanged entries the new one carries as the same objects): only the changed ones, and
+   * the keys gone; without a previous one (a new epoch), every entry.
+   */
+  #snapshotChange(snapshot: Snapshot, previous: Snapshot | undefined) {
+    const keys: string[] = [];
+    const entries: string[] = [];
+    for (const key of Object.keys(snapshot)) {
+      const entry = snapshot[key];
+      if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
+      keys.push(key);
+      entries.push(JSON.stringify(entry));
+    }
+    const removed = previous === undefined ? [] : Object.keys(previous).filter((key) => !Object.hasOwn(snapshot, key));
+    return { keys, entries, removed };
+  }
+
+  /** Advances the revision from `expected` (locking the session's row, and setting `set` with its `params` from $3 on); `RevisionConflict` if another runtime moved it. */
+  async #claim(query: Query, id: string, expected: number, set: string, params: readonly unknown[] = []) {
     const result = await query(`UPDATE sessions SET revision = revision + 1${set} WHERE id = $1 AND revision = $2`, [
       id,
       expected,
+      ...params,
     ]);
     if (result.rowCount === 0) {
       await this.#sessionRow(id, query);
@@ -446,50 +529,74 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
-    return this.#transaction(`committing a boundary of session ${id}`, async (query) => {
-      await this.#claim(query, id, revision, `, awaiting_reply = true${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`);
-      await query("UPDATE sessions SET lease_holder = $1, lease_expires = $2 WHERE id = $3", [
-        commit.lease?.holder ?? null,
-        commit.lease?.expiresAt ?? null,
-        id,
-      ]);
-      let { seq, epoch } = await this.#next(query, id);
-      const appended: StoredMessage[] = [];
-      if (commit.newEpoch !== undefined) {
-        epoch += 1;
-        await query(
-          "INSERT INTO epochs (session_id, number, baseline, snapshot, started_seq, reason, system_prompt) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-          [
-            id,
-            epoch,
-            commit.newEpoch.baseline,
-            JSON.stringify(commit.newEpoch.snapshot),
-            seq,
-            commit.newEpoch.reason,
-            JSON.stringify(commit.newEpoch.systemPrompt),
-          ],
-        );
-      }
-      for (const prompt of commit.promote) {
-        const promoted = await query(
-          "UPDATE pending_prompts SET promoted_seq = $1 WHERE id = $2 AND session_id = $3 AND promoted_seq IS NULL",
-          [seq, prompt.id, id],
-        );
-        if (promoted.rowCount !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
-        appended.push(await this.#insertMessage(query, id, seq++, "user", prompt.text, epoch));
-      }
-      if (commit.systemUpdate !== undefined) {
-        appended.push(await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, epoch));
-        await query("UPDATE epochs SET snapshot = $1 WHERE session_id = $2 AND number = $3", [
-          JSON.stringify(commit.systemUpdate.snapshot),
+    try {
+      const { committed, held } = await this.#transaction(`committing a boundary of session ${id}`, async (query) => {
+        await this.#claim(
+          query,
           id,
-          epoch,
-        ]);
-      }
-      const active = await this.#activeEpoch(id, query);
-      if (active === undefined) throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
-      return { revision: revision + 1, epoch: active, appended };
-    });
+          revision,
+          `, awaiting_reply = true, lease_holder = $3, lease_expires = $4${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`,
+          [commit.lease?.holder ?? null, commit.lease?.expiresAt ?? null],
+        );
+        // The epoch as it stands (its rows read only if this store does not hold it as it is).
+        const current = await this.#activeEpoch(id, query, true);
+        let { epoch: active, state } = current;
+        let seq = current.nextSeq;
+        const appended: StoredMessage[] = [];
+        if (commit.newEpoch !== undefined) {
+          const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
+          const number = (active?.number ?? 0) + 1;
+          const { keys, entries } = this.#snapshotChange(snapshot, undefined);
+          // The epoch and all its entries in one statement.
+          await query(
+            `WITH epoch AS (
+               INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES ($1, $2, $3, $4, $5, $6)
+             )
+             INSERT INTO snapshot_entries (session_id, epoch, key, entry)
+               SELECT $1, $2, u.key, u.entry FROM unnest($7::text[], $8::text[]) AS u(key, entry)`,
+            [id, number, baseline, seq, reason, JSON.stringify(systemPrompt), keys, entries],
+          );
+          active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
+          state = { number, snapshot_version: 0 };
+        }
+        if (active === undefined || state === undefined)
+          throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
+        for (const prompt of commit.promote) {
+          const promoted = await query(
+            "UPDATE pending_prompts SET promoted_seq = $1 WHERE id = $2 AND session_id = $3 AND promoted_seq IS NULL",
+            [seq, prompt.id, id],
+          );
+          if (promoted.rowCount !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
+          appended.push(await this.#insertMessage(query, id, seq++, "user", prompt.text, active.number));
+        }
+        if (commit.systemUpdate !== undefined) {
+          appended.push(await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, active.number));
+          const { keys, entries, removed } = this.#snapshotChange(commit.systemUpdate.snapshot, active.snapshot);
+          // The changed entries upserted, the gone ones deleted and the version advanced, in one statement.
+          await query(
+            `WITH upserted AS (
+               INSERT INTO snapshot_entries (session_id, epoch, key, entry)
+                 SELECT $1, $2, u.key, u.entry FROM unnest($3::text[], $4::text[]) AS u(key, entry)
+               ON CONFLICT (session_id, epoch, key) DO UPDATE SET entry = EXCLUDED.entry
+             ), removed AS (
+               DELETE FROM snapshot_entries WHERE session_id = $1 AND epoch = $2 AND key = ANY($5::text[])
+             )
+             UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = $1 AND number = $2`,
+            [id, active.number, keys, entries, removed],
+          );
+          active = { ...active, snapshot: commit.systemUpdate.snapshot };
+          state = { number: state.number, snapshot_version: state.snapshot_version + 1 };
+        }
+        return { committed: { revision: revision + 1, epoch: active, appended }, held: { state, record: active } };
+      });
+      // Held only once committed: a rolled-back epoch must never be taken for the stored one.
+      this.#epochs.set(id, held);
+      return committed;
+    } catch (error) {
+      // Whatever was held may be what a failed commit was built on; read it again.
+      this.#epochs.delete(id);
+      throw error;
+    }
   }
 
   async commitReply(

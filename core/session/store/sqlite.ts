@@ -77,7 +77,8 @@ export const migrations: readonly string[] = [
   // A Context Snapshot is kept one row per source key, so a Mid-Conversation System Message
   // writes only the entries it changed, not the whole snapshot again; `snapshot_version`
   // counts an epoch's changes (a reader's cached snapshot is current while it matches).
-  // An epoch whose old snapshot text was not a JSON object is marked -1 (read: corrupt).
+  // An epoch whose old snapshot text was not a JSON object is marked -1 (read: corrupt); a key
+  // written twice keeps its last value, as JSON.parse did.
   `CREATE TABLE snapshot_entries (
      session_id TEXT NOT NULL,
      epoch INTEGER NOT NULL,
@@ -87,10 +88,11 @@ export const migrations: readonly string[] = [
      FOREIGN KEY (session_id, epoch) REFERENCES epochs(session_id, number) ON DELETE CASCADE
    ) STRICT, WITHOUT ROWID;
    ALTER TABLE epochs ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
-   INSERT INTO snapshot_entries (session_id, epoch, key, entry)
+   INSERT OR REPLACE INTO snapshot_entries (session_id, epoch, key, entry)
      SELECT e.session_id, e.number, j.key, CASE WHEN j.type IN ('object', 'array') THEN j.value ELSE json_quote(j.value) END
      FROM epochs e, json_each(e.snapshot) j
-     WHERE json_valid(e.snapshot) AND json_type(e.snapshot) = 'object';
+     WHERE json_valid(e.snapshot) AND json_type(e.snapshot) = 'object'
+     ORDER BY e.session_id, e.number, j.id;
    UPDATE epochs SET snapshot_version = -1 WHERE NOT (json_valid(snapshot) AND json_type(snapshot) = 'object');
    ALTER TABLE epochs DROP COLUMN snapshot;`,
 ];

@@ -107,7 +107,14 @@ export function postgresDatabase(url: string, schema: string): CrashDatabase {
         messages: (id) =>
           all<MessageRow>("SELECT seq, role, text, epoch, data FROM messages WHERE session_id = $1 ORDER BY seq", id),
         epochs: (id) =>
-          all<EpochRow>("SELECT number, baseline, snapshot, started_seq FROM epochs WHERE session_id = $1 ORDER BY number", id),
+          // The snapshot as one JSON object text, put together from its entries (one row per key).
+          all<EpochRow>(
+            `SELECT e.number, e.baseline, e.started_seq,
+               COALESCE((SELECT json_object_agg(s.key, s.entry::json) FROM snapshot_entries s
+                 WHERE s.session_id = e.session_id AND s.epoch = e.number)::text, '{}') AS snapshot
+             FROM epochs e WHERE e.session_id = $1 ORDER BY e.number`,
+            id,
+          ),
         prompts: (id) =>
           all<PromptRow>("SELECT id, text, promoted_seq FROM pending_prompts WHERE session_id = $1 ORDER BY id", id),
         close: () => client.end(),
