@@ -5,7 +5,6 @@ import path from "node:path";
 
 /** Where in a plugin's life a diagnostic arose. */
 export type DiagnosticPhase =
-  | "discover"
   | "bundle"
   | "evaluate"
   | "config"
@@ -17,11 +16,16 @@ export type DiagnosticPhase =
   | "update"
   | "removed"
   | "dispose"
-  | "instructions";
+  | "instructions"
+  | "watch";
 
-/** A structured plugin diagnostic. */
+/** What a diagnostic is about: a plugin, an instruction file, or the plugin folders' watcher. */
+export type DiagnosticOrigin = "plugin" | "instructions" | "watcher";
+
+/** A structured diagnostic: a plugin's, an instruction file's or the watcher's problem. */
 export interface Diagnostic {
-  /** The plugin's name (its namespace), or its file's base name before it is known. */
+  readonly origin: DiagnosticOrigin;
+  /** The plugin's name (its namespace), or its file's base name before it is known; `core` for an instruction file, `host` for the watcher. */
   readonly plugin: string;
   readonly file: string;
   readonly line?: number;

@@ -57,7 +57,7 @@ export interface ContextSources {
   readonly registry: Registry;
   readonly plugins: PluginSet;
   readonly instructions: InstructionService;
-  /** The one diagnostics channel: instruction files (`plugin: "core"`), plugins, the watcher. */
+  /** The one diagnostics channel: plugins, instruction files, the watcher (`origin` says which). */
   readonly diagnostics: Diagnostics;
   /** Composes every registered source for a boundary's env. */
   compose(env: SourceEnv): Promise<SystemContext>;
@@ -84,7 +84,13 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     ...(options.discoveryLog === undefined ? {} : { store: options.discoveryLog }),
     ...(options.instructions === undefined ? {} : { settings: options.instructions }),
     report: (problem) =>
-      diagnostics.report({ plugin: "core", file: problem.file, phase: "instructions", message: problem.message }),
+      diagnostics.report({
+        origin: "instructions",
+        plugin: "core",
+        file: problem.file,
+        phase: "instructions",
+        message: problem.message,
+      }),
   });
 
   const registry = new Registry();

@@ -86,7 +86,7 @@ export interface Host {
   epoch(id: string): Promise<EpochRecord | undefined>;
   /** Active plugins. */
   plugins(): PluginInfo[];
-  /** Every distinct diagnostic so far, oldest first: instruction files (`plugin: "core"`), plugins, the watcher. */
+  /** Every distinct diagnostic so far, oldest first: plugins, instruction files and the watcher (`origin` says which). */
   readonly diagnostics: readonly Diagnostic[];
   /** The problems that still hold (a plugin that loaded again clears its earlier ones). */
   currentDiagnostics(): Diagnostic[];

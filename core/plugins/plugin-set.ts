@@ -273,9 +273,10 @@ export class PluginSet {
           set.#emit({
             kind: "diagnostic",
             diagnostic: {
+              origin: "watcher",
               plugin: "host",
               file: set.#folders.join(", "),
-              phase: "discover",
+              phase: "watch",
               message: `watcher: ${messageOf(error)}`,
             },
           }),
@@ -389,9 +390,13 @@ export class PluginSet {
     }
   }
 
-  #diagnose(entry: PluginEntry, diagnostic: Omit<Diagnostic, "plugin" | "file"> & { file?: string; plugin?: string }) {
+  #diagnose(
+    entry: PluginEntry,
+    diagnostic: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string },
+  ) {
     const full: Diagnostic = {
       ...diagnostic,
+      origin: "plugin",
       plugin: diagnostic.plugin ?? entry.active?.name ?? entry.id,
       file: diagnostic.file ?? entry.file,
     };

@@ -26,11 +26,12 @@ import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { PluginSet } from "../../core/plugins/plugin-set.ts";
-import { Registry } from "../../core/registry/registry.ts";
+import { silentLogger } from "../../core/base/clock.ts";
+import { Scope } from "../../core/base/scope.ts";
+import { startContextSources } from "../../core/host/context-sources.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
-import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
+import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
 
 const bench = "cold-start";
 const selfFile = import.meta.filename;
@@ -88,10 +89,13 @@ export default definePlugin({
 
 /** The child: start a host over `folder`, render the first Baseline, report the time. */
 async function child(folder: string): Promise<void> {
-  const container = hostContainer(folder);
-  const registry = new Registry();
+  const scope = new Scope(bench);
   const start = performance.now();
-  const host = await PluginSet.start({ folders: [folder], registry, container });
+  const sources = await startContextSources(
+    { cwd: folder, plugins: [folder], builtins: false, watch: true, logger: silentLogger },
+    scope,
+  );
+  const { registry, plugins: host } = sources;
   const generation = await SystemContext.initialize(await registry.compose({ location: folder }));
   const ms = performance.now() - start;
   if (generation.baseline.length === 0 && registry.state.registrations.length > 0) throw new Error("empty baseline");
@@ -102,7 +106,7 @@ async function child(folder: string): Promise<void> {
     failures: host.failures().length,
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);
-  await host.close();
+  await scope.close();
 }
 
 /** The floor child: `count` empty worker threads started at once, until each has run its first line. */

@@ -11,10 +11,9 @@
 
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { asValue, createContainer } from "awilix";
 import { silentLogger } from "../../core/base/clock.ts";
-import { PluginSet } from "../../core/plugins/plugin-set.ts";
-import { Registry } from "../../core/registry/registry.ts";
+import { Scope } from "../../core/base/scope.ts";
+import { startContextSources } from "../../core/host/context-sources.ts";
 import { canonicalJson, initialize, type Json, reconcile } from "../../core/system-context/index.ts";
 import { emit, envInt, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
@@ -70,17 +69,19 @@ await runBenchProcess(bench, async () => {
   try {
     for (let p = 0; p < plugins; p++) writeFileSync(path.join(folder.path, `bench${p}.ts`), pluginCode(p));
     let run = 0;
-    const container = createContainer();
-    container.register({ clock: asValue({ now: () => run }), logger: asValue(silentLogger), location: asValue(folder.path) });
-    const registry = new Registry();
-
-    const set = await PluginSet.start({
-      folders: [folder.path],
-      registry,
-      container,
-      watch: false,
-      ...(isolation === undefined ? {} : { isolation }),
-    });
+    const scope = new Scope(bench);
+    const { registry } = await startContextSources(
+      {
+        cwd: folder.path,
+        plugins: [folder.path],
+        builtins: false,
+        watch: false,
+        logger: silentLogger,
+        clock: { now: () => run },
+        ...(isolation === undefined ? {} : { isolation }),
+      },
+      scope,
+    );
     const count = plugins * perPlugin;
     if (registry.state.registrations.length !== count)
       throw new Error(`expected ${count} sources, have ${registry.state.registrations.length}`);
@@ -105,7 +106,7 @@ await runBenchProcess(bench, async () => {
         },
       },
     );
-    await set.close();
+    await scope.close();
     emit({ bench, metric: "compose-reconcile-ms", value: boundaryMs as number, unit: "ms", baseline: jsonMs as number });
   } finally {
     folder.remove();

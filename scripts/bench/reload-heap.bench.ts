@@ -35,7 +35,9 @@ import { pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
 import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
 import { guardedRegistration } from "../../core/plugins/guarded-source.ts";
-import { PluginSet } from "../../core/plugins/plugin-set.ts";
+import { silentLogger } from "../../core/base/clock.ts";
+import { Scope } from "../../core/base/scope.ts";
+import { type ContextSources, startContextSources } from "../../core/host/context-sources.ts";
 import { type Registration, Registry } from "../../core/registry/registry.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
@@ -145,14 +147,18 @@ async function growth(strategy: Strategy, count: number): Promise<{ readonly hos
 /** Ours: the real plugin host (bundle → vm.compileFunction → activate → swap). */
 async function hostStrategy(folder: string): Promise<Strategy> {
   const file = path.join(folder, "heavy.ts");
-  const registry = new Registry();
-  let host: PluginSet | undefined;
+  const scope = new Scope(bench);
+  let sources: ContextSources | undefined;
   return {
     async load(version) {
       writeFileSync(file, pluginSource(version));
-      if (host === undefined)
-        host = await PluginSet.start({ folders: [folder], registry, container: hostContainer(folder), watch: false });
-      else await host.reload(file);
+      if (sources === undefined)
+        sources = await startContextSources(
+          { cwd: folder, plugins: [folder], builtins: false, watch: false, logger: silentLogger },
+          scope,
+        );
+      else await sources.plugins.reload(file);
+      const host = sources.plugins;
       const active = host.plugins()[0]?.generation;
       if (active !== version + 1) {
         const why = host.diagnostics.at(-1)?.message ?? "no diagnostic";
@@ -164,7 +170,7 @@ async function hostStrategy(folder: string): Promise<Strategy> {
       const readings: number[] = [];
       let threadId = -1;
       for (let pass = 0; pass < 8; pass++) {
-        const memory = await host?.workerMemory(file);
+        const memory = await sources?.plugins.workerMemory(file);
         if (memory === undefined || !memory.collected)
           throw new Error("the plugin's worker gave no heap reading after a collection");
         readings.push(memory.heapUsed);
@@ -173,10 +179,11 @@ async function hostStrategy(folder: string): Promise<Strategy> {
       return { bytes: median(readings.slice(-4)), threadId };
     },
     async activeBaseline() {
-      return (await SystemContext.initialize(await registry.compose({ location: folder }))).baseline;
+      if (sources === undefined) throw new Error("no version is loaded");
+      return (await SystemContext.initialize(await sources.registry.compose({ location: folder }))).baseline;
     },
     async close() {
-      await host?.close();
+      await scope.close();
     },
   };
 }

@@ -23,11 +23,13 @@ import { writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { type LoadTimings, type PluginEvent, PluginSet } from "../../core/plugins/plugin-set.ts";
-import { Registry } from "../../core/registry/registry.ts";
+import { silentLogger } from "../../core/base/clock.ts";
+import { Scope } from "../../core/base/scope.ts";
+import { startContextSources } from "../../core/host/context-sources.ts";
+import type { LoadTimings, PluginEvent } from "../../core/plugins/plugin-set.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
-import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
+import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
 
 const bench = "reload-latency";
 const selfFile = import.meta.filename;
@@ -67,18 +69,22 @@ export default definePlugin({
 
 const baselineText = (version: number) => `Plugin version ${version} (plugin under edit).`;
 
+/** Starts the plugins of `folder` (no built-in sources); closing `scope` stops them. */
 async function startHost(folder: string, watch: boolean) {
-  const registry = new Registry();
-  const host = await PluginSet.start({ folders: [folder], registry, container: hostContainer(folder), watch });
-  return { host, registry };
+  const scope = new Scope(bench);
+  const sources = await startContextSources(
+    { cwd: folder, plugins: [folder], builtins: false, watch, logger: silentLogger },
+    scope,
+  );
+  return { host: sources.plugins, registry: sources.registry, scope };
 }
 
 /** The child: a host process that starts, loads the folder's plugin, renders its first Baseline and reports it. */
 async function coldHost(folder: string): Promise<void> {
-  const { host, registry } = await startHost(folder, true);
+  const { registry, scope } = await startHost(folder, true);
   const generation = await SystemContext.initialize(await registry.compose({ location: folder }));
   process.stdout.write(`${JSON.stringify({ baseline: generation.baseline })}\n`);
-  await host.close();
+  await scope.close();
 }
 
 /** Spawns a cold host; resolves with milliseconds from spawn to its first Baseline, after it exited. */
@@ -133,7 +139,7 @@ async function main(): Promise<void> {
     let version = 0;
     writeFileSync(file, pluginSource(version));
     // No debounceMs: the host's default (50 ms) is part of what is measured.
-    const { host, registry } = await startHost(folder, true);
+    const { host, registry, scope } = await startHost(folder, true);
     try {
       const activations: Array<{ readonly at: number; readonly timings: LoadTimings }> = [];
       let wake: (() => void) | undefined;
@@ -213,7 +219,7 @@ async function main(): Promise<void> {
         emit({ bench, metric: `${part}-ms`, value: median(values), unit: "ms", baseline: median(coldMs) });
       }
     } finally {
-      await host.close();
+      await scope.close();
     }
   } finally {
     temp.remove();

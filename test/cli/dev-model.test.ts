@@ -116,7 +116,7 @@ describe("dev model", () => {
     model.on("problem", ({ problems }) => heard.push(`problems ${problems.length}`));
     const info = { name: "w", file: "/p/w.ts", keys: ["w/x"] };
     model.recordPlugin("activated", { ...info, generation: 1, loadMs: 12 });
-    const problem: Diagnostic = { plugin: "w", file: "/p/w.ts", phase: "bundle", message: "bad" };
+    const problem: Diagnostic = { origin: "plugin", plugin: "w", file: "/p/w.ts", phase: "bundle", message: "bad" };
     model.recordProblem(problem, [problem]);
     expect(model.plugins()[0]?.problems).to.deep.equal([problem]);
     expect(model.problems()).to.deep.equal([problem]);

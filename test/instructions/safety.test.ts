@@ -75,14 +75,20 @@ describe("instruction service: safe file loading", () => {
   }
 
   function instructionDiagnostics(host: Host): Diagnostic[] {
-    return host.diagnostics.filter((d) => d.plugin === "core" && d.phase === "instructions");
+    return host.diagnostics.filter((d) => d.origin === "instructions" && d.phase === "instructions");
   }
 
   it("an AGENTS.md that is a symlink to a file outside the project root is refused with a diagnostic, not loaded", async () => {
     writeTree(root, { "a/AGENTS.md": "a rules" });
     symlinkSync(path.join(outside, "secret.md"), path.join(root, "AGENTS.md"));
     const { host, id } = await start({ location: path.join(root, "a") });
+    // The problem reaches the host's one event channel, as a plugin's would.
+    const heard: Diagnostic[] = [];
+    host.onPluginEvent((event) => {
+      if (event.kind === "diagnostic") heard.push(event.diagnostic);
+    });
     const request = await turn(host, id, "hello");
+    expect(heard.map((d) => [d.origin, d.file])).to.deep.equal([["instructions", path.join(root, "AGENTS.md")]]);
     expect(baselineOf(request)).to.not.contain("SECRET");
     expect(instructionSections(baselineOf(request))).to.deep.equal(["a/AGENTS.md: a rules"]);
     const [diagnostic, ...more] = instructionDiagnostics(host);

@@ -82,6 +82,7 @@ describe("Plugin set: diagnostics printed to a terminal", () => {
   it("control characters in a plugin's message, key, name and line are escaped, so plugin text cannot forge terminal output", () => {
     const printed = formatDiagnostic(
       {
+        origin: "plugin",
         plugin: "evil\u001b[2J",
         file: "/plugins/evil.ts",
         line: 2,
