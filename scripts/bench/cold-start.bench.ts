@@ -1,9 +1,10 @@
 // Bench `cold-start`, metric `ms`: a fresh host process with 50 generated plugins (in a
-// temp folder) to its first Baseline System Context — `PluginSet.start` (discover, watch,
-// bundle, evaluate, set up) + `registry.compose` + `SystemContext.initialize` — timed
-// inside the child from just before `PluginSet.start`, so node's and tsx's start-up and
-// the host's own module imports are not counted (they do not depend on plugins). Median
-// over runs, each in a fresh child process (cold JIT, cold esbuild service).
+// temp folder) to its first Baseline System Context — `startContextSources` (no built-in
+// sources; its `PluginSet.start`: discover, watch, bundle, evaluate, set up) +
+// `registry.compose` + `SystemContext.initialize` — timed inside the child from just before
+// `startContextSources`, so node's and tsx's start-up and the host's own module imports are
+// not counted (they do not depend on plugins). Median over runs, each in a fresh child
+// process (cold JIT, cold esbuild service).
 //
 // Baseline, in the same run: the same host, the same steps, the same child set-up, with
 // an empty plugin folder. The ratio is what the plugins cost relative to a host without

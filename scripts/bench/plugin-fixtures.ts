@@ -38,7 +38,11 @@ export function benchFolder(name: string): BenchFolder {
   };
 }
 
-/** The services a plugin host resolves for plugins at `location`: the system clock and a silent logger. */
+/**
+ * The services a plugin host resolves for plugins at `location`: the system clock and a
+ * silent logger (what `startContextSources` registers for the benches). Only for code that
+ * activates generations without a plugin set — the `import()` baseline of reload-heap.
+ */
 export function hostContainer(location: string): AwilixContainer {
   const container = createContainer();
   container.register({ clock: asValue(systemClock), logger: asValue(silentLogger), location: asValue(location) });

@@ -1,16 +1,18 @@
 // Test harness for first-party plugins: loads the real `plugins/` folder through the
-// real PluginSet (no watching) and composes only the sources of the plugin under test.
+// host's `startContextSources` (no built-in sources, no watching) and composes only the
+// sources of the plugin under test.
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { asValue, createContainer } from "awilix";
-import { type Logger, systemClock } from "../../../core/base/clock.ts";
+import type { Logger } from "../../../core/base/clock.ts";
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import { PluginSet } from "../../../core/plugins/plugin-set.ts";
-import { Registry } from "../../../core/registry/registry.ts";
+import { Scope } from "../../../core/base/scope.ts";
+import { startContextSources } from "../../../core/host/context-sources.ts";
+import type { PluginSet } from "../../../core/plugins/plugin-set.ts";
+import type { Registry } from "../../../core/registry/registry.ts";
 import * as SystemContext from "../../../core/system-context.ts";
 
 export const pluginsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../plugins");
@@ -33,21 +35,18 @@ export async function loadPlugin(namespace: string, settings: Record<string, unk
     warn: (message) => logged.push(`warn: ${message}`),
     error: (message) => logged.push(`error: ${message}`),
   };
-  const registry = new Registry();
-  const container = createContainer();
-  container.register({
-    clock: asValue(systemClock),
-    logger: asValue(logger),
-    location: asValue(process.cwd()),
-  });
-  const host = await PluginSet.start({ folders: [pluginsFolder], registry, container, settings, watch: false });
+  const scope = new Scope(`first-party ${namespace}`);
+  const { registry, plugins: host } = await startContextSources(
+    { cwd: process.cwd(), plugins: [pluginsFolder], builtins: false, watch: false, logger, pluginSettings: settings },
+    scope,
+  );
   const failures = host.failures();
   if (failures.length > 0) {
-    await host.close();
+    await scope.close();
     throw new Error(`plugins failed to load: ${failures.map((f) => format(f.diagnostic)).join("; ")}`);
   }
   if (!host.plugins().some((plugin) => plugin.name === namespace)) {
-    await host.close();
+    await scope.close();
     throw new Error(`plugin ${namespace} is not loaded`);
   }
   return {
@@ -59,7 +58,7 @@ export async function loadPlugin(namespace: string, settings: Record<string, unk
       const registrations = state.registrations.filter((r) => r.key.startsWith(`${namespace}/`));
       return registry.compose({ location }, { version: state.version, registrations });
     },
-    close: () => host.close(),
+    close: () => scope.close(),
   };
 }
 
