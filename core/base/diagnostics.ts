@@ -69,7 +69,8 @@ export interface DiagnosticRecord {
   readonly count: number;
 }
 
-const identityOf = (d: Diagnostic) =>
+/** What makes two diagnostics the same one: the channel keeps one record per identity. */
+export const diagnosticIdentity = (d: Diagnostic): string =>
   JSON.stringify([d.plugin, d.file, d.phase, d.key ?? null, d.line ?? null, d.column ?? null, d.message]);
 
 /**
@@ -86,7 +87,7 @@ export class Diagnostics {
 
   /** Reports a diagnostic; listeners hear only the first of identical ones. Returns whether it was new. */
   report(diagnostic: Diagnostic): boolean {
-    const id = identityOf(diagnostic);
+    const id = diagnosticIdentity(diagnostic);
     const known = this.#records.get(id);
     this.#current.set(id, known?.diagnostic ?? diagnostic);
     if (known !== undefined) {

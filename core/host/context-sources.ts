@@ -91,6 +91,7 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
         phase: "instructions",
         message: problem.message,
       }),
+    resolve: (file) => diagnostics.resolve((d) => d.origin === "instructions" && d.file === file),
   });
 
   const registry = new Registry();

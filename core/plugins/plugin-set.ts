@@ -8,7 +8,7 @@ import path from "node:path";
 import type { AwilixContainer } from "awilix";
 import { type Clock, type Logger, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
-import { type Diagnostic, Diagnostics, escapeControl } from "../base/diagnostics.ts";
+import { type Diagnostic, Diagnostics, diagnosticIdentity, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
@@ -153,6 +153,12 @@ interface PluginEntry {
   isRemoved: boolean;
   /** Source keys whose faults are in the current diagnostics. */
   readonly faulted: Set<string>;
+  /**
+   * Identities of the diagnostics this file reported since its problems were last resolved:
+   * what a reload or removal of this file clears. Not the plugin name: a file that lost the
+   * name to another still has its problem when the other reloads.
+   */
+  readonly reported: Set<string>;
   readonly schedule: ReloadSchedule | undefined;
   queue: Promise<void>;
 }
@@ -390,16 +396,14 @@ export class PluginSet {
     }
   }
 
-  #diagnose(
-    entry: PluginEntry,
-    diagnostic: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string },
-  ) {
+  #diagnose(entry: PluginEntry, diagnostic: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string }) {
     const full: Diagnostic = {
       ...diagnostic,
       origin: "plugin",
       plugin: diagnostic.plugin ?? entry.active?.name ?? entry.id,
       file: diagnostic.file ?? entry.file,
     };
+    entry.reported.add(diagnosticIdentity(full));
     this.#emit({ kind: "diagnostic", diagnostic: full });
     return full;
   }
@@ -462,6 +466,7 @@ export class PluginSet {
       isProvisional: false,
       isRemoved: false,
       faulted: new Set(),
+      reported: new Set(),
       schedule:
         this.#watcher === undefined
           ? undefined
@@ -484,10 +489,9 @@ export class PluginSet {
     entry.schedule?.cancel();
     entry.queue = entry.queue.then(async () => {
       this.#entries.delete(entry.file);
-      const name = entry.active?.name ?? entry.id;
       await this.#deactivate(entry);
       await entry.isolated?.close();
-      this.#resolveProblems(entry, name);
+      this.#resolveProblems(entry);
       this.#revive(this.#namespaces.release(entry.file));
       this.#watchInputs();
     });
@@ -688,7 +692,7 @@ export class PluginSet {
       loadMs: Math.round(load.readyAt - load.startedAt),
     };
     entry.failed = undefined;
-    this.#resolveProblems(entry, next.name);
+    this.#resolveProblems(entry);
     entry.faulted.clear();
     const now = performance.now();
     const timings: LoadTimings = {
@@ -743,7 +747,9 @@ export class PluginSet {
       observed: (key) => {
         // Cheap at every boundary: only a source with a fault on record resolves anything.
         if (!entry.faulted.delete(key)) return;
-        this.#diagnostics.resolve((d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase));
+        this.#diagnostics.resolve(
+          (d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase) && entry.reported.has(diagnosticIdentity(d)),
+        );
       },
     };
   }
@@ -768,9 +774,18 @@ export class PluginSet {
     await this.#closeScope(entry, active.name, active.scope);
   }
 
-  /** A generation took over (or the plugin left): the problems of earlier generations no longer hold. */
-  #resolveProblems(entry: PluginEntry, plugin: string) {
-    this.#diagnostics.resolve((d) => d.file === entry.file || entry.inputs.includes(d.file) || d.plugin === plugin);
+  /**
+   * A generation took over (or the plugin left): the problems this file reported no longer
+   * hold. Only its own: another file's problem under the same plugin name (one that lost the
+   * namespace to it, or that it displaced) holds until that file loads or leaves; and one
+   * identical problem another file reported too (a fault in a module both import) stays.
+   */
+  #resolveProblems(entry: PluginEntry) {
+    const mine = new Set(entry.reported);
+    entry.reported.clear();
+    if (mine.size === 0) return;
+    for (const other of this.#entries.values()) if (other !== entry) for (const id of other.reported) mine.delete(id);
+    this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */

@@ -78,6 +78,72 @@ describe("Plugin set: diagnostics of source faults", () => {
   });
 });
 
+describe("Plugin set: current diagnostics of a namespace contest", () => {
+  const harness = usePluginHarness();
+  const namespaceProblems = (diagnostics: Diagnostics) =>
+    diagnostics
+      .current()
+      .filter((d) => d.phase === "namespace")
+      .map((d) => [path.basename(d.file), d.message.replace(/^.*; /, "")]);
+
+  it("the loser's problem stays current while the winner reloads, and clears once the loser is fixed", async () => {
+    const folder = harness.tempFolder();
+    // The path that sorts first keeps the namespace: a.ts wins, b.ts loses.
+    const a = write(path.join(folder, "a.ts"), textPlugin({ name: "same", value: "a1" }));
+    const b = write(path.join(folder, "b.ts"), textPlugin({ name: "same", value: "b1" }));
+    const diagnostics = new Diagnostics();
+    const running = await harness.start({ folders: [folder], watch: false, isolation: "none", diagnostics });
+    expect(namespaceProblems(diagnostics)).to.deep.equal([["b.ts", `${b} is not loaded (the path that sorts first keeps it)`]]);
+
+    write(a, textPlugin({ name: "same", value: "a2" }));
+    await running.host.reload(a);
+    await running.host.settled();
+    expect((await baselineOf(running)).baseline).to.equal("same: a2");
+    expect(namespaceProblems(diagnostics)).to.deep.equal([["b.ts", `${b} is not loaded (the path that sorts first keeps it)`]]);
+
+    write(b, textPlugin({ name: "other", value: "b2" }));
+    await running.host.reload(b);
+    await running.host.settled();
+    expect((await baselineOf(running)).baseline)
+      .to.contain("same: a2")
+      .and.to.contain("other: b2");
+    expect(diagnostics.current()).to.deep.equal([]);
+    expect(diagnostics.history.filter((d) => d.phase === "namespace")).to.have.length(1);
+  });
+
+  it("a displaced holder's problem stays current while it is unloaded, and clears once it is fixed", async () => {
+    const folder = harness.tempFolder();
+    const a = write(path.join(folder, "a.ts"), textPlugin({ name: "first", value: "a1" }));
+    const b = write(path.join(folder, "b.ts"), textPlugin({ name: "same", value: "b1" }));
+    const diagnostics = new Diagnostics();
+    const running = await harness.start({ folders: [folder], watch: false, isolation: "none", diagnostics });
+    expect(diagnostics.current()).to.deep.equal([]);
+
+    // a.ts takes b.ts's name: its path sorts first, so it takes the namespace and b.ts is unloaded
+    // (b.ts may try again at once and be refused: that problem is b.ts's too).
+    write(a, textPlugin({ name: "same", value: "a2" }));
+    await running.host.reload(a);
+    await running.host.settled();
+    expect((await baselineOf(running)).baseline).to.equal("same: a2");
+    const unloaded = ["b.ts", `${b} is unloaded`];
+    expect(namespaceProblems(diagnostics)).to.deep.include(unloaded);
+    expect(diagnostics.current().map((d) => d.file)).to.satisfy((files: string[]) => files.every((file) => file === b));
+
+    write(a, textPlugin({ name: "same", value: "a3" }));
+    await running.host.reload(a);
+    await running.host.settled();
+    expect(namespaceProblems(diagnostics)).to.deep.include(unloaded);
+
+    write(b, textPlugin({ name: "other", value: "b2" }));
+    await running.host.reload(b);
+    await running.host.settled();
+    expect((await baselineOf(running)).baseline)
+      .to.contain("same: a3")
+      .and.to.contain("other: b2");
+    expect(diagnostics.current()).to.deep.equal([]);
+  });
+});
+
 describe("Plugin set: diagnostics printed to a terminal", () => {
   it("control characters in a plugin's message, key, name and line are escaped, so plugin text cannot forge terminal output", () => {
     const printed = formatDiagnostic(

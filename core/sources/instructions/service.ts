@@ -44,7 +44,10 @@ export interface InstructionSettings {
   readonly maxReadBytes?: number;
 }
 
-/** A problem with an instruction file, reported once per distinct message. */
+/**
+ * A problem with an instruction file, reported at each read that meets it (the diagnostics
+ * channel counts repeats) until the file is read again, or is gone: then it is resolved.
+ */
 export interface InstructionProblem {
   readonly file: string;
   readonly message: string;
@@ -123,12 +126,17 @@ export class InstructionService {
   readonly #maxBytes: number;
   readonly #maxReadBytes: number;
   readonly #report: (problem: InstructionProblem) => void;
-  readonly #reported = new Set<string>();
+  readonly #resolve: (file: string) => void;
+  /** Files with a reported problem not yet resolved: only these are resolved, so a healthy read costs nothing. */
+  readonly #troubled = new Set<string>();
 
   constructor(options: {
     store?: DiscoveryLog;
     settings?: InstructionSettings;
+    /** A problem with an instruction file (it holds until `resolve` names the file). */
     report?: (problem: InstructionProblem) => void;
+    /** The file's problems no longer hold: it was read, or it is gone. */
+    resolve?: (file: string) => void;
     env?: NodeJS.ProcessEnv;
   }) {
     const settings = options.settings ?? {};
@@ -139,6 +147,7 @@ export class InstructionService {
     this.#maxBytes = settings.maxBytes ?? 256 * 1024;
     this.#maxReadBytes = settings.maxReadBytes ?? 4 * 1024 * 1024;
     this.#report = options.report ?? (() => {});
+    this.#resolve = options.resolve ?? (() => {});
   }
 
   /** Whether project instruction files are discovered. */
@@ -156,7 +165,7 @@ export class InstructionService {
   /** The effective instruction files of a session in its location, in order. */
   async effectiveFiles(env: SourceEnv): Promise<EffectiveFile[]> {
     const files: EffectiveFile[] = [];
-    if (this.#globalFile !== undefined && mayExist(this.#globalFile)) {
+    if (this.#globalFile !== undefined && this.#mayExist(this.#globalFile)) {
       files.push({ key: globalInstructionsKey, file: this.#globalFile, shownAs: this.#globalFile, root: undefined });
     }
     if (!this.#isDiscoveryOn) return files;
@@ -171,12 +180,19 @@ export class InstructionService {
     };
     for (const folder of foldersFromRootTo(root, location)) {
       const file = path.join(folder, instructionFileName);
-      if (mayExist(file)) add(file);
+      if (this.#mayExist(file)) add(file);
     }
     if (env.sessionId !== undefined && this.#store !== undefined) {
       for (const file of await this.#store.discoveredInstructions(env.sessionId, location)) add(file);
     }
     return files;
+  }
+
+  /** Whether an instruction file may exist; one that is gone has no problem any more. */
+  #mayExist(file: string): boolean {
+    if (mayExist(file)) return true;
+    this.#resolved(file);
+    return false;
   }
 
   /** One Context Source per effective instruction file, combined in order. */
@@ -216,8 +232,10 @@ export class InstructionService {
   #loaded(effective: EffectiveFile, read: FileRead) {
     switch (read.kind) {
       case "text":
+        this.#resolved(effective.file);
         return { path: effective.shownAs, content: read.content };
       case "missing":
+        this.#resolved(effective.file);
         return absent;
       case "refused":
         this.#problem(effective.file, `refused: ${read.reason}`);
@@ -228,11 +246,21 @@ export class InstructionService {
     }
   }
 
+  /**
+   * Reported at every read that meets it: the diagnostics channel keeps one record per
+   * distinct problem and counts repeats, and a problem reported again after it was resolved
+   * holds again. It supersedes the file's earlier problem (the latest read tells what holds).
+   */
   #problem(file: string, message: string) {
-    const id = `${file}\0${message}`;
-    if (this.#reported.has(id)) return;
-    this.#reported.add(id);
+    this.#resolved(file);
+    this.#troubled.add(file);
     this.#report({ file, message });
+  }
+
+  /** The file was read (or is gone): its problems no longer hold. */
+  #resolved(file: string) {
+    if (!this.#troubled.delete(file)) return;
+    this.#resolve(file);
   }
 
   /**
