@@ -307,10 +307,15 @@ export class SqliteSessionStore implements SessionStore {
     return this.#activeEpoch(id);
   }
 
+  /** The number and snapshot version of the session's active epoch, if it has one. */
+  #epochState(id: string): EpochState | undefined {
+    return this.#prepare("SELECT number, snapshot_version FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(
+      id,
+    ) as EpochState | undefined;
+  }
+
   #activeEpoch(id: string): EpochRecord | undefined {
-    const state = this.#prepare(
-      "SELECT number, snapshot_version FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1",
-    ).get(id) as EpochState | undefined;
+    const state = this.#epochState(id);
     if (state === undefined) return undefined;
     const cached = this.#epochs.get(id);
     if (cached !== undefined && isSameState(cached.state, state)) return cached.record;
@@ -401,10 +406,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   #currentEpochNumber(id: string): number {
-    const row = this.#prepare("SELECT COALESCE(MAX(number), 0) AS n FROM epochs WHERE session_id = ?").get(id) as {
-      n: number;
-    };
-    return row.n;
+    return this.#epochState(id)?.number ?? 0;
   }
 
   /** Advances the revision from `expected` (and sets `set`, with its `params`); throws `RevisionConflict` if another runtime moved it. */
@@ -448,13 +450,17 @@ export class SqliteSessionStore implements SessionStore {
         [commit.lease?.holder ?? null, commit.lease?.expiresAt ?? null],
       );
       let seq = this.#nextSeq(id);
-      // The epoch as it stands (read only if this store has not read or written it as it is).
-      let active = this.#activeEpoch(id);
-      let state = this.#epochs.get(id)?.state;
+      // The epoch the boundary ends in: a new one (only the old one's number is read), or the
+      // active one as it stands (read only if this store has not read or written it as it is).
+      let active: EpochRecord | undefined;
+      let state: EpochState | undefined;
       const appended: StoredMessage[] = [];
-      if (commit.newEpoch !== undefined) {
+      if (commit.newEpoch === undefined) {
+        active = this.#activeEpoch(id);
+        state = this.#epochs.get(id)?.state;
+      } else {
         const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
-        const number = (active?.number ?? 0) + 1;
+        const number = (this.#epochState(id)?.number ?? 0) + 1;
         this.#prepare(
           "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
         ).run(id, number, baseline, seq, reason, JSON.stringify(systemPrompt));
