@@ -1,12 +1,14 @@
 // Owns `check` of one plugin file: load it as the host loads a plugin (bundle →
-// evaluate → activate), check the definition, that setup runs again cleanly in a new
-// generation, that nothing starts at import time or keeps running after dispose, then
-// run the source checks on every source. Findings carry the plugin's file.
+// evaluate → activate, refusing the namespaces the host's built-in sources own), check
+// the definition, that setup runs again cleanly in a new generation, that nothing starts
+// at import time or keeps running after dispose, then run the source checks on every
+// source. Findings carry the plugin's file.
 
 import path from "node:path";
 import { asValue, createContainer } from "awilix";
 import { silentLogger, systemClock } from "../base/clock.ts";
 import { messageOf } from "../base/errors.ts";
+import { builtinNamespaces } from "../host/context-sources.ts";
 import { bundlePlugin, type PluginBundle } from "../plugins/bundle.ts";
 import { evaluateBundle } from "../plugins/evaluate.ts";
 import { type ActivatedGeneration, activateGeneration } from "../plugins/generation.ts";
@@ -77,6 +79,8 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
     logger: asValue(silentLogger),
     location: asValue(options.location ?? process.cwd()),
   });
+  // Evaluate and activate stay apart here (not `loadGeneration`): import-side-effects measures between them.
+  const reservedNamespaces = new Set(builtinNamespaces);
   const load = async (bundle: PluginBundle, generation: number) => {
     const before = resources();
     const exports = evaluateBundle(bundle, generation);
@@ -89,6 +93,8 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
       settings:
         options.settings === undefined ? (options.pluginSettings ?? {}) : { [pluginNameOf(exports) ?? ""]: options.settings },
       setupDeadlineMs: options.setupDeadlineMs ?? 10_000,
+      // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
+      reservedNamespaces,
     });
     return { activated, afterImport, before };
   };

@@ -1,6 +1,7 @@
 // Owns `describeRegistryConformance`: the registry rules of SPEC section 3 as test cases
 // for any registry implementation — scope identity, order independence, replay, one
-// version per batch, disposal order — using only the registry's public shape.
+// version per batch and per closed scope, disposal order — using only the registry's
+// public shape.
 
 import Type from "typebox";
 import { Scope } from "../base/scope.ts";
@@ -61,6 +62,38 @@ export function describeRegistryConformance(name: string, create: () => Registry
       });
       await n.close();
       check((await composed(registry)) === "p/key = new", "generation N's scope removed generation N+1's registration");
+    });
+
+    it("closing a scope removes all its registrations in one version", async () => {
+      const registry = create();
+      const [host, other] = [new Scope("host"), new Scope("other")];
+      registry.register(host, registration("core/a", "core"));
+      registry.register(host, registration("p/one", "plugin"));
+      registry.register(other, registration("p/two", "plugin"));
+      registry.register(host, registration("p/three", "plugin"));
+      const heard: string[] = [];
+      registry.subscribe((state) => heard.push(keysOf(state).join(",")));
+      await host.close();
+      check(
+        same(heard, ["core/a,p/one,p/three,p/two", "p/two"]),
+        `closing the scope published ${JSON.stringify(heard.slice(1))}`,
+      );
+    });
+
+    it("a scope retired in a batch publishes nothing more when it is closed", async () => {
+      const registry = create();
+      const n = new Scope("n");
+      registry.register(n, registration("p/a", "plugin", "old"));
+      registry.register(n, registration("p/b", "plugin", "old"));
+      registry.batch((batch) => {
+        batch.retire(n);
+        batch.register(new Scope("n+1"), registration("p/a", "plugin", "new"));
+      });
+      const versions: number[] = [];
+      registry.subscribe((state) => versions.push(state.version));
+      await n.close();
+      check(versions.length === 1, `closing the retired scope published ${versions.length - 1} versions`);
+      check((await composed(registry)) === "p/a = new", "closing the retired scope changed the composition");
     });
 
     it("core registrations compose in host order, then plugin ones by key, whatever the registration order", async () => {

@@ -16,6 +16,13 @@ import { environmentSource } from "../sources/environment.ts";
 import { type DiscoveryLog, InstructionService, type InstructionSettings } from "../sources/instructions/service.ts";
 import { namespaceOf, type SystemContext } from "../system-context/index.ts";
 
+/**
+ * The namespaces the built-in core sources' keys are in (`core/date`, `core/environment`,
+ * `instructions/files`): the host's own, so no plugin may take them. The host reserves
+ * them, and `check` reserves the same; a test holds them equal to the built-ins' keys.
+ */
+export const builtinNamespaces: readonly string[] = Object.freeze(["core", "instructions"]);
+
 /** What decides which context sources a host composes. */
 export interface ContextSourcesOptions {
   /** The working folder: the default plugin folder is `<cwd>/plugins`; plugins see it as `services.location`. */
@@ -115,7 +122,9 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     diagnostics,
     settings: options.pluginSettings ?? {},
     // Core sources' namespaces belong to the host.
-    reservedNamespaces: [...new Set(core.map((source) => namespaceOf(source.key)))],
+    reservedNamespaces: [
+      ...new Set([...(builtins.length === 0 ? [] : builtinNamespaces), ...core.map((source) => namespaceOf(source.key))]),
+    ],
     watch: options.watch ?? true,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),

@@ -78,7 +78,7 @@ export class Registry {
     return this.#state;
   }
 
-  /** Registers inside `scope`; closing the scope removes exactly this registration. */
+  /** Registers inside `scope`; closing the scope removes it, with the scope's other registrations, in one version. */
   register(scope: Scope, registration: Registration): void {
     this.batch((batch) => batch.register(scope, registration));
   }
@@ -141,6 +141,7 @@ export class Registry {
       for (const registration of held) if (removed.has(registration)) held.delete(registration);
       if (held.size === 0) this.#byScope.delete(scope);
     }
+    const added = new Set<Scope>();
     for (const [scope, registration] of scoped) {
       if (removed.has(registration)) continue;
       let held = this.#byScope.get(scope);
@@ -149,9 +150,14 @@ export class Registry {
         this.#byScope.set(scope, held);
       }
       held.add(registration);
-      // Closing the scope removes exactly this registration, unless a batch retired it already.
+      added.add(scope);
+    }
+    for (const scope of added) {
+      // Closing the scope retires all it holds as one version: the newest of these disposers
+      // does it (before anything the scope took earlier is released); the others, and any
+      // after a batch retired the scope, find nothing and publish nothing.
       void scope.add(() => {
-        if (this.#byScope.get(scope)?.has(registration)) this.unregister(registration);
+        if (this.#byScope.has(scope)) this.retire(scope);
       });
     }
     if (!changed) return;

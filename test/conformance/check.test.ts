@@ -6,8 +6,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import { silentLogger } from "../../core/base/clock.ts";
+import { Scope } from "../../core/base/scope.ts";
 import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
 import { checkPlugin } from "../../core/conformance/check-plugin.ts";
+import { builtinNamespaces, startContextSources } from "../../core/host/context-sources.ts";
+import { namespaceOf } from "../../core/system-context/index.ts";
 import { main } from "../../scripts/cli/main.ts";
 
 const good = (body = "", name = "good") => `import { definePlugin } from "context-host";
@@ -100,6 +104,27 @@ describe("context-host check", function () {
       }
     });
   }
+
+  it("a plugin named for a namespace the host's built-in sources own fails plugin-loads, as the host refuses it", async () => {
+    plugin("instructions", good("", "instructions"));
+    const findings = await checkPlugin(path.join(dir, "instructions.ts"));
+    expect(findings.map((f) => [f.plugin, f.check, f.severity])).to.deep.equal([["instructions", "plugin-loads", "error"]]);
+    expect(findings[0]?.message).to.contain('the namespace "instructions" is reserved');
+    const { code, out } = await cli(["check", "instructions.ts"]);
+    expect(code, out).to.equal(1);
+    expect(out).to.match(/^instructions\.ts \[instructions\] plugin-loads: .*"instructions" is reserved/m);
+  });
+
+  it("check reserves exactly the namespaces of the host's built-in sources", async () => {
+    const scope = new Scope("built-ins");
+    try {
+      const sources = await startContextSources({ cwd: dir, plugins: [], watch: false, logger: silentLogger }, scope);
+      const namespaces = new Set(sources.registry.state.registrations.map((r) => namespaceOf(r.key)));
+      expect([...namespaces].sort()).to.deep.equal([...builtinNamespaces].sort());
+    } finally {
+      await scope.close();
+    }
+  });
 
   it("a warning alone passes; --json gives the findings as data", async () => {
     plugin("warn", good("let loads = 0;").replace("celsius: 4 }", "celsius: loads++ % 50 }"));

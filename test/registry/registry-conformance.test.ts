@@ -45,4 +45,36 @@ describe("registry conformance: the suite catches a registry that breaks a rule"
       "core registrations compose in host order, then plugin ones by key, whatever the registration order",
     ]);
   });
+
+  it("a registry whose scope's registrations leave one version each fails the one-version-per-closed-scope rule only", async () => {
+    const cases = new Map<string, () => unknown>();
+    const runner: TestRunner = { describe: (_t, body) => body(), it: (t, body) => cases.set(t, body), before: () => {} };
+    // Closing the scope unregisters each registration separately: one version per registration.
+    const oneByOne = (): RegistryUnderTest => {
+      const inner = new Registry();
+      return {
+        register: (scope, registration) => {
+          inner.register(scope, registration);
+          void scope.add(() => inner.unregister(registration));
+        },
+        unregister: (registration) => inner.unregister(registration),
+        batch: (changes) => inner.batch(changes),
+        subscribe: (listener) => inner.subscribe(listener),
+        compose: (env, state) => inner.compose(env, state),
+        get state() {
+          return inner.state;
+        },
+      };
+    };
+    describeRegistryConformance("one by one", oneByOne, runner);
+    const failed: string[] = [];
+    for (const [title, body] of cases) {
+      try {
+        await body();
+      } catch {
+        failed.push(title);
+      }
+    }
+    expect(failed).to.deep.equal(["closing a scope removes all its registrations in one version"]);
+  });
 });

@@ -68,6 +68,59 @@ describe("Registry: scoped registrations", () => {
     expect(keysOf(registry.state)).to.deep.equal(["git/branch"]);
   });
 
+  it("closing a scope that holds N registrations publishes exactly one version", async () => {
+    const registry = new Registry();
+    const host = new Scope("host");
+    const other = new Scope("other");
+    registry.batch((batch) => {
+      for (const key of ["core/date", "core/environment", "instructions/files"]) batch.register(host, registration(key, "core"));
+    });
+    registry.register(host, registration("weather/today", "plugin"));
+    registry.register(other, registration("git/branch", "plugin"));
+    const seen: string[][] = [];
+    registry.subscribe((state) => seen.push(keysOf(state)));
+    const before = registry.state.version;
+    await host.close();
+    expect(registry.state.version).to.equal(before + 1);
+    expect(seen).to.deep.equal([
+      ["core/date", "core/environment", "instructions/files", "git/branch", "weather/today"],
+      ["git/branch"],
+    ]);
+  });
+
+  it("a scope retired in a batch publishes nothing more when it is closed", async () => {
+    const registry = new Registry();
+    const generationN = new Scope("generation N");
+    registry.register(generationN, registration("weather/today", "plugin", "rain"));
+    registry.register(generationN, registration("weather/tomorrow", "plugin", "rain"));
+    const generationNext = new Scope("generation N+1");
+    const next = registration("weather/today", "plugin", "sun");
+    registry.batch((batch) => {
+      batch.retire(generationN);
+      batch.register(generationNext, next);
+    });
+    expect(registry.state.registrations).to.deep.equal([next]);
+    const version = registry.state.version;
+    const seen: number[] = [];
+    registry.subscribe((state) => seen.push(state.version));
+    await generationN.close();
+    expect(registry.state.version).to.equal(version);
+    expect(seen).to.deep.equal([version]);
+    expect(registry.state.registrations).to.deep.equal([next]);
+  });
+
+  it("batch.retire removes what the scope registered in the same batch too, and closing it later publishes nothing", async () => {
+    const registry = new Registry();
+    const scope = new Scope("generation");
+    registry.batch((batch) => {
+      batch.register(scope, registration("weather/today", "plugin"));
+      batch.retire(scope);
+    });
+    expect(registry.state.version).to.equal(0);
+    await scope.close();
+    expect(registry.state.version).to.equal(0);
+  });
+
   it("registering in a closed scope is refused and changes nothing", async () => {
     const registry = new Registry();
     const scope = new Scope();
@@ -204,8 +257,8 @@ describe("Registry: versions and subscribers", () => {
       { version: 1, keys: ["core/date"] },
       { version: 2, keys: ["core/date", "weather/today"] },
       { version: 3, keys: ["core/date", "git/branch", "weather/today"] },
-      { version: 4, keys: ["core/date", "weather/today"] },
-      { version: 5, keys: ["core/date"] },
+      // Closing a scope removes all it holds in one version.
+      { version: 4, keys: ["core/date"] },
     ]);
   });
 
