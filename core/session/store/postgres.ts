@@ -7,9 +7,10 @@
 
 import pg from "pg";
 import { ContextHostError, messageOf, SettingInvalid } from "../../base/errors.ts";
-import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import type { Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
+import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { type MessageRow, messageFromRow } from "./message-row.ts";
 import type {
   BoundaryCommit,
@@ -411,7 +412,10 @@ export class PostgresSessionStore implements SessionStore {
       snapshot: this.#snapshotOf(id, row),
       startedSeq: row.started_seq as number,
       reason: row.reason as EpochReason,
-      systemPrompt: this.#systemPromptOf(id, row),
+      systemPrompt: systemPromptFrom(
+        { sessionId: id, number: row.number, snapshotVersion: row.snapshot_version },
+        row.system_prompt,
+      ),
     };
     this.#epochs.set(id, { state, record });
     return { epoch: record, state, nextSeq };
@@ -419,64 +423,15 @@ export class PostgresSessionStore implements SessionStore {
 
   /** An epoch's snapshot, put together from its entries and checked as a whole. */
   #snapshotOf(id: string, row: EpochRow): Snapshot {
-    const corrupt = (reason: string, cause?: unknown): never => {
-      throw new SessionCorrupt({
-        sessionId: id,
-        reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`,
-        cause,
-      });
-    };
-    if ((row.snapshot_version ?? 0) < 0) corrupt("its stored text was not a JSON object when the store was upgraded");
+    const epoch = { sessionId: id, number: row.number as number, snapshotVersion: row.snapshot_version ?? 0 };
     const keys = row.keys ?? [];
     const entries = row.entries ?? [];
-    if (keys.length !== entries.length) corrupt("its keys and entries were read apart");
-    const snapshot: Record<string, unknown> = {};
-    keys.forEach((key, i) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(entries[i] as string);
-      } catch (cause) {
-        corrupt(`the entry of ${JSON.stringify(key)} is not JSON`, cause);
-      }
-      // Defined, not assigned: a stored key "__proto__" is an own key parseSnapshot refuses, not a prototype.
-      Object.defineProperty(snapshot, key, { value: parsed, enumerable: true, writable: true, configurable: true });
-    });
-    try {
-      return parseSnapshot(snapshot);
-    } catch (cause) {
-      return corrupt(messageOf(cause), cause);
-    }
-  }
-
-  #systemPromptOf(id: string, row: EpochRow): string | null | undefined {
-    if (row.system_prompt === null) return undefined;
-    let prompt: unknown;
-    try {
-      prompt = JSON.parse(row.system_prompt);
-    } catch (cause) {
-      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is unreadable`, cause });
-    }
-    if (prompt !== null && typeof prompt !== "string")
-      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is not text` });
-    return prompt;
-  }
-
-  /**
-   * The entries of `snapshot` to write against the snapshot it replaces (`previous`, whose
-   * unchanged entries the new one carries as the same objects): only the changed ones, and
-   * the keys gone; without a previous one (a new epoch), every entry.
-   */
-  #snapshotChange(snapshot: Snapshot, previous: Snapshot | undefined) {
-    const keys: string[] = [];
-    const entries: string[] = [];
-    for (const key of Object.keys(snapshot)) {
-      const entry = snapshot[key];
-      if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
-      keys.push(key);
-      entries.push(JSON.stringify(entry));
-    }
-    const removed = previous === undefined ? [] : Object.keys(previous).filter((key) => !Object.hasOwn(snapshot, key));
-    return { keys, entries, removed };
+    if (keys.length !== entries.length)
+      throw new SessionCorrupt({ sessionId: id, reason: `the Context Snapshot of epoch ${epoch.number} was read apart` });
+    return snapshotFromEntries(
+      epoch,
+      keys.map((key, i) => [key, entries[i] as string] as const),
+    );
   }
 
   /** Advances the revision from `expected` (locking the session's row, and setting `set` with its `params` from $3 on); `RevisionConflict` if another runtime moved it. */
@@ -546,7 +501,7 @@ export class PostgresSessionStore implements SessionStore {
         if (commit.newEpoch !== undefined) {
           const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
           const number = (active?.number ?? 0) + 1;
-          const { keys, entries } = this.#snapshotChange(snapshot, undefined);
+          const { keys, entries } = snapshotChange(snapshot, undefined);
           // The epoch and all its entries in one statement.
           await query(
             `WITH epoch AS (
@@ -571,7 +526,7 @@ export class PostgresSessionStore implements SessionStore {
         }
         if (commit.systemUpdate !== undefined) {
           appended.push(await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, active.number));
-          const { keys, entries, removed } = this.#snapshotChange(commit.systemUpdate.snapshot, active.snapshot);
+          const { keys, entries, removed } = snapshotChange(commit.systemUpdate.snapshot, active.snapshot);
           // The changed entries upserted, the gone ones deleted and the version advanced, in one statement.
           await query(
             `WITH upserted AS (

@@ -6,9 +6,10 @@ import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
-import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import type { Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
+import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { type MessageRow, messageFromRow } from "./message-row.ts";
 import {
   type BoundaryCommit,
@@ -328,7 +329,10 @@ export class SqliteSessionStore implements SessionStore {
       snapshot: this.#snapshotOf(id, row),
       startedSeq: row.started_seq,
       reason: row.reason,
-      systemPrompt: this.#systemPromptOf(id, row),
+      systemPrompt: systemPromptFrom(
+        { sessionId: id, number: row.number, snapshotVersion: row.snapshot_version },
+        row.system_prompt,
+      ),
     };
     this.#epochs.set(id, { state: { number: row.number, snapshot_version: row.snapshot_version }, record });
     return record;
@@ -336,66 +340,27 @@ export class SqliteSessionStore implements SessionStore {
 
   /** An epoch's snapshot, read from its entries and checked as a whole. */
   #snapshotOf(id: string, row: EpochRow): Snapshot {
-    const corrupt = (reason: string, cause?: unknown): never => {
-      throw new SessionCorrupt({
-        sessionId: id,
-        reason: `the Context Snapshot of epoch ${row.number} is corrupt: ${reason}`,
-        cause,
-      });
-    };
-    if (row.snapshot_version < 0) corrupt("its stored text was not a JSON object when the store was upgraded");
-    const entries = this.#prepare("SELECT key, entry FROM snapshot_entries WHERE session_id = ? AND epoch = ?").all(
+    const epoch = { sessionId: id, number: row.number, snapshotVersion: row.snapshot_version };
+    if (epoch.snapshotVersion < 0) return snapshotFromEntries(epoch, []);
+    const rows = this.#prepare("SELECT key, entry FROM snapshot_entries WHERE session_id = ? AND epoch = ?").all(
       id,
       row.number,
     ) as Array<{ key: string; entry: string }>;
-    const snapshot: Record<string, unknown> = {};
-    for (const { key, entry } of entries) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(entry);
-      } catch (cause) {
-        corrupt(`the entry of ${JSON.stringify(key)} is not JSON`, cause);
-      }
-      // Defined, not assigned: a stored key "__proto__" is an own key parseSnapshot refuses, not a prototype.
-      Object.defineProperty(snapshot, key, { value: parsed, enumerable: true, writable: true, configurable: true });
-    }
-    try {
-      return parseSnapshot(snapshot);
-    } catch (cause) {
-      return corrupt(cause instanceof Error ? cause.message : String(cause), cause);
-    }
+    return snapshotFromEntries(
+      epoch,
+      rows.map((r) => [r.key, r.entry] as const),
+    );
   }
 
-  /**
-   * Writes `snapshot` as epoch `epoch`'s entries. Against the snapshot it replaces (`previous`,
-   * whose unchanged entries the new one carries as the same objects) only the changed
-   * entries are written and the gone ones deleted; without one (a new epoch), every entry is.
-   */
+  /** Writes `snapshot` as epoch `epoch`'s entries: what changed against `previous` (every entry without one), and deletes the gone ones. */
   #writeSnapshot(id: string, epoch: number, snapshot: Snapshot, previous: Snapshot | undefined): void {
     const upsert = this.#prepare(
       "INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry",
     );
     const remove = this.#prepare("DELETE FROM snapshot_entries WHERE session_id = ? AND epoch = ? AND key = ?");
-    for (const key of Object.keys(snapshot)) {
-      const entry = snapshot[key];
-      if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
-      upsert.run(id, epoch, key, JSON.stringify(entry));
-    }
-    if (previous === undefined) return;
-    for (const key of Object.keys(previous)) if (!Object.hasOwn(snapshot, key)) remove.run(id, epoch, key);
-  }
-
-  #systemPromptOf(id: string, row: EpochRow): string | null | undefined {
-    if (row.system_prompt === null) return undefined;
-    let prompt: unknown;
-    try {
-      prompt = JSON.parse(row.system_prompt);
-    } catch (cause) {
-      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is unreadable`, cause });
-    }
-    if (prompt !== null && typeof prompt !== "string")
-      throw new SessionCorrupt({ sessionId: id, reason: `the system prompt of epoch ${row.number} is not text` });
-    return prompt;
+    const { keys, entries, removed } = snapshotChange(snapshot, previous);
+    for (const [i, key] of keys.entries()) upsert.run(id, epoch, key, entries[i]);
+    for (const key of removed) remove.run(id, epoch, key);
   }
 
   #nextSeq(id: string): number {

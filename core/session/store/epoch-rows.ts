@@ -1,0 +1,81 @@
+// What both stores do with an epoch's rows (decision 094): put a Context Snapshot together
+// from its per-key entries and check it, find the entries a commit must write, and read the
+// stored system prompt. Each store only runs its own SQL.
+
+import { messageOf } from "../../base/errors.ts";
+import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import { SessionCorrupt } from "../errors.ts";
+
+/** Which epoch rows are read: the session, the epoch's number and its snapshot's version (-1: unreadable when upgraded). */
+export interface EpochRows {
+  readonly sessionId: string;
+  readonly number: number;
+  readonly snapshotVersion: number;
+}
+
+/** The snapshot of an epoch from its entries (key, JSON of the entry), checked as a whole; `SessionCorrupt` if it is not one. */
+export function snapshotFromEntries(epoch: EpochRows, entries: Iterable<readonly [key: string, entry: string]>): Snapshot {
+  const corrupt = (reason: string, cause?: unknown): never => {
+    throw new SessionCorrupt({
+      sessionId: epoch.sessionId,
+      reason: `the Context Snapshot of epoch ${epoch.number} is corrupt: ${reason}`,
+      cause,
+    });
+  };
+  if (epoch.snapshotVersion < 0) corrupt("its stored text was not a JSON object when the store was upgraded");
+  const snapshot: Record<string, unknown> = {};
+  for (const [key, entry] of entries) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(entry);
+    } catch (cause) {
+      corrupt(`the entry of ${JSON.stringify(key)} is not JSON`, cause);
+    }
+    // Defined, not assigned: a stored key "__proto__" is an own key parseSnapshot refuses, not a prototype.
+    Object.defineProperty(snapshot, key, { value: parsed, enumerable: true, writable: true, configurable: true });
+  }
+  try {
+    return parseSnapshot(snapshot);
+  } catch (cause) {
+    return corrupt(messageOf(cause), cause);
+  }
+}
+
+/**
+ * The entries of `snapshot` to write against the snapshot it replaces (`previous`, whose
+ * unchanged entries the new one carries as the same objects): only the changed ones with
+ * their JSON, and the keys gone; without a previous one (a new epoch), every entry.
+ */
+export function snapshotChange(
+  snapshot: Snapshot,
+  previous: Snapshot | undefined,
+): { keys: string[]; entries: string[]; removed: string[] } {
+  const keys: string[] = [];
+  const entries: string[] = [];
+  for (const key of Object.keys(snapshot)) {
+    const entry = snapshot[key];
+    if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
+    keys.push(key);
+    entries.push(JSON.stringify(entry));
+  }
+  const removed = previous === undefined ? [] : Object.keys(previous).filter((key) => !Object.hasOwn(snapshot, key));
+  return { keys, entries, removed };
+}
+
+/** An epoch's stored system prompt (JSON: a string or null); `undefined` when not recorded (an older file). */
+export function systemPromptFrom(epoch: EpochRows, stored: string | null): string | null | undefined {
+  if (stored === null) return undefined;
+  let prompt: unknown;
+  try {
+    prompt = JSON.parse(stored);
+  } catch (cause) {
+    throw new SessionCorrupt({
+      sessionId: epoch.sessionId,
+      reason: `the system prompt of epoch ${epoch.number} is unreadable`,
+      cause,
+    });
+  }
+  if (prompt !== null && typeof prompt !== "string")
+    throw new SessionCorrupt({ sessionId: epoch.sessionId, reason: `the system prompt of epoch ${epoch.number} is not text` });
+  return prompt;
+}
