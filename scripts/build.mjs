@@ -76,6 +76,12 @@ for (const file of javascript) {
 //     back between its template's backticks unchanged, and the script only if it parses.
 minifyEmbedded("dist/scripts/cli/inspector/page-script.js", /String\.raw`([\s\S]*)`/, "js");
 minifyEmbedded("dist/scripts/cli/inspector/page.js", /`(:root \{[\s\S]*?)`/, "css");
+// The page's HTML loses its indentation only (its one <pre> is empty; elsewhere HTML collapses white space).
+const pageModule = path.join(root, "dist/scripts/cli/inspector/page.js");
+writeFileSync(
+  pageModule,
+  readFileSync(pageModule, "utf8").replace(/`<!doctype html>[\s\S]*?`/, (html) => html.replace(/\n[ \t]+/g, "\n")),
+);
 // 5. Declarations indented with tabs instead of tsc's four spaces (decision 052): the same
 //    text and TSDoc for editors, ~5 KB less of the package's 400 KiB budget.
 for (const file of declarations) {
