@@ -4,31 +4,18 @@
 import path from "node:path";
 import { expect } from "chai";
 import { ConformanceSetupInvalid } from "../../core/conformance/errors.ts";
-import { describePluginConformance, type TestRunner } from "../../core/conformance/plugin-suite.ts";
+import { describePluginConformance } from "../../core/conformance/plugin-suite.ts";
+import { collectSuite } from "../support/suite-cases.ts";
 
 describePluginConformance(path.resolve("plugins/git/index.ts"));
 describePluginConformance(path.resolve("plugins/package-scripts/index.ts"));
 
 describe("describePluginConformance with a runner of its own", () => {
   it("declares one case per check and fails exactly the case of the fault", async () => {
-    const cases = new Map<string, () => Promise<void> | void>();
-    const hooks: Array<() => Promise<void> | void> = [];
-    const runner: TestRunner = {
-      describe: (_title, body) => body(),
-      it: (title, body) => cases.set(title, body),
-      before: (body) => hooks.push(body),
-    };
-    describePluginConformance(path.resolve("test/conformance/fixtures/bad-update.ts"), { runner });
-    for (const hook of hooks) await hook();
-    const failed: string[] = [];
-    for (const [title, body] of cases) {
-      try {
-        await body();
-      } catch {
-        failed.push(title);
-      }
-    }
-    expect(cases.size).to.equal(16);
+    const suite = collectSuite();
+    describePluginConformance(path.resolve("test/conformance/fixtures/bad-update.ts"), { runner: suite.runner });
+    const failed = await suite.failed();
+    expect(suite.cases.size).to.equal(16);
     expect(failed).to.deep.equal(["update-new-state"]);
   });
 

@@ -6,6 +6,7 @@ import { expect } from "chai";
 import { ConformanceSetupInvalid, describeStoreConformance } from "../../core/conformance.ts";
 import { SqliteSessionStore } from "../../core/session/store/sqlite.ts";
 import type { SessionStore } from "../../core/session/store/store.ts";
+import { collectSuite } from "../support/suite-cases.ts";
 
 type Break = (store: SessionStore) => Partial<SessionStore>;
 
@@ -23,24 +24,17 @@ function broken(store: SessionStore, replace: Break): SessionStore {
 
 /** Runs the suite on the (broken) store; resolves with the titles of the rules that failed and the number of rules. */
 async function run(replace: Break): Promise<{ failed: string[]; rules: number }> {
-  const cases = new Map<string, () => Promise<void> | void>();
+  const suite = collectSuite();
   describeStoreConformance(
     "under test",
     async () => {
       const store = new SqliteSessionStore(":memory:");
       return { store: broken(store, replace), close: () => store.close() };
     },
-    { isDurable: false, runner: { describe: (_title, body) => body(), it: (title, body) => cases.set(title, body) } },
+    { isDurable: false, runner: suite.runner },
   );
-  const failed: string[] = [];
-  for (const [title, body] of cases) {
-    try {
-      await body();
-    } catch {
-      failed.push(title);
-    }
-  }
-  return { failed, rules: cases.size };
+  const failed = await suite.failed();
+  return { failed, rules: suite.cases.size };
 }
 
 describe("describeStoreConformance with a runner of its own", () => {

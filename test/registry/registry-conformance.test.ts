@@ -2,16 +2,15 @@
 // registry that breaks a rule (it must fail that rule).
 
 import { expect } from "chai";
-import type { TestRunner } from "../../core/conformance/plugin-suite.ts";
 import { describeRegistryConformance, type RegistryUnderTest } from "../../core/conformance/registry-suite.ts";
 import { Registry } from "../../core/registry/registry.ts";
+import { collectSuite } from "../support/suite-cases.ts";
 
 describeRegistryConformance("Registry", () => new Registry());
 
 describe("registry conformance: the suite catches a registry that breaks a rule", () => {
   it("a registry that composes plugin sources in registration order fails the order rule only", async () => {
-    const cases = new Map<string, () => unknown>();
-    const runner: TestRunner = { describe: (_t, body) => body(), it: (t, body) => cases.set(t, body), before: () => {} };
+    const suite = collectSuite();
     // Registration order instead of key order: sort is skipped by re-registering in a fresh registry per call.
     const unsorted = (): RegistryUnderTest => {
       const inner = new Registry();
@@ -32,23 +31,15 @@ describe("registry conformance: the suite catches a registry that breaks a rule"
         },
       };
     };
-    describeRegistryConformance("unsorted", unsorted, runner);
-    const failed: string[] = [];
-    for (const [title, body] of cases) {
-      try {
-        await body();
-      } catch {
-        failed.push(title);
-      }
-    }
+    describeRegistryConformance("unsorted", unsorted, suite.runner);
+    const failed = await suite.failed();
     expect(failed).to.deep.equal([
       "core registrations compose in host order, then plugin ones by key, whatever the registration order",
     ]);
   });
 
   it("a registry whose scope's registrations leave one version each fails the one-version-per-closed-scope rule only", async () => {
-    const cases = new Map<string, () => unknown>();
-    const runner: TestRunner = { describe: (_t, body) => body(), it: (t, body) => cases.set(t, body), before: () => {} };
+    const suite = collectSuite();
     // Closing the scope unregisters each registration separately: one version per registration.
     const oneByOne = (): RegistryUnderTest => {
       const inner = new Registry();
@@ -66,15 +57,8 @@ describe("registry conformance: the suite catches a registry that breaks a rule"
         },
       };
     };
-    describeRegistryConformance("one by one", oneByOne, runner);
-    const failed: string[] = [];
-    for (const [title, body] of cases) {
-      try {
-        await body();
-      } catch {
-        failed.push(title);
-      }
-    }
+    describeRegistryConformance("one by one", oneByOne, suite.runner);
+    const failed = await suite.failed();
     expect(failed).to.deep.equal(["closing a scope removes all its registrations in one version"]);
   });
 });
