@@ -1,7 +1,7 @@
 // Owns the plugin set: one entry per discovered plugin file, each with its own queue of
 // loads, the swap of a loaded generation into the registry, and the events the host
-// hears. Loading (`load.ts`), watching (`watching.ts`) and namespace ownership
-// (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
+// hears. Loading (`load.ts`), watching (`watching.ts`), the watched inputs of each plugin
+// (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
 // becomes a diagnostic and the last good generation stays active.
 
 import path from "node:path";
@@ -15,11 +15,12 @@ import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { discoverPlugins } from "./discover.ts";
 import { type Guard, guardedRegistration } from "./guarded-source.ts";
+import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type IsolatedGeneration, IsolatedPlugin, PluginCodeFault } from "./isolated.ts";
 import { bundleForLoad, type LoadContext, type LoadFault, type LoadResult, loadGeneration } from "./load.ts";
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
-import { PluginWatcher, type ReloadCause, ReloadSchedule } from "./watching.ts";
+import { PluginWatcher } from "./watching.ts";
 
 export interface PluginSetOptions {
   /** Plugin folders (absolute or relative to the working folder). */
@@ -140,8 +141,8 @@ interface PluginEntry {
   active: Active | undefined;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
   attemptedHash: string | undefined;
-  /** Files the last bundle attempt read: a change to any of them reloads the plugin. */
-  inputs: readonly string[];
+  /** Files the last bundle attempt read, and when they reload the plugin. */
+  readonly inputs: TrackedInputs;
   /** Generation numbers handed out so far. */
   attempts: number;
   /** The last load attempt failed (its diagnostic was emitted). */
@@ -159,7 +160,6 @@ interface PluginEntry {
    * name to another still has its problem when the other reloads.
    */
   readonly reported: Set<string>;
-  readonly schedule: ReloadSchedule | undefined;
   queue: Promise<void>;
 }
 
@@ -238,6 +238,7 @@ export class PluginSet {
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
+  readonly #inputs: WatchedInputs;
   readonly #loadContext: LoadContext;
   readonly #isolation: Isolation;
   readonly #clock: Clock;
@@ -258,6 +259,7 @@ export class PluginSet {
       reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
     };
     this.#isolation = options.isolation ?? "worker";
+    this.#inputs = new WatchedInputs(Math.max(100, (options.debounceMs ?? 50) * 2));
     const container = options.container;
     this.#clock = container.hasRegistration("clock") ? (container.resolve("clock") as Clock) : systemClock;
     this.#logger = container.hasRegistration("logger") ? (container.resolve("logger") as Logger) : undefined;
@@ -271,9 +273,7 @@ export class PluginSet {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
-        onFileChange: (file) => {
-          for (const entry of set.#entries.values()) if (entry.inputs.includes(file)) entry.schedule?.event();
-        },
+        onFileChange: (file) => set.#inputs.changed(file),
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
         onError: (error) =>
           set.#emit({
@@ -287,6 +287,7 @@ export class PluginSet {
             },
           }),
       });
+      set.#inputs.watchWith(set.#watcher);
     }
     set.#rescan();
     await set.settled();
@@ -343,7 +344,7 @@ export class PluginSet {
   async settled(): Promise<void> {
     for (;;) {
       await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
-      const isBusy = [...this.#entries.values()].some((entry) => entry.schedule?.isPending === true || entry.isDirty);
+      const isBusy = this.#inputs.isPending || [...this.#entries.values()].some((entry) => entry.isDirty);
       if (!isBusy && this.#rescanTimer === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -360,13 +361,11 @@ export class PluginSet {
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
+    this.#inputs.close();
     clearTimeout(this.#rescanTimer);
     this.#rescanTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) {
-      entry.schedule?.cancel();
-      entry.isRemoved = true;
-    }
+    for (const entry of this.#entries.values()) entry.isRemoved = true;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
     if (this.#isolation === "none") {
       for (const entry of this.#entries.values()) await this.#deactivate(entry);
@@ -451,7 +450,6 @@ export class PluginSet {
   }
 
   #newEntry(id: string, file: string): PluginEntry {
-    const quietMs = Math.max(100, (this.#options.debounceMs ?? 50) * 2);
     const entry: PluginEntry = {
       id,
       file,
@@ -459,7 +457,7 @@ export class PluginSet {
       preload: undefined,
       active: undefined,
       attemptedHash: undefined,
-      inputs: [file],
+      inputs: this.#inputs.track(file, (cause) => void this.#markDirty(entry, cause === "first-event")),
       attempts: 0,
       failed: undefined,
       isDirty: true,
@@ -467,10 +465,6 @@ export class PluginSet {
       isRemoved: false,
       faulted: new Set(),
       reported: new Set(),
-      schedule:
-        this.#watcher === undefined
-          ? undefined
-          : new ReloadSchedule(quietMs, (cause: ReloadCause) => void this.#markDirty(entry, cause === "first-event")),
       queue: Promise.resolve(),
     };
     return entry;
@@ -486,14 +480,15 @@ export class PluginSet {
 
   #remove(entry: PluginEntry) {
     entry.isRemoved = true;
-    entry.schedule?.cancel();
+    this.#inputs.cancel(entry.inputs);
     entry.queue = entry.queue.then(async () => {
       this.#entries.delete(entry.file);
+      this.#inputs.forget(entry.inputs);
       await this.#deactivate(entry);
       await entry.isolated?.close();
       this.#resolveProblems(entry);
       this.#revive(this.#namespaces.release(entry.file));
-      this.#watchInputs();
+      this.#inputs.watch();
     });
   }
 
@@ -530,7 +525,7 @@ export class PluginSet {
     try {
       return this.#isolation === "none" ? await this.#loadInProcess(request) : await this.#loadIsolated(entry, request);
     } catch (error) {
-      return { kind: "bundle-failed", inputs: entry.inputs, fault: { phase: "evaluate", message: messageOf(error) } };
+      return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
   }
 
@@ -611,16 +606,16 @@ export class PluginSet {
     entry.preload = undefined;
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
-      this.#setInputs(entry, result.inputs);
+      this.#inputs.set(entry.inputs, result.inputs);
       return;
     }
     if (result.kind === "bundle-failed") {
-      this.#setInputs(entry, [...new Set([...entry.inputs, ...result.inputs])]);
+      this.#inputs.set(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
       if (!isProvisional) entry.failed = this.#diagnoseFault(entry, result.fault);
       return;
     }
-    this.#setInputs(entry, result.inputs);
+    this.#inputs.set(entry.inputs, result.inputs);
     // A module that fails on the first event of a burst may be a write seen half done (an
     // editor truncates, then writes): nothing is recorded, so the quiet re-check loads
     // the content again and decides, and a save in place takes no generation.
@@ -796,22 +791,5 @@ export class PluginSet {
       other.attemptedHash = undefined;
       void this.#markDirty(other, false);
     }
-  }
-
-  // ── watched inputs ──────────────────────────────────────────────────────
-
-  #setInputs(entry: PluginEntry, inputs: readonly string[]) {
-    entry.inputs = inputs;
-    this.#watchInputs();
-  }
-
-  /** Keeps the watcher on exactly the entry files and their imported files. */
-  #watchInputs() {
-    if (this.#watcher === undefined || this.#isClosed) return;
-    const wanted = new Set<string>();
-    for (const entry of this.#entries.values()) for (const input of entry.inputs) wanted.add(input);
-    const unseen = this.#watcher.watchExactly(wanted);
-    if (unseen.size === 0) return;
-    for (const entry of this.#entries.values()) if (entry.inputs.some((input) => unseen.has(input))) entry.schedule?.recheck();
   }
 }
