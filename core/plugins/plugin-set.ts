@@ -1,6 +1,6 @@
 // Owns the plugin set: one entry per discovered plugin file, each with its own queue of
 // loads, the swap of a loaded generation into the registry, and the events the host
-// hears. Loading (`load.ts`), watching (`watching.ts`), the watched inputs of each plugin
+// hears. Loading (`loader.ts`, `load.ts`), watching (`watching.ts`), the watched inputs of each plugin
 // (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
 // becomes a diagnostic and the last good generation stays active.
 
@@ -14,10 +14,11 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { discoverPlugins } from "./discover.ts";
-import { type Guard, guardedRegistration } from "./guarded-source.ts";
+import type { Guard } from "./guarded-source.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
-import { type IsolatedGeneration, IsolatedPlugin, PluginCodeFault } from "./isolated.ts";
-import { bundleForLoad, type LoadContext, type LoadFault, type LoadResult, loadGeneration } from "./load.ts";
+import { IsolatedPlugin } from "./isolated.ts";
+import type { LoadContext, LoadFault } from "./load.ts";
+import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "./loader.ts";
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
 import { PluginWatcher } from "./watching.ts";
@@ -119,17 +120,6 @@ interface Active {
   readonly loadMs: number;
 }
 
-/**
- * A generation ready to be swapped in, wherever its code runs: its scope (closing it runs
- * its disposers), its sources' registrations under a guard, and how to locate its faults.
- */
-interface LoadedGeneration {
-  readonly name: string;
-  readonly scope: Scope;
-  registrations(guard: Guard): Registration[];
-  locate(error: unknown): Location | undefined;
-}
-
 /** One discovered plugin file and its life. */
 interface PluginEntry {
   readonly id: string;
@@ -161,69 +151,6 @@ interface PluginEntry {
    */
   readonly reported: Set<string>;
   queue: Promise<void>;
-}
-
-/** What one load produced: a `LoadResult`, with an activated generation in the shape both isolations share. */
-/** One load's request: which file, as which generation, and when it started. */
-interface LoadRequest {
-  readonly file: string;
-  readonly generation: number;
-  readonly attemptedHash: string | undefined;
-  readonly startedAt: number;
-}
-
-type Loaded =
-  | Exclude<LoadResult, { readonly kind: "activated" }>
-  | {
-      readonly kind: "activated";
-      readonly inputs: readonly string[];
-      readonly hash: string;
-      readonly loaded: LoadedGeneration;
-      /** When this load started and when its generation was ready (bundle, evaluate, setup done), `performance.now()`. */
-      readonly startedAt: number;
-      readonly readyAt: number;
-      readonly bundleMs?: number;
-      readonly evaluateMs?: number;
-      readonly setupMs?: number;
-    };
-
-/** An in-process generation: its sources are guarded here. Outside the class, so its closures hold nothing else. */
-function inProcessGeneration(result: Extract<LoadResult, { kind: "activated" }>): LoadedGeneration {
-  const { activated, locations } = result;
-  return {
-    name: activated.name,
-    scope: activated.scope,
-    registrations: (guard) => activated.sources.map((source) => guardedRegistration(source, guard)),
-    locate: (error) => locations.locate(error),
-  };
-}
-
-/** An isolated generation: its sources are observed in the plugin's worker. */
-function isolatedGeneration(isolated: IsolatedPlugin, activated: IsolatedGeneration): LoadedGeneration {
-  return {
-    name: activated.name,
-    scope: activated.scope,
-    registrations: (guard) =>
-      activated.keys.map((key) =>
-        isolated.registration(
-          activated.generation,
-          key,
-          { maxTextLength: guard.maxTextLength, maxValueBytes: guard.maxValueBytes ?? 1024 * 1024, report: guard.report },
-          guard.observed,
-        ),
-      ),
-    locate: locatedInWorker,
-  };
-}
-
-/** The location a fault of plugin code in a worker carries (on the error or a cause of it). */
-function locatedInWorker(error: unknown): Location | undefined {
-  let current = error;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (current instanceof PluginCodeFault) return current.location;
-    current = current.cause;
-  }
-  return undefined;
 }
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -522,47 +449,15 @@ export class PluginSet {
       attemptedHash: entry.attemptedHash,
       startedAt: performance.now(),
     };
+    const place: LoadPlace =
+      this.#isolation === "none"
+        ? { isolation: "none" }
+        : { isolation: "worker", worker: () => (entry.isolated ??= this.#isolatedFor(entry)) };
     try {
-      return this.#isolation === "none" ? await this.#loadInProcess(request) : await this.#loadIsolated(entry, request);
+      return await loadPlugin(request, place, this.#loadContext);
     } catch (error) {
       return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
-  }
-
-  async #loadInProcess(request: LoadRequest): Promise<Loaded> {
-    const result = await loadGeneration(request, this.#loadContext);
-    if (result.kind !== "activated") return result;
-    return {
-      kind: "activated",
-      inputs: result.inputs,
-      hash: result.hash,
-      loaded: inProcessGeneration(result),
-      startedAt: request.startedAt,
-      readyAt: performance.now(),
-    };
-  }
-
-  async #loadIsolated(entry: PluginEntry, request: LoadRequest): Promise<Loaded> {
-    const bundled = await bundleForLoad(request);
-    if (bundled.kind !== "bundled") return bundled;
-    const bundleMs = performance.now() - request.startedAt;
-    const { bundle } = bundled;
-    entry.isolated ??= this.#isolatedFor(entry);
-    const outcome = await entry.isolated.load(bundle, request.generation, this.#loadContext.settings, [
-      ...this.#loadContext.reservedNamespaces,
-    ]);
-    if (outcome.kind === "failed") return { kind: "failed", inputs: bundle.inputs, hash: bundle.hash, fault: outcome.fault };
-    return {
-      kind: "activated",
-      inputs: bundle.inputs,
-      hash: bundle.hash,
-      loaded: isolatedGeneration(entry.isolated, outcome.activated),
-      startedAt: request.startedAt,
-      readyAt: performance.now(),
-      bundleMs,
-      evaluateMs: outcome.evaluateMs,
-      setupMs: outcome.setupMs,
-    };
   }
 
   /** The worker handle of one plugin: its stops and faults become the entry's diagnostics. */
