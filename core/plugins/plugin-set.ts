@@ -174,6 +174,8 @@ export class PluginSet {
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
+  /** Closes of displaced holders' scopes still under way (an entry may leave before its close ends). */
+  readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
     this.#options = options;
@@ -270,8 +272,9 @@ export class PluginSet {
   /** Resolves once no load is queued or running and no re-check is due. */
   async settled(): Promise<void> {
     for (;;) {
-      await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
-      const isBusy = this.#inputs.isPending || [...this.#entries.values()].some((entry) => entry.isDirty);
+      await Promise.all([...[...this.#entries.values()].map((entry) => entry.queue), ...this.#closing]);
+      const isBusy =
+        this.#inputs.isPending || this.#closing.size > 0 || [...this.#entries.values()].some((entry) => entry.isDirty);
       if (!isBusy && this.#rescanTimer === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -294,6 +297,8 @@ export class PluginSet {
     await this.#watcher?.close();
     for (const entry of this.#entries.values()) entry.isRemoved = true;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
+    // A load that displaced a holder left its close on the holder's queue.
+    await Promise.all(this.#closing);
     if (this.#isolation === "none") {
       for (const entry of this.#entries.values()) await this.#deactivate(entry);
     } else {
@@ -536,7 +541,8 @@ export class PluginSet {
   /**
    * Swaps a generation in: its registrations replace those of the generation it follows
    * (and of a file whose namespace it takes) in one registry version. Returns exactly the
-   * scopes it displaced, for the caller to close; a refused generation displaces itself.
+   * scopes of this file it displaced, for the caller to close; a refused generation displaces
+   * itself. A displaced holder's scope is closed on the holder's own queue, its faults its own.
    */
   #swap(
     entry: PluginEntry,
@@ -572,7 +578,7 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      displaced.push({ name: held.name, scope: held.scope });
+      this.#closeOnQueue(holder, held.name, held.scope);
     }
     entry.active = {
       name: next.name,
@@ -642,6 +648,15 @@ export class PluginSet {
         );
       },
     };
+  }
+
+  /** Closes another entry's generation (one this load displaced) after what its queue already holds. */
+  #closeOnQueue(owner: PluginEntry, plugin: string, scope: Scope) {
+    const closing = owner.queue.then(() => this.#closeScope(owner, plugin, scope));
+    owner.queue = closing;
+    this.#closing.add(closing);
+    const done = () => void this.#closing.delete(closing);
+    closing.then(done, done);
   }
 
   /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
