@@ -1,5 +1,6 @@
 // Owns the load of one plugin generation, in-process: bundle → evaluate → activate, as
-// one function whose tagged result the plugin set switches on. Nothing here touches the
+// one function with a tagged result, and the bundle step every load starts with.
+// `loader.ts` gives both isolations one load on top of it. Nothing here touches the
 // registry or the plugin set's entries; a loaded generation is swapped in by the caller.
 
 import type { AwilixContainer } from "awilix";

@@ -1,7 +1,7 @@
 // Owns the plugin set: one entry per discovered plugin file, each with its own queue of
 // loads, the swap of a loaded generation into the registry, and the events the host
-// hears. Loading (`load.ts`), watching (`watching.ts`) and namespace ownership
-// (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
+// hears. Loading (`loader.ts`, `load.ts`), watching (`watching.ts`), the watched inputs of each plugin
+// (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
 // becomes a diagnostic and the last good generation stays active.
 
 import path from "node:path";
@@ -14,12 +14,14 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { discoverPlugins } from "./discover.ts";
-import { type Guard, guardedRegistration } from "./guarded-source.ts";
-import { type IsolatedGeneration, IsolatedPlugin, PluginCodeFault } from "./isolated.ts";
-import { bundleForLoad, type LoadContext, type LoadFault, type LoadResult, loadGeneration } from "./load.ts";
+import type { Guard } from "./guarded-source.ts";
+import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
+import { IsolatedPlugin } from "./isolated.ts";
+import type { LoadContext, LoadFault } from "./load.ts";
+import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "./loader.ts";
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
-import { PluginWatcher, type ReloadCause, ReloadSchedule } from "./watching.ts";
+import { PluginWatcher } from "./watching.ts";
 
 export interface PluginSetOptions {
   /** Plugin folders (absolute or relative to the working folder). */
@@ -118,17 +120,6 @@ interface Active {
   readonly loadMs: number;
 }
 
-/**
- * A generation ready to be swapped in, wherever its code runs: its scope (closing it runs
- * its disposers), its sources' registrations under a guard, and how to locate its faults.
- */
-interface LoadedGeneration {
-  readonly name: string;
-  readonly scope: Scope;
-  registrations(guard: Guard): Registration[];
-  locate(error: unknown): Location | undefined;
-}
-
 /** One discovered plugin file and its life. */
 interface PluginEntry {
   readonly id: string;
@@ -140,8 +131,8 @@ interface PluginEntry {
   active: Active | undefined;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
   attemptedHash: string | undefined;
-  /** Files the last bundle attempt read: a change to any of them reloads the plugin. */
-  inputs: readonly string[];
+  /** Files the last bundle attempt read, and when they reload the plugin. */
+  readonly inputs: TrackedInputs;
   /** Generation numbers handed out so far. */
   attempts: number;
   /** The last load attempt failed (its diagnostic was emitted). */
@@ -159,71 +150,7 @@ interface PluginEntry {
    * name to another still has its problem when the other reloads.
    */
   readonly reported: Set<string>;
-  readonly schedule: ReloadSchedule | undefined;
   queue: Promise<void>;
-}
-
-/** What one load produced: a `LoadResult`, with an activated generation in the shape both isolations share. */
-/** One load's request: which file, as which generation, and when it started. */
-interface LoadRequest {
-  readonly file: string;
-  readonly generation: number;
-  readonly attemptedHash: string | undefined;
-  readonly startedAt: number;
-}
-
-type Loaded =
-  | Exclude<LoadResult, { readonly kind: "activated" }>
-  | {
-      readonly kind: "activated";
-      readonly inputs: readonly string[];
-      readonly hash: string;
-      readonly loaded: LoadedGeneration;
-      /** When this load started and when its generation was ready (bundle, evaluate, setup done), `performance.now()`. */
-      readonly startedAt: number;
-      readonly readyAt: number;
-      readonly bundleMs?: number;
-      readonly evaluateMs?: number;
-      readonly setupMs?: number;
-    };
-
-/** An in-process generation: its sources are guarded here. Outside the class, so its closures hold nothing else. */
-function inProcessGeneration(result: Extract<LoadResult, { kind: "activated" }>): LoadedGeneration {
-  const { activated, locations } = result;
-  return {
-    name: activated.name,
-    scope: activated.scope,
-    registrations: (guard) => activated.sources.map((source) => guardedRegistration(source, guard)),
-    locate: (error) => locations.locate(error),
-  };
-}
-
-/** An isolated generation: its sources are observed in the plugin's worker. */
-function isolatedGeneration(isolated: IsolatedPlugin, activated: IsolatedGeneration): LoadedGeneration {
-  return {
-    name: activated.name,
-    scope: activated.scope,
-    registrations: (guard) =>
-      activated.keys.map((key) =>
-        isolated.registration(
-          activated.generation,
-          key,
-          { maxTextLength: guard.maxTextLength, maxValueBytes: guard.maxValueBytes ?? 1024 * 1024, report: guard.report },
-          guard.observed,
-        ),
-      ),
-    locate: locatedInWorker,
-  };
-}
-
-/** The location a fault of plugin code in a worker carries (on the error or a cause of it). */
-function locatedInWorker(error: unknown): Location | undefined {
-  let current = error;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (current instanceof PluginCodeFault) return current.location;
-    current = current.cause;
-  }
-  return undefined;
 }
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -238,6 +165,7 @@ export class PluginSet {
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
+  readonly #inputs: WatchedInputs;
   readonly #loadContext: LoadContext;
   readonly #isolation: Isolation;
   readonly #clock: Clock;
@@ -246,6 +174,8 @@ export class PluginSet {
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
+  /** Closes of displaced holders' scopes still under way (an entry may leave before its close ends). */
+  readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
     this.#options = options;
@@ -258,6 +188,7 @@ export class PluginSet {
       reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
     };
     this.#isolation = options.isolation ?? "worker";
+    this.#inputs = new WatchedInputs(Math.max(100, (options.debounceMs ?? 50) * 2));
     const container = options.container;
     this.#clock = container.hasRegistration("clock") ? (container.resolve("clock") as Clock) : systemClock;
     this.#logger = container.hasRegistration("logger") ? (container.resolve("logger") as Logger) : undefined;
@@ -271,9 +202,7 @@ export class PluginSet {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
-        onFileChange: (file) => {
-          for (const entry of set.#entries.values()) if (entry.inputs.includes(file)) entry.schedule?.event();
-        },
+        onFileChange: (file) => set.#inputs.changed(file),
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
         onError: (error) =>
           set.#emit({
@@ -287,6 +216,7 @@ export class PluginSet {
             },
           }),
       });
+      set.#inputs.watchWith(set.#watcher);
     }
     set.#rescan();
     await set.settled();
@@ -342,8 +272,9 @@ export class PluginSet {
   /** Resolves once no load is queued or running and no re-check is due. */
   async settled(): Promise<void> {
     for (;;) {
-      await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
-      const isBusy = [...this.#entries.values()].some((entry) => entry.schedule?.isPending === true || entry.isDirty);
+      await Promise.all([...[...this.#entries.values()].map((entry) => entry.queue), ...this.#closing]);
+      const isBusy =
+        this.#inputs.isPending || this.#closing.size > 0 || [...this.#entries.values()].some((entry) => entry.isDirty);
       if (!isBusy && this.#rescanTimer === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -360,14 +291,14 @@ export class PluginSet {
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
+    this.#inputs.close();
     clearTimeout(this.#rescanTimer);
     this.#rescanTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) {
-      entry.schedule?.cancel();
-      entry.isRemoved = true;
-    }
+    for (const entry of this.#entries.values()) entry.isRemoved = true;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
+    // A load that displaced a holder left its close on the holder's queue.
+    await Promise.all(this.#closing);
     if (this.#isolation === "none") {
       for (const entry of this.#entries.values()) await this.#deactivate(entry);
     } else {
@@ -451,7 +382,6 @@ export class PluginSet {
   }
 
   #newEntry(id: string, file: string): PluginEntry {
-    const quietMs = Math.max(100, (this.#options.debounceMs ?? 50) * 2);
     const entry: PluginEntry = {
       id,
       file,
@@ -459,7 +389,7 @@ export class PluginSet {
       preload: undefined,
       active: undefined,
       attemptedHash: undefined,
-      inputs: [file],
+      inputs: this.#inputs.track(file, (cause) => void this.#markDirty(entry, cause === "first-event")),
       attempts: 0,
       failed: undefined,
       isDirty: true,
@@ -467,10 +397,6 @@ export class PluginSet {
       isRemoved: false,
       faulted: new Set(),
       reported: new Set(),
-      schedule:
-        this.#watcher === undefined
-          ? undefined
-          : new ReloadSchedule(quietMs, (cause: ReloadCause) => void this.#markDirty(entry, cause === "first-event")),
       queue: Promise.resolve(),
     };
     return entry;
@@ -486,14 +412,15 @@ export class PluginSet {
 
   #remove(entry: PluginEntry) {
     entry.isRemoved = true;
-    entry.schedule?.cancel();
+    this.#inputs.cancel(entry.inputs);
     entry.queue = entry.queue.then(async () => {
       this.#entries.delete(entry.file);
+      this.#inputs.forget(entry.inputs);
       await this.#deactivate(entry);
       await entry.isolated?.close();
       this.#resolveProblems(entry);
       this.#revive(this.#namespaces.release(entry.file));
-      this.#watchInputs();
+      this.#inputs.watch();
     });
   }
 
@@ -527,47 +454,15 @@ export class PluginSet {
       attemptedHash: entry.attemptedHash,
       startedAt: performance.now(),
     };
+    const place: LoadPlace =
+      this.#isolation === "none"
+        ? { isolation: "none" }
+        : { isolation: "worker", worker: () => (entry.isolated ??= this.#isolatedFor(entry)) };
     try {
-      return this.#isolation === "none" ? await this.#loadInProcess(request) : await this.#loadIsolated(entry, request);
+      return await loadPlugin(request, place, this.#loadContext);
     } catch (error) {
-      return { kind: "bundle-failed", inputs: entry.inputs, fault: { phase: "evaluate", message: messageOf(error) } };
+      return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
-  }
-
-  async #loadInProcess(request: LoadRequest): Promise<Loaded> {
-    const result = await loadGeneration(request, this.#loadContext);
-    if (result.kind !== "activated") return result;
-    return {
-      kind: "activated",
-      inputs: result.inputs,
-      hash: result.hash,
-      loaded: inProcessGeneration(result),
-      startedAt: request.startedAt,
-      readyAt: performance.now(),
-    };
-  }
-
-  async #loadIsolated(entry: PluginEntry, request: LoadRequest): Promise<Loaded> {
-    const bundled = await bundleForLoad(request);
-    if (bundled.kind !== "bundled") return bundled;
-    const bundleMs = performance.now() - request.startedAt;
-    const { bundle } = bundled;
-    entry.isolated ??= this.#isolatedFor(entry);
-    const outcome = await entry.isolated.load(bundle, request.generation, this.#loadContext.settings, [
-      ...this.#loadContext.reservedNamespaces,
-    ]);
-    if (outcome.kind === "failed") return { kind: "failed", inputs: bundle.inputs, hash: bundle.hash, fault: outcome.fault };
-    return {
-      kind: "activated",
-      inputs: bundle.inputs,
-      hash: bundle.hash,
-      loaded: isolatedGeneration(entry.isolated, outcome.activated),
-      startedAt: request.startedAt,
-      readyAt: performance.now(),
-      bundleMs,
-      evaluateMs: outcome.evaluateMs,
-      setupMs: outcome.setupMs,
-    };
   }
 
   /** The worker handle of one plugin: its stops and faults become the entry's diagnostics. */
@@ -611,16 +506,16 @@ export class PluginSet {
     entry.preload = undefined;
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
-      this.#setInputs(entry, result.inputs);
+      this.#inputs.set(entry.inputs, result.inputs);
       return;
     }
     if (result.kind === "bundle-failed") {
-      this.#setInputs(entry, [...new Set([...entry.inputs, ...result.inputs])]);
+      this.#inputs.set(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
       if (!isProvisional) entry.failed = this.#diagnoseFault(entry, result.fault);
       return;
     }
-    this.#setInputs(entry, result.inputs);
+    this.#inputs.set(entry.inputs, result.inputs);
     // A module that fails on the first event of a burst may be a write seen half done (an
     // editor truncates, then writes): nothing is recorded, so the quiet re-check loads
     // the content again and decides, and a save in place takes no generation.
@@ -646,7 +541,8 @@ export class PluginSet {
   /**
    * Swaps a generation in: its registrations replace those of the generation it follows
    * (and of a file whose namespace it takes) in one registry version. Returns exactly the
-   * scopes it displaced, for the caller to close; a refused generation displaces itself.
+   * scopes of this file it displaced, for the caller to close; a refused generation displaces
+   * itself. A displaced holder's scope is closed on the holder's own queue, its faults its own.
    */
   #swap(
     entry: PluginEntry,
@@ -682,7 +578,7 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      displaced.push({ name: held.name, scope: held.scope });
+      this.#closeOnQueue(holder, held.name, held.scope);
     }
     entry.active = {
       name: next.name,
@@ -754,6 +650,15 @@ export class PluginSet {
     };
   }
 
+  /** Closes another entry's generation (one this load displaced) after what its queue already holds. */
+  #closeOnQueue(owner: PluginEntry, plugin: string, scope: Scope) {
+    const closing = owner.queue.then(() => this.#closeScope(owner, plugin, scope));
+    owner.queue = closing;
+    this.#closing.add(closing);
+    const done = () => void this.#closing.delete(closing);
+    closing.then(done, done);
+  }
+
   /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
   async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
     const ms = this.#options.disposeDeadlineMs ?? 5000;
@@ -796,22 +701,5 @@ export class PluginSet {
       other.attemptedHash = undefined;
       void this.#markDirty(other, false);
     }
-  }
-
-  // ── watched inputs ──────────────────────────────────────────────────────
-
-  #setInputs(entry: PluginEntry, inputs: readonly string[]) {
-    entry.inputs = inputs;
-    this.#watchInputs();
-  }
-
-  /** Keeps the watcher on exactly the entry files and their imported files. */
-  #watchInputs() {
-    if (this.#watcher === undefined || this.#isClosed) return;
-    const wanted = new Set<string>();
-    for (const entry of this.#entries.values()) for (const input of entry.inputs) wanted.add(input);
-    const unseen = this.#watcher.watchExactly(wanted);
-    if (unseen.size === 0) return;
-    for (const entry of this.#entries.values()) if (entry.inputs.some((input) => unseen.has(input))) entry.schedule?.recheck();
   }
 }

@@ -142,6 +142,51 @@ describe("Plugin set: current diagnostics of a namespace contest", () => {
       .and.to.contain("other: b2");
     expect(diagnostics.current()).to.deep.equal([]);
   });
+
+  for (const isolation of ["none", "worker"] as const)
+    it(`a displaced holder whose disposer throws has its dispose fault under its own file, not the winner's (isolation ${isolation})`, async () => {
+      const folder = harness.tempFolder();
+      const a = write(path.join(folder, "a.ts"), textPlugin({ name: "first", value: "a1" }));
+      const b = write(
+        path.join(folder, "b.ts"),
+        `import { definePlugin } from "context-host";
+import Type from "typebox";
+
+export default definePlugin({
+  name: "same",
+  setup(api) {
+    api.onDispose(() => {
+      throw new Error("the holder cannot let go");
+    });
+    api.source({
+      key: "same/status",
+      schema: Type.String(),
+      load: () => "b1",
+      baseline: (value) => "same: " + value,
+      update: (_previous, value) => "same is now " + value,
+    });
+  },
+});
+`,
+      );
+      const diagnostics = new Diagnostics();
+      const running = await harness.start({ folders: [folder], watch: false, isolation, diagnostics });
+      expect(diagnostics.current()).to.deep.equal([]);
+
+      // a.ts takes b.ts's name (its path sorts first): b.ts's generation is closed, and its disposer throws.
+      write(a, textPlugin({ name: "same", value: "a2" }));
+      await running.host.reload(a);
+      await running.host.settled();
+      expect((await baselineOf(running)).baseline).to.equal("same: a2");
+      // (b.ts, revived at once, may load again and be refused: that generation's disposer throws under b.ts too.)
+      const disposeFaults = diagnostics.history.filter((d) => d.phase === "dispose");
+      expect(disposeFaults).to.not.be.empty;
+      for (const fault of disposeFaults) {
+        expect([path.basename(fault.file), fault.plugin]).to.deep.equal(["b.ts", "same"]);
+        expect(fault.message).to.contain("the holder cannot let go");
+      }
+      expect(diagnostics.current().map((d) => d.file)).to.satisfy((files: string[]) => files.every((file) => file === b));
+    });
 });
 
 describe("Plugin set: diagnostics printed to a terminal", () => {
