@@ -15,7 +15,7 @@ export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/
 export { ContextHostError, DisposersFailed, SettingInvalid } from "./base/errors.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
-export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/plugin-set.ts";
+export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/events.ts";
 export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";
 export {
   ApiKeyMissing,

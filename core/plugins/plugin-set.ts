@@ -14,6 +14,7 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { discoverPlugins } from "./discover.ts";
+import type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
 import type { Guard } from "./guarded-source.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { IsolatedPlugin } from "./isolated.ts";
@@ -22,6 +23,8 @@ import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
 import { PluginWatcher } from "./watching.ts";
+
+export type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
 
 export interface PluginSetOptions {
   /** Plugin folders (absolute or relative to the working folder). */
@@ -75,41 +78,7 @@ export interface PluginSetOptions {
 /** Where plugin code runs: in its own worker thread (default), or in the host's process. */
 export type Isolation = "worker" | "none";
 
-/** What the host reports: diagnostics and generation changes, in order. */
-export type PluginEvent =
-  | { readonly kind: "diagnostic"; readonly diagnostic: Diagnostic }
-  | {
-      readonly kind: "activated";
-      readonly plugin: string;
-      readonly file: string;
-      readonly generation: number;
-      /** Where the load's time went, in ms (isolated plugins; in-process loads give `loadMs` only). */
-      readonly timings: LoadTimings;
-    }
-  | { readonly kind: "removed"; readonly plugin: string; readonly file: string };
-
 const hundredths = (ms: number) => Math.round(ms * 100) / 100;
-
-/** Where one load's time went, in ms. */
-export interface LoadTimings {
-  /** From the load's start to its generation being swapped in. */
-  readonly loadMs: number;
-  readonly bundleMs?: number;
-  readonly evaluateMs?: number;
-  readonly setupMs?: number;
-  /** From the generation being ready to it being swapped in (waiting for earlier plugins, the registry swap). */
-  readonly swapMs?: number;
-}
-
-/** An active plugin, as `plugins()` lists it. */
-export interface PluginInfo {
-  readonly name: string;
-  readonly file: string;
-  readonly generation: number;
-  readonly keys: readonly string[];
-  /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */
-  readonly loadMs: number;
-}
 
 /** The generation of a plugin that is swapped in. */
 interface Active {

@@ -1,0 +1,39 @@
+// The plugin set's public record types: what a host reports of its plugins (events, the
+// active list, a load's timings). Apart from the plugin set itself, so a host's API names
+// them without the plugin set's implementation.
+
+import type { Diagnostic } from "../base/diagnostics.ts";
+
+/** What the host reports: diagnostics and generation changes, in order. */
+export type PluginEvent =
+  | { readonly kind: "diagnostic"; readonly diagnostic: Diagnostic }
+  | {
+      readonly kind: "activated";
+      readonly plugin: string;
+      readonly file: string;
+      readonly generation: number;
+      /** Where the load's time went, in ms (isolated plugins; in-process loads give `loadMs` only). */
+      readonly timings: LoadTimings;
+    }
+  | { readonly kind: "removed"; readonly plugin: string; readonly file: string };
+
+/** Where one load's time went, in ms. */
+export interface LoadTimings {
+  /** From the load's start to its generation being swapped in. */
+  readonly loadMs: number;
+  readonly bundleMs?: number;
+  readonly evaluateMs?: number;
+  readonly setupMs?: number;
+  /** From the generation being ready to it being swapped in (waiting for earlier plugins, the registry swap). */
+  readonly swapMs?: number;
+}
+
+/** An active plugin, as `plugins()` lists it. */
+export interface PluginInfo {
+  readonly name: string;
+  readonly file: string;
+  readonly generation: number;
+  readonly keys: readonly string[];
+  /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */
+  readonly loadMs: number;
+}
