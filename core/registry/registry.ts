@@ -188,7 +188,27 @@ export class Registry {
 
   /** Composes one version (the current one by default) into a System Context for a boundary. */
   async compose(env: SourceEnv, state: RegistryState = this.#state): Promise<SystemContext> {
-    const contexts = await Promise.all(state.registrations.map((registration) => registration.load(env)));
-    return combine(contexts);
+    const loaded = state.registrations.map((registration) => registration.load(env));
+    // Sources built once per env load synchronously: no promise per source then.
+    const contexts = loaded.some(isThenable) ? await Promise.all(loaded) : (loaded as SystemContext[]);
+    // The same contexts as the last composition of this version combine to the same System Context.
+    const last = this.#lastComposed.get(state);
+    if (last !== undefined && isSameList(last.contexts, contexts)) return last.composed;
+    const composed = combine(contexts);
+    this.#lastComposed.set(state, { contexts, composed });
+    return composed;
   }
+
+  /** Per version, the last composition: its contexts and what they combined to. */
+  readonly #lastComposed = new WeakMap<RegistryState, { contexts: readonly SystemContext[]; composed: SystemContext }>();
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === "function";
+}
+
+function isSameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

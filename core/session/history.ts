@@ -79,12 +79,18 @@ export class SessionHistories {
 
   /** The session's history, read up to date from `store`. */
   async of(id: string, store: SessionStore): Promise<SessionHistory> {
+    const history = this.held(id);
+    await history.refresh(store);
+    return history;
+  }
+
+  /** The session's history as held (empty if none is), not read: the caller appends what it read. */
+  held(id: string): SessionHistory {
     let history = this.#histories.get(id);
     if (history === undefined) history = new SessionHistory(id);
     else this.#histories.delete(id);
     this.#histories.set(id, history); // most recent last
     if (this.#histories.size > this.limit) this.#histories.delete(this.#histories.keys().next().value as string);
-    await history.refresh(store);
     return history;
   }
 

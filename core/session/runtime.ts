@@ -268,9 +268,7 @@ export class SessionRuntime {
    */
   preview(id: string): Promise<BoundaryPreview> {
     return this.#queue.run(id, async () => {
-      const { store } = this.#options;
-      const session = await store.session(id);
-      const epoch = await store.activeEpoch(id);
+      const { session, epoch } = await this.#read(id);
       const context = await this.#options.compose({ location: session.location, sessionId: id });
       const planned = await this.#plan(context, session, epoch, []);
       if (planned.kind === "blocked") return planned;
@@ -393,9 +391,7 @@ export class SessionRuntime {
   ): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" } | { kind: "in-flight"; until: number }> {
     const { store } = this.#options;
     for (let round = 0; round < maxReplans; round++) {
-      const session = await store.session(id);
-      const epoch = await store.activeEpoch(id);
-      const history = await this.#histories.of(id, store);
+      const { session, epoch, pending, history } = await this.#read(id);
       // An admitted boundary whose reply is not persisted: resend it, no new boundary, unless
       // another runtime's lease says it is calling the provider for it right now.
       if (session.isAwaitingReply && epoch !== undefined) {
@@ -408,7 +404,6 @@ export class SessionRuntime {
         }
         return this.#ready(session, session.revision, epoch, history);
       }
-      const pending = await store.pendingPrompts(id);
       if (isIdle(history.last, pending)) return { kind: "idle" };
       const context = await this.#options.compose({ location: session.location, sessionId: id });
       const planned = await this.#plan(context, session, epoch, pending);
@@ -430,6 +425,30 @@ export class SessionRuntime {
       return this.#ready(session, committed.revision, committed.epoch, history);
     }
     throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
+  }
+
+  /**
+   * What a boundary reads of a session: its record, active epoch, pending input and what
+   * was appended to its history since this runtime last read it. One read when the store
+   * offers `readBoundary`, else one call each.
+   */
+  async #read(id: string): Promise<{
+    session: SessionRecord;
+    epoch: EpochRecord | undefined;
+    pending: readonly PendingPrompt[];
+    history: SessionHistory;
+  }> {
+    const { store } = this.#options;
+    const history = this.#histories.held(id);
+    if (store.readBoundary !== undefined) {
+      const { session, epoch, pending, appended } = await store.readBoundary(id, history.lastSeq);
+      history.append(appended);
+      return { session, epoch, pending, history };
+    }
+    const session = await store.session(id);
+    const epoch = await store.activeEpoch(id);
+    await history.refresh(store);
+    return { session, epoch, pending: await store.pendingPrompts(id), history };
   }
 
   /** What one boundary commits: a first Baseline, a due new epoch, or the reconciled change. */

@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { expect } from "chai";
 import { scriptedProvider } from "../../core/index.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import type { SessionStore } from "../../core/session/store/store.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { hostsPerTest, requestOf, tempFolder, testSource, transcript } from "./fixtures.ts";
 
@@ -31,33 +32,54 @@ class CountingStore extends SqliteSessionStore {
     this.reads.push(`messages after ${afterSeq ?? "none"}: ${read.length}`);
     return read;
   }
+  override async readBoundary(id: string, afterSeq: number) {
+    const read = await super.readBoundary(id, afterSeq);
+    this.reads.push(`readBoundary after ${afterSeq}: ${read.appended.length}`);
+    return read;
+  }
+}
+
+/** The counting store as a store without `readBoundary`: the runtime reads it one call at a time. */
+function withoutReadBoundary(store: CountingStore): SessionStore {
+  return new Proxy(store, {
+    get: (target, name) => {
+      if (name === "readBoundary") return undefined;
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 describe("session runtime: one observation and one read per boundary", () => {
   const { folder, startSession } = hostsPerTest();
 
-  it("an updating step reads the session, its epoch and its pending input once, and only the history appended since", async () => {
-    const branch = testSource("core/branch", "main");
-    const store = new CountingStore(sessionsFile(folder.path));
-    const provider = scriptedProvider();
-    const { host, id } = await startSession(provider, { core: [branch.core], store });
-    for (const text of ["one", "two", "three"]) {
-      await host.prompt(id, text);
-      await host.step(id);
-    }
-    const last = (await host.messages(id)).at(-1)?.seq;
+  for (const kind of ["one read", "one call each"] as const) {
+    it(`an updating step reads the session, its epoch and its pending input once, and only the history appended since (${kind})`, async () => {
+      const branch = testSource("core/branch", "main");
+      const counting = new CountingStore(sessionsFile(folder.path));
+      const store = kind === "one read" ? counting : withoutReadBoundary(counting);
+      const provider = scriptedProvider();
+      const { host, id } = await startSession(provider, { core: [branch.core], store });
+      for (const text of ["one", "two", "three"]) {
+        await host.prompt(id, text);
+        await host.step(id);
+      }
+      const last = (await host.messages(id)).at(-1)?.seq;
 
-    branch.state.value = "feature";
-    await host.prompt(id, "four");
-    store.reads.length = 0;
-    const request = requestOf(await host.step(id));
+      branch.state.value = "feature";
+      await host.prompt(id, "four");
+      counting.reads.length = 0;
+      const request = requestOf(await host.step(id));
 
-    expect(store.reads.sort()).to.deep.equal(
-      ["session", "activeEpoch", "pendingPrompts", `messages after ${last}: 0`].sort(),
-      "the commit returned what the request needs",
-    );
-    expect(transcript(request.messages).slice(-2)).to.deep.equal(["user: four", "system-update: core/branch is now feature"]);
-  });
+      expect(counting.reads.sort()).to.deep.equal(
+        kind === "one read"
+          ? [`readBoundary after ${last}: 0`]
+          : ["session", "activeEpoch", "pendingPrompts", `messages after ${last}: 0`].sort(),
+        "the commit returned what the request needs",
+      );
+      expect(transcript(request.messages).slice(-2)).to.deep.equal(["user: four", "system-update: core/branch is now feature"]);
+    });
+  }
 
   it("a step sees what another runtime appended to the session since its last step", async () => {
     const branch = testSource("core/branch", "main");

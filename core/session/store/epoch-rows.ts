@@ -52,13 +52,19 @@ export function snapshotChange(
 ): { keys: string[]; entries: string[]; removed: string[] } {
   const keys: string[] = [];
   const entries: string[] = [];
+  /** Keys of `snapshot` that `previous` has too: when they are all of its keys, none was removed. */
+  let kept = 0;
   for (const key of Object.keys(snapshot)) {
     const entry = snapshot[key];
-    if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
+    if (previous !== undefined && Object.hasOwn(previous, key)) {
+      kept += 1;
+      if (previous[key] === entry) continue;
+    }
     keys.push(key);
     entries.push(JSON.stringify(entry));
   }
-  const removed = previous === undefined ? [] : Object.keys(previous).filter((key) => !Object.hasOwn(snapshot, key));
+  const previousKeys = previous === undefined ? [] : Object.keys(previous);
+  const removed = kept === previousKeys.length ? [] : previousKeys.filter((key) => !Object.hasOwn(snapshot, key));
   return { keys, entries, removed };
 }
 

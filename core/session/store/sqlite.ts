@@ -2,7 +2,7 @@
 // foreign keys on, schema versioned by `PRAGMA user_version` migrations. Every
 // boundary is one transaction guarded by the session's revision.
 
-import { mkdirSync, statSync } from "node:fs";
+import { mkdirSync, type Stats, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
@@ -14,8 +14,10 @@ import { type MessageRow, messageFromRow } from "./message-row.ts";
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
+  type BoundaryRead,
   type EpochReason,
   type EpochRecord,
+  type InFlightLease,
   type MessageRole,
   type PendingPrompt,
   type ReplyCommitted,
@@ -125,6 +127,53 @@ interface EpochState {
   snapshot_version: number;
 }
 
+/**
+ * Where a session's history ends at a revision, as this store last read or wrote it: the
+ * next message's seq and the active epoch's state. Every write that appends a message or
+ * changes an epoch advances the revision, so while a commit's claim finds the revision
+ * still at `revision`, these hold and need not be read again.
+ */
+interface Tail {
+  revision: number;
+  nextSeq: number;
+  epoch: EpochState | undefined;
+}
+
+/** A provider reply as `commitReply` stores it. */
+type ReplyToCommit = { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent };
+
+/** A tool call's result as `commitReply` stores it. */
+type ToolResult = { readonly callId: string; readonly name: string; readonly result: string };
+
+/** What a boundary's transaction wrote: what the runtime is told, and what this store holds after it. */
+interface BoundaryWritten {
+  committed: BoundaryCommitted;
+  state: EpochState;
+  nextSeq: number;
+}
+
+/**
+ * A session's row with what a boundary reads beside it (`readBoundary`), as the values
+ * of its columns in order (no object per row): one row per pending prompt, oldest first,
+ * or one row with a null prompt when none is pending.
+ */
+type BoundaryRow = [
+  id: string,
+  location: string,
+  provider: string,
+  model: string,
+  revision: number,
+  epoch_due: EpochReason | null,
+  awaiting_reply: number,
+  lease_holder: string | null,
+  lease_expires: number | null,
+  epoch_number: number | null,
+  epoch_version: number | null,
+  last_seq: number,
+  prompt_id: number | null,
+  prompt_text: string | null,
+];
+
 /** The longest a write waits for another process's write lock (the event loop waits with it). */
 const busyWaitMs = 1000;
 
@@ -132,8 +181,44 @@ function isSameState(a: EpochState, b: EpochState): boolean {
   return a.number === b.number && a.snapshot_version === b.snapshot_version;
 }
 
-function identityOf(stats: { dev: number; ino: number }): string {
-  return `${stats.dev}:${stats.ino}`;
+function isSameFile(a: Stats, b: Stats): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
+/** A session as the runtime sees it, from its row. */
+function sessionFrom(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    location: row.location,
+    provider: row.provider,
+    model: row.model,
+    revision: row.revision,
+    epochDue: row.epoch_due ?? undefined,
+    isAwaitingReply: row.awaiting_reply === 1,
+    ...(row.lease_holder === null || row.lease_expires === null
+      ? {}
+      : { lease: { holder: row.lease_holder, expiresAt: row.lease_expires } }),
+  };
+}
+
+/** A message's row as stored: its data, usage and provider content as JSON. */
+function messageRow(
+  seq: number,
+  role: MessageRole,
+  text: string,
+  epoch: number,
+  data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string },
+  reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
+): MessageRow {
+  return {
+    seq,
+    role,
+    text,
+    epoch,
+    data: data === undefined ? null : JSON.stringify(data),
+    usage: reply?.usage === undefined ? null : JSON.stringify(reply.usage),
+    provider_content: reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
+  };
 }
 
 /** The SQLite file of a data folder. */
@@ -149,6 +234,13 @@ export class SqliteSessionStore implements SessionStore {
    * boundary checks two integers instead of reading and parsing the Baseline and snapshot.
    */
   readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
+  /** Per session, where its history ends at the revision last read or written here. */
+  readonly #tails = new Map<string, Tail>();
+  /** The boundary and reply commits as transactions, built once. */
+  readonly #boundaryTransaction: Database.Transaction<(id: string, revision: number, commit: BoundaryCommit) => BoundaryWritten>;
+  readonly #replyTransaction: Database.Transaction<
+    (id: string, revision: number, reply: ReplyToCommit, toolResults: readonly ToolResult[]) => ReplyCommitted
+  >;
 
   constructor(readonly file: string) {
     if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
@@ -160,7 +252,11 @@ export class SqliteSessionStore implements SessionStore {
       this.#migrate();
       // After opening, another process's write lock is waited for at most this long, then `StoreBusy`.
       this.#db.pragma(`busy_timeout = ${busyWaitMs}`);
-      this.#identity = file === ":memory:" ? undefined : identityOf(statSync(file));
+      this.#opened = file === ":memory:" ? undefined : statSync(file);
+      this.#boundaryTransaction = this.#db.transaction((id, revision, commit) => this.#commitBoundaryRows(id, revision, commit));
+      this.#replyTransaction = this.#db.transaction((id, revision, reply, toolResults) =>
+        this.#commitReplyRows(id, revision, reply, toolResults),
+      );
     } catch (error) {
       // A store that failed to open keeps nothing open.
       this.#db.close();
@@ -168,18 +264,18 @@ export class SqliteSessionStore implements SessionStore {
     }
   }
 
-  /** Device and inode of the file as opened: a deleted or replaced file is detected at the next write. */
-  readonly #identity: string | undefined;
+  /** The file as opened (its device and inode are compared): a deleted or replaced file is detected at the next write. */
+  readonly #opened: Stats | undefined;
 
   #checkFile(): void {
-    if (this.#identity === undefined) return;
-    let now: string;
+    if (this.#opened === undefined) return;
+    let now: Stats;
     try {
-      now = identityOf(statSync(this.file));
+      now = statSync(this.file);
     } catch {
       throw new StoreFileChanged({ file: this.file, reason: "was deleted" });
     }
-    if (now !== this.#identity) throw new StoreFileChanged({ file: this.file, reason: "was replaced by another file" });
+    if (!isSameFile(now, this.#opened)) throw new StoreFileChanged({ file: this.file, reason: "was replaced by another file" });
   }
 
   /** Runs one write: the file is still the one opened, and SQLite's errors name the file. */
@@ -203,6 +299,16 @@ export class SqliteSessionStore implements SessionStore {
     let statement = this.#statements.get(sql);
     if (statement === undefined) {
       statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** A prepared statement that gives each row as the values of its columns in order (`raw`). */
+  #prepareRaw(sql: string): Database.Statement {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql).raw(true);
       this.#statements.set(sql, statement);
     }
     return statement;
@@ -247,18 +353,50 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async session(id: string): Promise<SessionRecord> {
-    const row = this.#sessionRow(id);
+    return sessionFrom(this.#sessionRow(id));
+  }
+
+  async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
+    // One statement, so the session's revision, its epoch's state, its pending input and
+    // where its history ends agree.
+    const rows = this.#prepareRaw(
+      `SELECT s.id, s.location, s.provider, s.model, s.revision, s.epoch_due, s.awaiting_reply, s.lease_holder, s.lease_expires,
+         e.number, e.snapshot_version,
+         (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = s.id),
+         p.id, p.text
+       FROM sessions s
+       LEFT JOIN epochs e ON e.session_id = s.id AND e.number = (SELECT MAX(number) FROM epochs WHERE session_id = s.id)
+       LEFT JOIN pending_prompts p ON p.session_id = s.id AND p.promoted_seq IS NULL
+       WHERE s.id = ?
+       ORDER BY p.id`,
+    ).all(id) as BoundaryRow[];
+    const row = rows[0];
+    if (row === undefined) throw new SessionNotFound({ sessionId: id });
+    const [, location, provider, model, revision, epochDue, awaitingReply, leaseHolder, leaseExpires] = row;
+    const [epochNumber, epochVersion, lastSeq] = row.slice(9) as [number | null, number | null, number];
+    const session = sessionFrom({
+      id,
+      location,
+      provider,
+      model,
+      revision,
+      epoch_due: epochDue,
+      awaiting_reply: awaitingReply,
+      lease_holder: leaseHolder,
+      lease_expires: leaseExpires,
+    });
+    const state =
+      epochNumber === null || epochVersion === null ? undefined : { number: epochNumber, snapshot_version: epochVersion };
+    this.#tails.set(id, { revision, nextSeq: lastSeq + 1, epoch: state });
+    const pending: PendingPrompt[] = [];
+    for (const [, , , , , , , , , , , , prompt, text] of rows) {
+      if (prompt !== null && text !== null) pending.push({ id: prompt, text });
+    }
     return {
-      id: row.id,
-      location: row.location,
-      provider: row.provider,
-      model: row.model,
-      revision: row.revision,
-      epochDue: row.epoch_due ?? undefined,
-      isAwaitingReply: row.awaiting_reply === 1,
-      ...(row.lease_holder === null || row.lease_expires === null
-        ? {}
-        : { lease: { holder: row.lease_holder, expiresAt: row.lease_expires } }),
+      session,
+      epoch: state === undefined ? undefined : this.#epochAt(id, state),
+      pending,
+      appended: lastSeq > afterSeq ? this.#messageRows(id, afterSeq) : [],
     };
   }
 
@@ -295,12 +433,17 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async messages(id: string, afterSeq = 0): Promise<StoredMessage[]> {
+    const messages = this.#messageRows(id, afterSeq);
+    // Rows prove the session exists; none may mean it does not.
+    if (messages.length === 0 && this.#prepare("SELECT 1 FROM sessions WHERE id = ?").get(id) === undefined)
+      throw new SessionNotFound({ sessionId: id });
+    return messages;
+  }
+
+  #messageRows(id: string, afterSeq: number): StoredMessage[] {
     const rows = this.#prepare(
       "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
     ).all(id, afterSeq) as MessageRow[];
-    // Rows prove the session exists; none may mean it does not.
-    if (rows.length === 0 && this.#prepare("SELECT 1 FROM sessions WHERE id = ?").get(id) === undefined)
-      throw new SessionNotFound({ sessionId: id });
     return rows.map((row) => messageFromRow(id, row));
   }
 
@@ -317,7 +460,11 @@ export class SqliteSessionStore implements SessionStore {
 
   #activeEpoch(id: string): EpochRecord | undefined {
     const state = this.#epochState(id);
-    if (state === undefined) return undefined;
+    return state === undefined ? undefined : this.#epochAt(id, state);
+  }
+
+  /** The session's epoch at `state`: the held record while it is that state, else read. */
+  #epochAt(id: string, state: EpochState): EpochRecord {
     const cached = this.#epochs.get(id);
     if (cached !== undefined && isSameState(cached.state, state)) return cached.record;
     const row = this.#prepare(
@@ -376,117 +523,169 @@ export class SqliteSessionStore implements SessionStore {
 
   /** Advances the revision from `expected` (and sets `set`, with its `params`); throws `RevisionConflict` if another runtime moved it. */
   #claim(id: string, expected: number, set: string, params: readonly unknown[] = []) {
-    const result = this.#prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`).run(
-      ...params,
+    this.#claimed(
+      id,
+      expected,
+      this.#prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`).run(
+        ...params,
+        id,
+        expected,
+      ),
+    );
+  }
+
+  /**
+   * Advances the revision from `expected` as a boundary (awaiting its reply, leased to
+   * `lease`) or a reply (awaiting nothing, no lease) leaves it: both commits run this one
+   * statement. Throws `RevisionConflict` if another runtime moved the revision.
+   */
+  #claimTurn(id: string, expected: number, turn: { awaitingReply: boolean; lease?: InFlightLease; settlesEpochDue: boolean }) {
+    const result = this.#prepare(
+      `UPDATE sessions SET revision = revision + 1, awaiting_reply = ?, lease_holder = ?, lease_expires = ?,
+         epoch_due = CASE WHEN ? THEN NULL ELSE epoch_due END
+       WHERE id = ? AND revision = ?`,
+    ).run(
+      turn.awaitingReply ? 1 : 0,
+      turn.lease?.holder ?? null,
+      turn.lease?.expiresAt ?? null,
+      turn.settlesEpochDue ? 1 : 0,
       id,
       expected,
     );
+    this.#claimed(id, expected, result);
+  }
+
+  #claimed(id: string, expected: number, result: Database.RunResult): void {
     if (result.changes === 0) {
       this.#sessionRow(id);
       throw new RevisionConflict({ sessionId: id, expected });
     }
   }
 
-  #insertMessage(
-    id: string,
-    seq: number,
-    role: MessageRole,
-    text: string,
-    epoch: number,
-    data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string },
-    reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
-  ): StoredMessage {
-    const json = data === undefined ? null : JSON.stringify(data);
-    const usage = reply?.usage === undefined ? null : JSON.stringify(reply.usage);
-    const providerContent = reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent);
-    this.#prepare(
+  /** Appends `rows` to the session's history (one statement, the same for every row and every commit); returns them as stored messages. */
+  #insertMessages(id: string, rows: readonly MessageRow[]): StoredMessage[] {
+    const insert = this.#prepare(
       "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    ).run(id, seq, role, text, epoch, json, usage, providerContent);
-    // Exactly what reading the row back gives, so a request built from it matches one built after a restart.
-    return messageFromRow(id, { seq, role, text, epoch, data: json, usage, provider_content: providerContent });
+    );
+    for (const row of rows) insert.run(id, row.seq, row.role, row.text, row.epoch, row.data, row.usage, row.provider_content);
+    // Exactly what reading the rows back gives, so a request built from them matches one built after a restart.
+    return rows.map((row) => messageFromRow(id, row));
+  }
+
+  /** The tail held for the session if it is at `revision` (then a commit that claims `revision` may trust it). */
+  #tailAt(id: string, revision: number): Tail | undefined {
+    const tail = this.#tails.get(id);
+    return tail !== undefined && tail.revision === revision ? tail : undefined;
+  }
+
+  /** Forgets what is held of a session after a failed write: it may be what the write was built on. */
+  #forget(id: string): void {
+    this.#epochs.delete(id);
+    this.#tails.delete(id);
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
-    const run = this.#db.transaction((): BoundaryCommitted => {
-      this.#claim(
-        id,
-        revision,
-        `, awaiting_reply = 1, lease_holder = ?, lease_expires = ?${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`,
-        [commit.lease?.holder ?? null, commit.lease?.expiresAt ?? null],
-      );
-      let seq = this.#nextSeq(id);
-      // The epoch the boundary ends in: a new one (only the old one's number is read), or the
-      // active one as it stands (read only if this store has not read or written it as it is).
-      let active: EpochRecord | undefined;
-      let state: EpochState | undefined;
-      const appended: StoredMessage[] = [];
-      if (commit.newEpoch === undefined) {
-        active = this.#activeEpoch(id);
-        state = this.#epochs.get(id)?.state;
-      } else {
-        const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
-        const number = (this.#epochState(id)?.number ?? 0) + 1;
-        this.#prepare(
-          "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
-        ).run(id, number, baseline, seq, reason, JSON.stringify(systemPrompt));
-        this.#writeSnapshot(id, number, snapshot, undefined);
-        active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
-        state = { number, snapshot_version: 0 };
-      }
-      if (active === undefined || state === undefined)
-        throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
-      for (const prompt of commit.promote) {
-        const promoted = this.#prepare(
-          "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
-        ).run(seq, prompt.id, id);
-        if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
-        appended.push(this.#insertMessage(id, seq++, "user", prompt.text, active.number));
-      }
-      if (commit.systemUpdate !== undefined) {
-        appended.push(this.#insertMessage(id, seq++, "system-update", commit.systemUpdate.text, active.number));
-        this.#writeSnapshot(id, active.number, commit.systemUpdate.snapshot, active.snapshot);
-        this.#prepare("UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = ? AND number = ?").run(
-          id,
-          active.number,
-        );
-        active = { ...active, snapshot: commit.systemUpdate.snapshot };
-        state = { number: state.number, snapshot_version: state.snapshot_version + 1 };
-      }
-      this.#epochs.set(id, { state, record: active });
-      return { revision: revision + 1, epoch: active, appended };
-    });
     try {
-      return this.#write(`commit a boundary of session ${id}`, () => run.immediate());
+      const { committed, state, nextSeq } = this.#write(`commit a boundary of session ${id}`, () =>
+        this.#boundaryTransaction.immediate(id, revision, commit),
+      );
+      // Held only once committed: a rolled-back epoch must never be taken for the stored one.
+      this.#epochs.set(id, { state, record: committed.epoch });
+      this.#tails.set(id, { revision: committed.revision, nextSeq, epoch: state });
+      return committed;
     } catch (error) {
-      // A rolled-back write must not leave its epoch remembered as the stored one.
-      this.#epochs.delete(id);
+      this.#forget(id);
       throw error;
     }
+  }
+
+  #commitBoundaryRows(id: string, revision: number, commit: BoundaryCommit): BoundaryWritten {
+    const tail = this.#tailAt(id, revision);
+    this.#claimTurn(id, revision, {
+      awaitingReply: true,
+      ...(commit.lease === undefined ? {} : { lease: commit.lease }),
+      settlesEpochDue: commit.settlesEpochDue,
+    });
+    let seq = tail?.nextSeq ?? this.#nextSeq(id);
+    // The epoch the boundary ends in: a new one (only the old one's number is read), or the
+    // active one as it stands (read only if this store has not read or written it as it is).
+    let active: EpochRecord | undefined;
+    let state: EpochState | undefined;
+    if (commit.newEpoch === undefined) {
+      state = tail === undefined ? this.#epochState(id) : tail.epoch;
+      active = state === undefined ? undefined : this.#epochAt(id, state);
+    } else {
+      const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
+      const number = ((tail === undefined ? this.#epochState(id) : tail.epoch)?.number ?? 0) + 1;
+      this.#prepare(
+        "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(id, number, baseline, seq, reason, JSON.stringify(systemPrompt));
+      this.#writeSnapshot(id, number, snapshot, undefined);
+      active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
+      state = { number, snapshot_version: 0 };
+    }
+    if (active === undefined || state === undefined)
+      throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
+    const rows: MessageRow[] = [];
+    for (const prompt of commit.promote) {
+      const promoted = this.#prepare(
+        "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
+      ).run(seq, prompt.id, id);
+      if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
+      rows.push(messageRow(seq++, "user", prompt.text, active.number));
+    }
+    if (commit.systemUpdate !== undefined) rows.push(messageRow(seq++, "system-update", commit.systemUpdate.text, active.number));
+    const appended = this.#insertMessages(id, rows);
+    if (commit.systemUpdate !== undefined) {
+      this.#writeSnapshot(id, active.number, commit.systemUpdate.snapshot, active.snapshot);
+      this.#prepare("UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = ? AND number = ?").run(
+        id,
+        active.number,
+      );
+      active = { ...active, snapshot: commit.systemUpdate.snapshot };
+      state = { number: state.number, snapshot_version: state.snapshot_version + 1 };
+    }
+    return { committed: { revision: revision + 1, epoch: active, appended }, state, nextSeq: seq };
   }
 
   async commitReply(
     id: string,
     revision: number,
-    reply: { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent },
-    toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
+    reply: ReplyToCommit,
+    toolResults: readonly ToolResult[],
   ): Promise<ReplyCommitted> {
-    const run = this.#db.transaction((): ReplyCommitted => {
-      this.#claim(id, revision, ", awaiting_reply = 0, lease_holder = NULL, lease_expires = NULL");
-      let seq = this.#nextSeq(id);
-      const epoch = this.#currentEpochNumber(id);
-      const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
-      const appended = [
-        this.#insertMessage(id, seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls }, {
-          usage: reply.usage,
-          providerContent: reply.providerContent,
-        }),
-      ];
-      for (const result of toolResults) {
-        appended.push(this.#insertMessage(id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name }));
+    const tail = this.#tailAt(id, revision);
+    try {
+      const committed = this.#write(`commit a reply of session ${id}`, () =>
+        this.#replyTransaction.immediate(id, revision, reply, toolResults),
+      );
+      const last = committed.appended.at(-1);
+      if (tail !== undefined && last !== undefined) {
+        this.#tails.set(id, { revision: revision + 1, nextSeq: last.seq + 1, epoch: tail.epoch });
       }
-      return { appended };
-    });
-    return this.#write(`commit a reply of session ${id}`, () => run.immediate());
+      return committed;
+    } catch (error) {
+      this.#forget(id);
+      throw error;
+    }
+  }
+
+  #commitReplyRows(id: string, revision: number, reply: ReplyToCommit, toolResults: readonly ToolResult[]): ReplyCommitted {
+    const tail = this.#tailAt(id, revision);
+    this.#claimTurn(id, revision, { awaitingReply: false, settlesEpochDue: false });
+    let seq = tail?.nextSeq ?? this.#nextSeq(id);
+    const epoch = tail === undefined ? this.#currentEpochNumber(id) : (tail.epoch?.number ?? 0);
+    const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
+    const rows = [
+      messageRow(seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls }, {
+        usage: reply.usage,
+        providerContent: reply.providerContent,
+      }),
+    ];
+    for (const result of toolResults) {
+      rows.push(messageRow(seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name }));
+    }
+    return { appended: this.#insertMessages(id, rows) };
   }
 
   async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
@@ -510,7 +709,7 @@ export class SqliteSessionStore implements SessionStore {
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
     const run = this.#db.transaction(() => {
       this.#claim(id, revision, ", epoch_due = 'compaction'");
-      this.#insertMessage(id, this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id));
+      this.#insertMessages(id, [messageRow(this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id))]);
     });
     this.#write(`commit a summary of session ${id}`, () => run.immediate());
   }
