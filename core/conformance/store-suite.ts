@@ -245,6 +245,56 @@ export function describeStoreConformance(
       },
     );
 
+    rule(
+      "readBoundary, where a store has it, reads what session, activeEpoch, pendingPrompts and messages after the seq given read, at every point of a session's life; SessionNotFound for an unknown id",
+      async (store) => {
+        const read = store.readBoundary?.bind(store);
+        if (read === undefined) return; // optional: the runtime reads such a store one call at a time
+        const expectSame = async (id: string, afterSeq: number, when: string) => {
+          const got = await read(id, afterSeq);
+          const epoch = await store.activeEpoch(id);
+          assert.deepEqual(
+            {
+              session: plain(got.session),
+              epoch: got.epoch === undefined ? undefined : plain(got.epoch),
+              pending: got.pending.map((prompt) => plain(prompt)),
+              appended: got.appended.map((message) => plain(message)),
+            },
+            {
+              session: plain(await store.session(id)),
+              epoch: epoch === undefined ? undefined : plain(epoch),
+              pending: (await store.pendingPrompts(id)).map((prompt) => plain(prompt)),
+              appended: (await store.messages(id, afterSeq)).map((message) => plain(message)),
+            },
+            when,
+          );
+        };
+        await create(store, "s1");
+        await create(store, "s2", locationB);
+        await expectSame("s1", 0, "a new session");
+        await addPrompts(store, "s1", "one", "two", "three");
+        await store.addPrompt("s2", "elsewhere");
+        await expectSame("s1", 0, "three prompts pending, in order");
+        await startFirstEpoch(store, "s1");
+        await expectSame("s1", 0, "after the first boundary, all of history");
+        await expectSame("s1", 2, "after the first boundary, history after seq 2");
+        await reply(store, "s1", "answer");
+        await addPrompts(store, "s1", "four");
+        await boundary(store, "s1", {
+          promote: await store.pendingPrompts("s1"),
+          systemUpdate: { text: "b is now 2", snapshot: snapshotTwo },
+          settlesEpochDue: false,
+        });
+        await expectSame("s1", 4, "a reply awaited after a Mid-Conversation System Message");
+        await store.updateSession("s1", { model: "model-2", epochDue: "switch" });
+        await expectSame("s1", 6, "an epoch due, nothing appended since");
+        await expectSame("s2", 0, "the other session");
+        const error = await rejection(() => read("nobody", 0));
+        assert.ok(error instanceof SessionNotFound, String(error));
+        assert.equal((error as SessionNotFound).sessionId, "nobody");
+      },
+    );
+
     rule("a new session has no messages, no pending prompts, no active epoch and no discovered instructions", async (store) => {
       await create(store, "s1");
       assert.deepEqual(await store.messages("s1"), []);

@@ -126,6 +126,48 @@ describe("session runtime: one observation and one read per boundary", () => {
 });
 
 describe("session store: SQLite snapshots", () => {
+  it("a store trusts where history ends only at the revision it last read or wrote: another store's commits in between are read", async () => {
+    const folder = tempFolder("store-tail");
+    const a = new SqliteSessionStore(sessionsFile(folder.path));
+    const b = new SqliteSessionStore(sessionsFile(folder.path));
+    try {
+      const snapshot = (value: number) => SystemContext.parseSnapshot({ "test/a": { value } });
+      await a.createSession({ id: "s", location: folder.path, provider: "p", model: "m" });
+      await a.addPrompt("s", "one");
+      const first = await a.readBoundary("s", 0);
+      const started = await a.commitBoundary("s", first.session.revision, {
+        newEpoch: { baseline: "a is 1", snapshot: snapshot(1), reason: "initial", systemPrompt: null },
+        promote: first.pending,
+        settlesEpochDue: true,
+      });
+      // `a` now holds where history ends at `started.revision`; `b` moves the session past it.
+      await b.commitReply("s", started.revision, { text: "from b" }, []);
+      await b.addPrompt("s", "two");
+      const seen = await b.readBoundary("s", 0);
+      await b.commitBoundary("s", seen.session.revision, {
+        promote: seen.pending,
+        systemUpdate: { text: "a is now 2", snapshot: snapshot(2) },
+        settlesEpochDue: false,
+      });
+
+      const current = (await a.session("s")).revision;
+      const replied = await a.commitReply("s", current, { text: "from a" }, []);
+      expect(replied.appended.map((message) => [message.seq, message.epoch])).to.deep.equal([[5, 1]]);
+      const read = await a.readBoundary("s", 1);
+      expect(read.epoch?.snapshot).to.deep.equal(snapshot(2));
+      expect(read.appended.map((message) => `${message.seq} ${message.role}: ${message.text}`)).to.deep.equal([
+        "2 assistant: from b",
+        "3 user: two",
+        "4 system-update: a is now 2",
+        "5 assistant: from a",
+      ]);
+    } finally {
+      await a.close();
+      await b.close();
+      folder.remove();
+    }
+  });
+
   it("the Context Snapshot a boundary just wrote is returned and read back as written, not parsed again", async () => {
     const folder = tempFolder("store-snapshot");
     const store = new SqliteSessionStore(sessionsFile(folder.path));

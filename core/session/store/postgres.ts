@@ -15,6 +15,7 @@ import { type MessageRow, messageFromRow } from "./message-row.ts";
 import type {
   BoundaryCommit,
   BoundaryCommitted,
+  BoundaryRead,
   EpochReason,
   EpochRecord,
   InFlightLease,
@@ -136,6 +137,31 @@ interface SessionRow {
   lease_holder: string | null;
   /** BIGINT arrives as a string. */
   lease_expires: string | null;
+}
+
+/** A session's row with what a boundary reads beside it (`readBoundary`). */
+interface BoundaryRow extends SessionRow {
+  epoch_number: number | null;
+  epoch_version: number | null;
+  last_seq: number;
+  pending_ids: number[];
+  pending_texts: string[];
+}
+
+/** A session as the runtime sees it, from its row. */
+function sessionFrom(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    location: row.location,
+    provider: row.provider,
+    model: row.model,
+    revision: row.revision,
+    epochDue: row.epoch_due ?? undefined,
+    isAwaitingReply: row.awaiting_reply,
+    ...(row.lease_holder === null || row.lease_expires === null
+      ? {}
+      : { lease: { holder: row.lease_holder, expiresAt: Number(row.lease_expires) } }),
+  };
 }
 
 /** The active epoch as read: its state, and the rest only when it is not the state the store holds. */
@@ -305,18 +331,48 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async session(id: string): Promise<SessionRecord> {
-    const row = await this.#sessionRow(id);
+    return sessionFrom(await this.#sessionRow(id));
+  }
+
+  async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
+    const doing = `reading a boundary of session ${id}`;
+    const query: Query = (sql, values) => this.#query(doing, sql, values);
+    // One statement (one snapshot of the data): the session, its epoch's state, its pending
+    // input and where its history ends agree.
+    const result = await query(
+      `SELECT s.*, e.number AS epoch_number, e.snapshot_version AS epoch_version,
+         (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = $1) AS last_seq,
+         ARRAY(SELECT id FROM pending_prompts WHERE session_id = $1 AND promoted_seq IS NULL ORDER BY id) AS pending_ids,
+         ARRAY(SELECT text FROM pending_prompts WHERE session_id = $1 AND promoted_seq IS NULL ORDER BY id) AS pending_texts
+       FROM sessions s
+       LEFT JOIN LATERAL (SELECT number, snapshot_version FROM epochs WHERE session_id = s.id ORDER BY number DESC LIMIT 1) AS e ON true
+       WHERE s.id = $1`,
+      [id],
+    );
+    const row = result.rows[0] as BoundaryRow | undefined;
+    if (row === undefined) throw new SessionNotFound({ sessionId: id });
+    const held = this.#epochs.get(id);
+    let epoch: EpochRecord | undefined;
+    if (row.epoch_number !== null && row.epoch_version !== null) {
+      const isHeld =
+        held !== undefined && held.state.number === row.epoch_number && held.state.snapshot_version === row.epoch_version;
+      // Read again only when this store does not hold the epoch as it stands.
+      epoch = isHeld ? held.record : (await this.#activeEpoch(id, query)).epoch;
+    }
+    const appended =
+      row.last_seq > afterSeq
+        ? (
+            await query(
+              "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+              [id, afterSeq],
+            )
+          ).rows.map((message) => messageFromRow(id, message))
+        : [];
     return {
-      id: row.id,
-      location: row.location,
-      provider: row.provider,
-      model: row.model,
-      revision: row.revision,
-      epochDue: row.epoch_due ?? undefined,
-      isAwaitingReply: row.awaiting_reply,
-      ...(row.lease_holder === null || row.lease_expires === null
-        ? {}
-        : { lease: { holder: row.lease_holder, expiresAt: Number(row.lease_expires) } }),
+      session: sessionFrom(row),
+      epoch,
+      pending: row.pending_ids.map((prompt, i) => ({ id: prompt, text: row.pending_texts[i] as string })),
+      appended,
     };
   }
 
