@@ -188,11 +188,21 @@ export class Registry {
 
   /** Composes one version (the current one by default) into a System Context for a boundary. */
   async compose(env: SourceEnv, state: RegistryState = this.#state): Promise<SystemContext> {
-    const loaded = state.registrations.map((registration) => registration.load(env));
-    // Sources built once per env load synchronously: no promise per source then.
-    const contexts = loaded.some(isThenable) ? await Promise.all(loaded) : (loaded as SystemContext[]);
-    // The same contexts as the last composition of this version combine to the same System Context.
+    const { registrations } = state;
     const last = this.#lastComposed.get(state);
+    const loaded: Array<SystemContext | Promise<SystemContext>> = new Array(registrations.length);
+    let isPending = false;
+    let isSame = last !== undefined && last.contexts.length === registrations.length;
+    for (let i = 0; i < registrations.length; i++) {
+      const context = (registrations[i] as Registration).load(env);
+      loaded[i] = context;
+      if (isThenable(context)) isPending = true;
+      else if (isSame && last?.contexts[i] !== context) isSame = false;
+    }
+    // Sources built once per env load synchronously: no promise per source then.
+    if (!isPending && isSame && last !== undefined) return last.composed;
+    const contexts = isPending ? await Promise.all(loaded) : (loaded as SystemContext[]);
+    // The same contexts as the last composition of this version combine to the same System Context.
     if (last !== undefined && isSameList(last.contexts, contexts)) return last.composed;
     const composed = combine(contexts);
     this.#lastComposed.set(state, { contexts, composed });

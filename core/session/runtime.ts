@@ -313,7 +313,7 @@ export class SessionRuntime {
         const winner = await this.#settledElsewhere(id, lastSeq);
         if (winner !== undefined) return { kind: "replied", request, reply: winner };
       }
-      const toolResults = await this.#runTools(id, location, calls);
+      const toolResults = calls.length === 0 ? [] : await this.#runTools(id, location, calls);
       for (let revision = prepared.revision; ; ) {
         try {
           const committed = await store.commitReply(id, revision, stored, toolResults);

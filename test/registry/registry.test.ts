@@ -364,3 +364,55 @@ describe("Registry: versions and subscribers", () => {
     expect(registry.state.version).to.equal(0);
   });
 });
+
+describe("Registry: composing a version", () => {
+  it("composes the same System Context while every source loads the same context, and anew when one loads another", async () => {
+    const registry = new Registry();
+    const scope = new Scope();
+    const contexts = ["a/one", "b/two"].map((key) =>
+      SystemContext.make({
+        key,
+        schema: Type.String(),
+        load: () => key,
+        baseline: (value) => `${key} = ${value}`,
+        update: (_previous, value) => `${key} is now ${value}`,
+      }),
+    );
+    let second = contexts[1] as SystemContext.SystemContext;
+    let loads = 0;
+    registry.register(scope, { key: "a/one", origin: "core", load: () => contexts[0] as SystemContext.SystemContext });
+    registry.register(scope, {
+      key: "b/two",
+      origin: "core",
+      load: () => {
+        loads += 1;
+        return second;
+      },
+    });
+    const first = await registry.compose(env);
+    expect(await registry.compose(env), "the same contexts").to.equal(first);
+    expect(loads, "every composition loads every source").to.equal(2);
+    second = SystemContext.make({
+      key: "b/two",
+      schema: Type.String(),
+      load: () => "2",
+      baseline: (value) => `b/two = ${value}`,
+      update: (_previous, value) => `b/two is now ${value}`,
+    });
+    const changed = await registry.compose(env);
+    expect(changed).to.not.equal(first);
+    expect((await SystemContext.initialize(changed)).baseline).to.equal("a/one = a/one\n\nb/two = 2");
+  });
+
+  it("composes sources that load asynchronously, in registration order, with the same result as synchronous ones", async () => {
+    const registry = new Registry();
+    const scope = new Scope();
+    const one = registration("a/one", "core");
+    const two = registration("b/two", "core");
+    registry.register(scope, { ...one, load: async (where) => one.load(where) });
+    registry.register(scope, two);
+    const generation = await SystemContext.initialize(await registry.compose(env));
+    expect(generation.baseline).to.equal("a/one = on\n\nb/two = on");
+    expect(await registry.compose(env), "a promise per load each time, the same contexts").to.equal(await registry.compose(env));
+  });
+});
