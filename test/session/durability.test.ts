@@ -70,10 +70,10 @@ describe("session runtime: durability", () => {
     await host.step(id);
 
     const db = new Database(sessionsFile(folder.path));
-    // The stored snapshot (its entries, one row per key) and the epoch's count of its changes.
+    // The stored snapshot (its entries, one row per key) and its version on the session's head.
     const storedSnapshot = () => ({
       entries: db.prepare("SELECT key, entry FROM snapshot_entries WHERE session_id = ? ORDER BY key").all(id),
-      version: (db.prepare("SELECT snapshot_version FROM epochs WHERE session_id = ?").get(id) as { snapshot_version: number })
+      version: (db.prepare("SELECT snapshot_version FROM sessions WHERE id = ?").get(id) as { snapshot_version: number })
         .snapshot_version,
     });
     try {
@@ -84,7 +84,7 @@ describe("session runtime: durability", () => {
       for (const failing of [
         "CREATE TRIGGER failing BEFORE INSERT ON messages WHEN NEW.role = 'system-update' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
         "CREATE TRIGGER failing BEFORE UPDATE ON snapshot_entries BEGIN SELECT RAISE(ABORT, 'disk full'); END",
-        "CREATE TRIGGER failing BEFORE UPDATE OF snapshot_version ON epochs BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        "CREATE TRIGGER failing BEFORE UPDATE OF snapshot_version ON sessions WHEN NEW.snapshot_version <> OLD.snapshot_version BEGIN SELECT RAISE(ABORT, 'disk full'); END",
       ]) {
         db.exec(failing);
         let failure: unknown;
@@ -315,7 +315,7 @@ describe("session runtime: durability", () => {
           db.prepare("DELETE FROM snapshot_entries WHERE session_id = ?").run(id);
           for (const [key, entry] of rows)
             db.prepare("INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, 1, ?, ?)").run(id, key, entry);
-          db.prepare("UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = ?").run(id);
+          db.prepare("UPDATE sessions SET snapshot_version = snapshot_version + 1 WHERE id = ?").run(id);
         })();
         const before = await host.messages(id);
         const sentBefore = provider.requests.length;

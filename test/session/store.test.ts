@@ -6,6 +6,7 @@ import Database from "better-sqlite3";
 import { expect } from "chai";
 import { migrations, SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
 import { SessionCorrupt } from "../../core/session/store/store.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { tempFolder } from "./fixtures.ts";
 
 /** Opens a store while observing its own better-sqlite3 connection and the SQL scripts it executes. */
@@ -92,6 +93,54 @@ describe("session store: SQLite", () => {
     raw.pragma("user_version = 999");
     raw.close();
     expect(() => new SqliteSessionStore(file)).to.throw(`${file}: schema version 999 is newer than this context-host`);
+  });
+
+  it("puts each session's head (where history ends, its epoch, its snapshot's version) on its row when it upgrades a file, and goes on from there", async () => {
+    const file = sessionsFile(folder.path);
+    // A file as the release before the head on the session's row left it (schema version 6).
+    const raw = new Database(file);
+    for (const script of migrations.slice(0, 6)) raw.exec(script);
+    raw.pragma("user_version = 6");
+    raw.exec(`INSERT INTO sessions (id, location, provider, model, revision) VALUES ('busy', '/', 'p', 'm', 4), ('new', '/', 'p', 'm', 0);
+      INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt, snapshot_version)
+        VALUES ('busy', 1, 'first', 1, 'initial', 'null', 0), ('busy', 2, 'second', 3, 'compaction', 'null', 3);
+      INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES ('busy', 2, 'a/b', '{"value":7}');
+      INSERT INTO messages (session_id, seq, role, text, epoch) VALUES
+        ('busy', 1, 'user', 'one', 1), ('busy', 2, 'assistant', 'ok', 1), ('busy', 3, 'summary', 'so far', 1),
+        ('busy', 4, 'user', 'two', 2), ('busy', 5, 'system-update', 'b is 7', 2);
+      INSERT INTO pending_prompts (session_id, text) VALUES ('busy', 'three');`);
+    raw.close();
+
+    const store = new SqliteSessionStore(file);
+    try {
+      const heads = new Database(file, { readonly: true });
+      expect(heads.prepare("SELECT id, last_seq, epoch, snapshot_version FROM sessions ORDER BY id").all()).to.deep.equal([
+        { id: "busy", last_seq: 5, epoch: 2, snapshot_version: 3 },
+        { id: "new", last_seq: 0, epoch: 0, snapshot_version: 0 },
+      ]);
+      heads.close();
+      const busy = await store.readBoundary("busy", 4);
+      expect(busy.epoch).to.include({ number: 2, baseline: "second", startedSeq: 3 });
+      expect(busy.epoch?.snapshot).to.deep.equal({ "a/b": { value: 7 } });
+      expect(busy.pending.map((prompt) => prompt.text)).to.deep.equal(["three"]);
+      expect(busy.appended.map((message) => message.seq)).to.deep.equal([5]);
+      const committed = await store.commitBoundary("busy", busy.session.revision, {
+        promote: busy.pending,
+        systemUpdate: { text: "b is 8", snapshot: SystemContext.parseSnapshot({ "a/b": { value: 8 } }) },
+        settlesEpochDue: false,
+      });
+      expect(committed.appended.map((message) => [message.seq, message.role, message.epoch])).to.deep.equal([
+        [6, "user", 2],
+        [7, "system-update", 2],
+      ]);
+      const replied = await store.commitReply("busy", committed.revision, { text: "fine" }, []);
+      expect(replied.appended.map((message) => [message.seq, message.epoch])).to.deep.equal([[8, 2]]);
+      expect((await store.activeEpoch("busy"))?.snapshot).to.deep.equal({ "a/b": { value: 8 } });
+      expect(await store.activeEpoch("new")).to.equal(undefined);
+      expect((await store.readBoundary("new", 0)).epoch).to.equal(undefined);
+    } finally {
+      await store.close();
+    }
   });
 
   it("moves each epoch's snapshot text into one row per key when it upgrades a file, and names an epoch whose text was unreadable", async () => {

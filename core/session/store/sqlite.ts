@@ -98,6 +98,19 @@ export const migrations: readonly string[] = [
      ORDER BY e.session_id, e.number, j.id;
    UPDATE epochs SET snapshot_version = -1 WHERE NOT (json_valid(snapshot) AND json_type(snapshot) = 'object');
    ALTER TABLE epochs DROP COLUMN snapshot;`,
+  // The head of each session on its own row (decision 096): where its history ends, its
+  // active epoch's number (0: none yet) and the version of that epoch's snapshot, so a
+  // boundary reads one row and every commit advances the head with its claim of the
+  // revision. From here on epochs.snapshot_version only marks an epoch unreadable since
+  // the upgrade above (-1).
+  `ALTER TABLE sessions ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE sessions ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
+   UPDATE sessions SET
+     last_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.session_id = sessions.id), 0),
+     epoch = COALESCE((SELECT MAX(e.number) FROM epochs e WHERE e.session_id = sessions.id), 0),
+     snapshot_version = COALESCE(
+       (SELECT e.snapshot_version FROM epochs e WHERE e.session_id = sessions.id ORDER BY e.number DESC LIMIT 1), 0);`,
 ];
 
 interface SessionRow {
@@ -127,30 +140,20 @@ interface EpochState {
   snapshot_version: number;
 }
 
-/**
- * Where a session's history ends at a revision, as this store last read or wrote it: the
- * next message's seq and the active epoch's state. Every write that appends a message or
- * changes an epoch advances the revision, so while a commit's claim finds the revision
- * still at `revision`, these hold and need not be read again.
- */
-interface Tail {
-  revision: number;
-  nextSeq: number;
-  epoch: EpochState | undefined;
-}
-
 /** A provider reply as `commitReply` stores it. */
 type ReplyToCommit = { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent };
 
 /** A tool call's result as `commitReply` stores it. */
 type ToolResult = { readonly callId: string; readonly name: string; readonly result: string };
 
-/** What a boundary's transaction wrote: what the runtime is told, and what this store holds after it. */
+/** What a boundary's transaction wrote: what the runtime is told, and the state of the epoch it ends in. */
 interface BoundaryWritten {
   committed: BoundaryCommitted;
   state: EpochState;
-  nextSeq: number;
 }
+
+/** A session's head after a claim advanced it: where its history ends, its epoch and that epoch's snapshot version. */
+type Head = [last_seq: number, epoch: number, snapshot_version: number];
 
 /**
  * A session's row with what a boundary reads beside it (`readBoundary`), as the values
@@ -167,8 +170,8 @@ type BoundaryRow = [
   awaiting_reply: number,
   lease_holder: string | null,
   lease_expires: number | null,
-  epoch_number: number | null,
-  epoch_version: number | null,
+  epoch: number,
+  snapshot_version: number,
   last_seq: number,
   prompt_id: number | null,
   prompt_text: string | null,
@@ -234,8 +237,6 @@ export class SqliteSessionStore implements SessionStore {
    * boundary checks two integers instead of reading and parsing the Baseline and snapshot.
    */
   readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
-  /** Per session, where its history ends at the revision last read or written here. */
-  readonly #tails = new Map<string, Tail>();
   /** The boundary and reply commits as transactions, built once. */
   readonly #boundaryTransaction: Database.Transaction<(id: string, revision: number, commit: BoundaryCommit) => BoundaryWritten>;
   readonly #replyTransaction: Database.Transaction<
@@ -357,15 +358,12 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
-    // One statement, so the session's revision, its epoch's state, its pending input and
-    // where its history ends agree.
+    // One statement over the session's row (its head: revision, epoch state, where history
+    // ends) and its pending input, so they agree.
     const rows = this.#prepareRaw(
       `SELECT s.id, s.location, s.provider, s.model, s.revision, s.epoch_due, s.awaiting_reply, s.lease_holder, s.lease_expires,
-         e.number, e.snapshot_version,
-         (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = s.id),
-         p.id, p.text
+         s.epoch, s.snapshot_version, s.last_seq, p.id, p.text
        FROM sessions s
-       LEFT JOIN epochs e ON e.session_id = s.id AND e.number = (SELECT MAX(number) FROM epochs WHERE session_id = s.id)
        LEFT JOIN pending_prompts p ON p.session_id = s.id AND p.promoted_seq IS NULL
        WHERE s.id = ?
        ORDER BY p.id`,
@@ -373,7 +371,7 @@ export class SqliteSessionStore implements SessionStore {
     const row = rows[0];
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
     const [, location, provider, model, revision, epochDue, awaitingReply, leaseHolder, leaseExpires] = row;
-    const [epochNumber, epochVersion, lastSeq] = row.slice(9) as [number | null, number | null, number];
+    const [epochNumber, epochVersion, lastSeq] = row.slice(9) as [number, number, number];
     const session = sessionFrom({
       id,
       location,
@@ -385,9 +383,7 @@ export class SqliteSessionStore implements SessionStore {
       lease_holder: leaseHolder,
       lease_expires: leaseExpires,
     });
-    const state =
-      epochNumber === null || epochVersion === null ? undefined : { number: epochNumber, snapshot_version: epochVersion };
-    this.#tails.set(id, { revision, nextSeq: lastSeq + 1, epoch: state });
+    const state = epochNumber === 0 ? undefined : { number: epochNumber, snapshot_version: epochVersion };
     const pending: PendingPrompt[] = [];
     for (const [, , , , , , , , , , , , prompt, text] of rows) {
       if (prompt !== null && text !== null) pending.push({ id: prompt, text });
@@ -453,9 +449,10 @@ export class SqliteSessionStore implements SessionStore {
 
   /** The number and snapshot version of the session's active epoch, if it has one. */
   #epochState(id: string): EpochState | undefined {
-    return this.#prepare("SELECT number, snapshot_version FROM epochs WHERE session_id = ? ORDER BY number DESC LIMIT 1").get(
-      id,
-    ) as EpochState | undefined;
+    const row = this.#prepareRaw("SELECT epoch, snapshot_version FROM sessions WHERE id = ?").get(id) as
+      | [epoch: number, snapshot_version: number]
+      | undefined;
+    return row === undefined || row[0] === 0 ? undefined : { number: row[0], snapshot_version: row[1] };
   }
 
   #activeEpoch(id: string): EpochRecord | undefined {
@@ -469,7 +466,10 @@ export class SqliteSessionStore implements SessionStore {
     if (cached !== undefined && isSameState(cached.state, state)) return cached.record;
     const row = this.#prepare(
       "SELECT number, baseline, started_seq, reason, system_prompt, snapshot_version FROM epochs WHERE session_id = ? AND number = ?",
-    ).get(id, state.number) as EpochRow;
+    ).get(id, state.number) as EpochRow | undefined;
+    if (row === undefined) {
+      throw new SessionCorrupt({ sessionId: id, reason: `its active Context Epoch ${state.number} is not stored` });
+    }
     const record: EpochRecord = {
       number: row.number,
       baseline: row.baseline,
@@ -481,7 +481,7 @@ export class SqliteSessionStore implements SessionStore {
         row.system_prompt,
       ),
     };
-    this.#epochs.set(id, { state: { number: row.number, snapshot_version: row.snapshot_version }, record });
+    this.#epochs.set(id, { state, record });
     return record;
   }
 
@@ -510,56 +510,61 @@ export class SqliteSessionStore implements SessionStore {
     for (const key of removed) remove.run(id, epoch, key);
   }
 
-  #nextSeq(id: string): number {
-    const row = this.#prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM messages WHERE session_id = ?").get(id) as {
-      seq: number;
-    };
-    return row.seq + 1;
-  }
-
-  #currentEpochNumber(id: string): number {
-    return this.#epochState(id)?.number ?? 0;
-  }
-
-  /** Advances the revision from `expected` (and sets `set`, with its `params`); throws `RevisionConflict` if another runtime moved it. */
-  #claim(id: string, expected: number, set: string, params: readonly unknown[] = []) {
-    this.#claimed(
-      id,
-      expected,
-      this.#prepare(`UPDATE sessions SET revision = revision + 1${set} WHERE id = ? AND revision = ?`).run(
-        ...params,
-        id,
-        expected,
-      ),
-    );
-  }
-
   /**
-   * Advances the revision from `expected` as a boundary (awaiting its reply, leased to
-   * `lease`) or a reply (awaiting nothing, no lease) leaves it: both commits run this one
-   * statement. Throws `RevisionConflict` if another runtime moved the revision.
+   * Advances the revision from `expected` and the session's head with it: `appended`
+   * messages, a new epoch or an advanced snapshot, and what the turn leaves (a reply
+   * awaited under `lease`, or none). Every commit runs this one statement. Returns the head
+   * after it; `RevisionConflict` if another runtime moved the revision.
    */
-  #claimTurn(id: string, expected: number, turn: { awaitingReply: boolean; lease?: InFlightLease; settlesEpochDue: boolean }) {
-    const result = this.#prepare(
-      `UPDATE sessions SET revision = revision + 1, awaiting_reply = ?, lease_holder = ?, lease_expires = ?,
-         epoch_due = CASE WHEN ? THEN NULL ELSE epoch_due END
-       WHERE id = ? AND revision = ?`,
-    ).run(
-      turn.awaitingReply ? 1 : 0,
+  #claim(
+    id: string,
+    expected: number,
+    turn: {
+      /** A reply awaited (under `lease`), none, or as it was (a summary is written between turns). */
+      readonly awaitingReply: boolean | "kept";
+      readonly lease?: InFlightLease | undefined;
+      readonly epochDue: "settled" | "kept" | "compaction";
+      readonly appended: number;
+      /** A new epoch begins (its snapshot at version 0). */
+      readonly startsEpoch: boolean;
+      /** The snapshot (the new epoch's, if one begins) advances by a Mid-Conversation System Message. */
+      readonly advancesSnapshot: boolean;
+    },
+  ): Head {
+    const keepsTurn = turn.awaitingReply === "kept" ? 1 : 0;
+    const startsEpoch = turn.startsEpoch ? 1 : 0;
+    const head = this.#prepareRaw(
+      // Positional parameters (a value given twice is passed twice): binding by name costs a lookup per parameter.
+      `UPDATE sessions SET revision = revision + 1,
+         awaiting_reply = CASE WHEN ? THEN awaiting_reply ELSE ? END,
+         lease_holder = CASE WHEN ? THEN lease_holder ELSE ? END,
+         lease_expires = CASE WHEN ? THEN lease_expires ELSE ? END,
+         epoch_due = CASE ? WHEN 'settled' THEN NULL WHEN 'compaction' THEN 'compaction' ELSE epoch_due END,
+         last_seq = last_seq + ?,
+         epoch = epoch + ?,
+         snapshot_version = CASE WHEN ? THEN 0 ELSE snapshot_version END + ?
+       WHERE id = ? AND revision = ?
+       RETURNING last_seq, epoch, snapshot_version`,
+    ).get(
+      keepsTurn,
+      turn.awaitingReply === true ? 1 : 0,
+      keepsTurn,
       turn.lease?.holder ?? null,
+      keepsTurn,
       turn.lease?.expiresAt ?? null,
-      turn.settlesEpochDue ? 1 : 0,
+      turn.epochDue,
+      turn.appended,
+      startsEpoch,
+      startsEpoch,
+      turn.advancesSnapshot ? 1 : 0,
       id,
       expected,
-    );
-    this.#claimed(id, expected, result);
-  }
-
-  #claimed(id: string, expected: number, result: Database.RunResult): void {
-    if (result.changes === 0) {
+    ) as Head | undefined;
+    if (head === undefined) {
       this.#sessionRow(id);
       throw new RevisionConflict({ sessionId: id, expected });
     }
+    return head;
   }
 
   /** Appends `rows` to the session's history (one statement, the same for every row and every commit); returns them as stored messages. */
@@ -572,60 +577,47 @@ export class SqliteSessionStore implements SessionStore {
     return rows.map((row) => messageFromRow(id, row));
   }
 
-  /** The tail held for the session if it is at `revision` (then a commit that claims `revision` may trust it). */
-  #tailAt(id: string, revision: number): Tail | undefined {
-    const tail = this.#tails.get(id);
-    return tail !== undefined && tail.revision === revision ? tail : undefined;
-  }
-
-  /** Forgets what is held of a session after a failed write: it may be what the write was built on. */
-  #forget(id: string): void {
-    this.#epochs.delete(id);
-    this.#tails.delete(id);
-  }
-
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     try {
-      const { committed, state, nextSeq } = this.#write(`commit a boundary of session ${id}`, () =>
+      const { committed, state } = this.#write(`commit a boundary of session ${id}`, () =>
         this.#boundaryTransaction.immediate(id, revision, commit),
       );
       // Held only once committed: a rolled-back epoch must never be taken for the stored one.
       this.#epochs.set(id, { state, record: committed.epoch });
-      this.#tails.set(id, { revision: committed.revision, nextSeq, epoch: state });
       return committed;
     } catch (error) {
-      this.#forget(id);
+      // Whatever was held may be what the failed write was built on.
+      this.#epochs.delete(id);
       throw error;
     }
   }
 
   #commitBoundaryRows(id: string, revision: number, commit: BoundaryCommit): BoundaryWritten {
-    const tail = this.#tailAt(id, revision);
-    this.#claimTurn(id, revision, {
+    const { newEpoch, systemUpdate } = commit;
+    const [lastSeq, number, version] = this.#claim(id, revision, {
       awaitingReply: true,
-      ...(commit.lease === undefined ? {} : { lease: commit.lease }),
-      settlesEpochDue: commit.settlesEpochDue,
+      lease: commit.lease,
+      epochDue: commit.settlesEpochDue ? "settled" : "kept",
+      appended: commit.promote.length + (systemUpdate === undefined ? 0 : 1),
+      startsEpoch: newEpoch !== undefined,
+      advancesSnapshot: systemUpdate !== undefined,
     });
-    let seq = tail?.nextSeq ?? this.#nextSeq(id);
-    // The epoch the boundary ends in: a new one (only the old one's number is read), or the
-    // active one as it stands (read only if this store has not read or written it as it is).
-    let active: EpochRecord | undefined;
-    let state: EpochState | undefined;
-    if (commit.newEpoch === undefined) {
-      state = tail === undefined ? this.#epochState(id) : tail.epoch;
-      active = state === undefined ? undefined : this.#epochAt(id, state);
-    } else {
-      const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
-      const number = ((tail === undefined ? this.#epochState(id) : tail.epoch)?.number ?? 0) + 1;
+    let seq = lastSeq - commit.promote.length - (systemUpdate === undefined ? 0 : 1) + 1;
+    // The epoch the boundary ends in: a new one, or the active one as it stood before this
+    // commit (read only if this store does not hold it as it was).
+    let active: EpochRecord;
+    if (newEpoch !== undefined) {
+      const { baseline, snapshot, reason, systemPrompt } = newEpoch;
       this.#prepare(
         "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
       ).run(id, number, baseline, seq, reason, JSON.stringify(systemPrompt));
       this.#writeSnapshot(id, number, snapshot, undefined);
       active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
-      state = { number, snapshot_version: 0 };
+    } else {
+      if (number === 0) throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
+      // The active epoch as it stood before this commit (read only if this store does not hold it as it was).
+      active = this.#epochAt(id, { number, snapshot_version: systemUpdate === undefined ? version : version - 1 });
     }
-    if (active === undefined || state === undefined)
-      throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
     const rows: MessageRow[] = [];
     for (const prompt of commit.promote) {
       const promoted = this.#prepare(
@@ -634,18 +626,13 @@ export class SqliteSessionStore implements SessionStore {
       if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
       rows.push(messageRow(seq++, "user", prompt.text, active.number));
     }
-    if (commit.systemUpdate !== undefined) rows.push(messageRow(seq++, "system-update", commit.systemUpdate.text, active.number));
+    if (systemUpdate !== undefined) rows.push(messageRow(seq++, "system-update", systemUpdate.text, active.number));
     const appended = this.#insertMessages(id, rows);
-    if (commit.systemUpdate !== undefined) {
-      this.#writeSnapshot(id, active.number, commit.systemUpdate.snapshot, active.snapshot);
-      this.#prepare("UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = ? AND number = ?").run(
-        id,
-        active.number,
-      );
-      active = { ...active, snapshot: commit.systemUpdate.snapshot };
-      state = { number: state.number, snapshot_version: state.snapshot_version + 1 };
+    if (systemUpdate !== undefined) {
+      this.#writeSnapshot(id, active.number, systemUpdate.snapshot, active.snapshot);
+      active = { ...active, snapshot: systemUpdate.snapshot };
     }
-    return { committed: { revision: revision + 1, epoch: active, appended }, state, nextSeq: seq };
+    return { committed: { revision: revision + 1, epoch: active, appended }, state: { number, snapshot_version: version } };
   }
 
   async commitReply(
@@ -654,27 +641,20 @@ export class SqliteSessionStore implements SessionStore {
     reply: ReplyToCommit,
     toolResults: readonly ToolResult[],
   ): Promise<ReplyCommitted> {
-    const tail = this.#tailAt(id, revision);
-    try {
-      const committed = this.#write(`commit a reply of session ${id}`, () =>
-        this.#replyTransaction.immediate(id, revision, reply, toolResults),
-      );
-      const last = committed.appended.at(-1);
-      if (tail !== undefined && last !== undefined) {
-        this.#tails.set(id, { revision: revision + 1, nextSeq: last.seq + 1, epoch: tail.epoch });
-      }
-      return committed;
-    } catch (error) {
-      this.#forget(id);
-      throw error;
-    }
+    return this.#write(`commit a reply of session ${id}`, () =>
+      this.#replyTransaction.immediate(id, revision, reply, toolResults),
+    );
   }
 
   #commitReplyRows(id: string, revision: number, reply: ReplyToCommit, toolResults: readonly ToolResult[]): ReplyCommitted {
-    const tail = this.#tailAt(id, revision);
-    this.#claimTurn(id, revision, { awaitingReply: false, settlesEpochDue: false });
-    let seq = tail?.nextSeq ?? this.#nextSeq(id);
-    const epoch = tail === undefined ? this.#currentEpochNumber(id) : (tail.epoch?.number ?? 0);
+    const [lastSeq, epoch] = this.#claim(id, revision, {
+      awaitingReply: false,
+      epochDue: "kept",
+      appended: 1 + toolResults.length,
+      startsEpoch: false,
+      advancesSnapshot: false,
+    });
+    let seq = lastSeq - toolResults.length;
     const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
     const rows = [
       messageRow(seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls }, {
@@ -708,8 +688,14 @@ export class SqliteSessionStore implements SessionStore {
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
     const run = this.#db.transaction(() => {
-      this.#claim(id, revision, ", epoch_due = 'compaction'");
-      this.#insertMessages(id, [messageRow(this.#nextSeq(id), "summary", text, this.#currentEpochNumber(id))]);
+      const [lastSeq, epoch] = this.#claim(id, revision, {
+        awaitingReply: "kept",
+        epochDue: "compaction",
+        appended: 1,
+        startsEpoch: false,
+        advancesSnapshot: false,
+      });
+      this.#insertMessages(id, [messageRow(lastSeq, "summary", text, epoch)]);
     });
     this.#write(`commit a summary of session ${id}`, () => run.immediate());
   }
