@@ -82,6 +82,16 @@ writeFileSync(
   pageModule,
   readFileSync(pageModule, "utf8").replace(/`<!doctype html>[\s\S]*?`/, (html) => html.replace(/\n[ \t]+/g, "\n")),
 );
+// 4c. The stores' SQL, the only multi-line text of their modules, on one line each: SQL reads
+//     white space as one space, and none of it has a `--` comment a joined line would extend.
+for (const relative of ["dist/core/session/store/sqlite.js", "dist/core/session/store/postgres.js"]) {
+  const file = path.join(root, relative);
+  const code = readFileSync(file, "utf8");
+  if (code.includes("--")) throw new Error(`build: ${relative} has "--": its SQL cannot be joined onto one line`);
+  const joined = code.replace(/\n[ \t]*/g, " ");
+  esbuild.transformSync(joined, { loader: "js", format: "esm" }); // throws if it no longer parses
+  writeFileSync(file, joined);
+}
 // 5. Declarations indented with tabs instead of tsc's four spaces (decision 052): the same
 //    text and TSDoc for editors, ~5 KB less of the package's 400 KiB budget.
 for (const file of declarations) {

@@ -246,26 +246,22 @@ export function describeStoreConformance(
     );
 
     rule(
-      "readBoundary, where a store has it, reads what session, activeEpoch, pendingPrompts and messages after the seq given read, at every point of a session's life; SessionNotFound for an unknown id",
+      "readBoundary (optional) reads what session, activeEpoch, pendingPrompts and messages(afterSeq) read; SessionNotFound for an unknown id",
       async (store) => {
         const read = store.readBoundary?.bind(store);
-        if (read === undefined) return; // optional: the runtime reads such a store one call at a time
+        if (read === undefined) return;
         const expectSame = async (id: string, afterSeq: number, when: string) => {
-          const got = await read(id, afterSeq);
-          const epoch = await store.activeEpoch(id);
+          const { session, epoch, pending, appended } = await read(id, afterSeq);
+          // As JSON: a property set to undefined and one left out are the same.
+          const json = (value: object) => JSON.parse(JSON.stringify(value));
           assert.deepEqual(
-            {
-              session: plain(got.session),
-              epoch: got.epoch === undefined ? undefined : plain(got.epoch),
-              pending: got.pending.map((prompt) => plain(prompt)),
-              appended: got.appended.map((message) => plain(message)),
-            },
-            {
-              session: plain(await store.session(id)),
-              epoch: epoch === undefined ? undefined : plain(epoch),
-              pending: (await store.pendingPrompts(id)).map((prompt) => plain(prompt)),
-              appended: (await store.messages(id, afterSeq)).map((message) => plain(message)),
-            },
+            json({ session, epoch, pending, appended }),
+            json({
+              session: await store.session(id),
+              epoch: await store.activeEpoch(id),
+              pending: await store.pendingPrompts(id),
+              appended: await store.messages(id, afterSeq),
+            }),
             when,
           );
         };
@@ -274,10 +270,10 @@ export function describeStoreConformance(
         await expectSame("s1", 0, "a new session");
         await addPrompts(store, "s1", "one", "two", "three");
         await store.addPrompt("s2", "elsewhere");
-        await expectSame("s1", 0, "three prompts pending, in order");
+        await expectSame("s1", 0, "three pending");
         await startFirstEpoch(store, "s1");
-        await expectSame("s1", 0, "after the first boundary, all of history");
-        await expectSame("s1", 2, "after the first boundary, history after seq 2");
+        await expectSame("s1", 0, "first boundary");
+        await expectSame("s1", 2, "after seq 2");
         await reply(store, "s1", "answer");
         await addPrompts(store, "s1", "four");
         await boundary(store, "s1", {
@@ -285,10 +281,10 @@ export function describeStoreConformance(
           systemUpdate: { text: "b is now 2", snapshot: snapshotTwo },
           settlesEpochDue: false,
         });
-        await expectSame("s1", 4, "a reply awaited after a Mid-Conversation System Message");
+        await expectSame("s1", 4, "reply awaited");
         await store.updateSession("s1", { model: "model-2", epochDue: "switch" });
-        await expectSame("s1", 6, "an epoch due, nothing appended since");
-        await expectSame("s2", 0, "the other session");
+        await expectSame("s1", 6, "epoch due");
+        await expectSame("s2", 0, "s2");
         const error = await rejection(() => read("nobody", 0));
         assert.ok(error instanceof SessionNotFound, String(error));
         assert.equal((error as SessionNotFound).sessionId, "nobody");

@@ -199,11 +199,10 @@ export class Registry {
       if (isThenable(context)) isPending = true;
       else if (isSame && last?.contexts[i] !== context) isSame = false;
     }
-    // Sources built once per env load synchronously: no promise per source then.
+    // Sources built once per env load synchronously (no promise per source then), and the same
+    // contexts as the last composition of this version combine to the same System Context.
     if (!isPending && isSame && last !== undefined) return last.composed;
     const contexts = isPending ? await Promise.all(loaded) : (loaded as SystemContext[]);
-    // The same contexts as the last composition of this version combine to the same System Context.
-    if (last !== undefined && isSameList(last.contexts, contexts)) return last.composed;
     const composed = combine(contexts);
     this.#lastComposed.set(state, { contexts, composed });
     return composed;
@@ -215,10 +214,4 @@ export class Registry {
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as { then?: unknown } | null)?.then === "function";
-}
-
-function isSameList<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

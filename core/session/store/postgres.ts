@@ -11,7 +11,7 @@ import type { Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
 import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
-import { type MessageRow, messageFromRow } from "./message-row.ts";
+import { messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
 import type {
   BoundaryCommit,
   BoundaryCommitted,
@@ -126,42 +126,13 @@ export const migrations: readonly string[] = [
    ALTER TABLE epochs DROP COLUMN snapshot;`,
 ];
 
-interface SessionRow {
-  id: string;
-  location: string;
-  provider: string;
-  model: string;
-  revision: number;
-  epoch_due: EpochReason | null;
-  awaiting_reply: boolean;
-  lease_holder: string | null;
-  /** BIGINT arrives as a string. */
-  lease_expires: string | null;
-}
-
 /** A session's row with what a boundary reads beside it (`readBoundary`). */
 interface BoundaryRow extends SessionRow {
   epoch_number: number | null;
   epoch_version: number | null;
   last_seq: number;
-  pending_ids: number[];
-  pending_texts: string[];
-}
-
-/** A session as the runtime sees it, from its row. */
-function sessionFrom(row: SessionRow): SessionRecord {
-  return {
-    id: row.id,
-    location: row.location,
-    provider: row.provider,
-    model: row.model,
-    revision: row.revision,
-    epochDue: row.epoch_due ?? undefined,
-    isAwaitingReply: row.awaiting_reply,
-    ...(row.lease_holder === null || row.lease_expires === null
-      ? {}
-      : { lease: { holder: row.lease_holder, expiresAt: Number(row.lease_expires) } }),
-  };
+  /** The pending prompts, oldest first (JSON, parsed by pg); null when none. */
+  pending: PendingPrompt[] | null;
 }
 
 /** The active epoch as read: its state, and the rest only when it is not the state the store holds. */
@@ -342,8 +313,8 @@ export class PostgresSessionStore implements SessionStore {
     const result = await query(
       `SELECT s.*, e.number AS epoch_number, e.snapshot_version AS epoch_version,
          (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = $1) AS last_seq,
-         ARRAY(SELECT id FROM pending_prompts WHERE session_id = $1 AND promoted_seq IS NULL ORDER BY id) AS pending_ids,
-         ARRAY(SELECT text FROM pending_prompts WHERE session_id = $1 AND promoted_seq IS NULL ORDER BY id) AS pending_texts
+         (SELECT json_agg(json_build_object('id', id, 'text', text) ORDER BY id) FROM pending_prompts
+           WHERE session_id = $1 AND promoted_seq IS NULL) AS pending
        FROM sessions s
        LEFT JOIN LATERAL (SELECT number, snapshot_version FROM epochs WHERE session_id = s.id ORDER BY number DESC LIMIT 1) AS e ON true
        WHERE s.id = $1`,
@@ -359,19 +330,11 @@ export class PostgresSessionStore implements SessionStore {
       // Read again only when this store does not hold the epoch as it stands.
       epoch = isHeld ? held.record : (await this.#activeEpoch(id, query)).epoch;
     }
-    const appended =
-      row.last_seq > afterSeq
-        ? (
-            await query(
-              "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
-              [id, afterSeq],
-            )
-          ).rows.map((message) => messageFromRow(id, message))
-        : [];
+    const appended = row.last_seq > afterSeq ? await this.#messageRows(id, afterSeq, query) : [];
     return {
       session: sessionFrom(row),
       epoch,
-      pending: row.pending_ids.map((prompt, i) => ({ id: prompt, text: row.pending_texts[i] as string })),
+      pending: row.pending ?? [],
       appended,
     };
   }
@@ -413,14 +376,18 @@ export class PostgresSessionStore implements SessionStore {
 
   async messages(id: string, afterSeq = 0): Promise<StoredMessage[]> {
     const doing = `reading the messages of session ${id}`;
-    const result = await this.#query(
-      doing,
+    const messages = await this.#messageRows(id, afterSeq, (sql, values) => this.#query(doing, sql, values));
+    // Rows prove the session exists; none may mean it does not.
+    if (messages.length === 0 && (await this.#query(doing, "SELECT 1 FROM sessions WHERE id = $1", [id])).rows.length === 0)
+      throw new SessionNotFound({ sessionId: id });
+    return messages;
+  }
+
+  async #messageRows(id: string, afterSeq: number, query: Query): Promise<StoredMessage[]> {
+    const result = await query(
       "SELECT seq, role, text, epoch, data, usage, provider_content FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq",
       [id, afterSeq],
     );
-    // Rows prove the session exists; none may mean it does not.
-    if (result.rows.length === 0 && (await this.#query(doing, "SELECT 1 FROM sessions WHERE id = $1", [id])).rows.length === 0)
-      throw new SessionNotFound({ sessionId: id });
     return result.rows.map((row) => messageFromRow(id, row));
   }
 
@@ -522,15 +489,7 @@ export class PostgresSessionStore implements SessionStore {
     data?: object,
     reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
   ): Promise<StoredMessage> {
-    const row: MessageRow = {
-      seq,
-      role,
-      text,
-      epoch,
-      data: data === undefined ? null : JSON.stringify(data),
-      usage: reply?.usage === undefined ? null : JSON.stringify(reply.usage),
-      provider_content: reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
-    };
+    const row = messageRow(seq, role, text, epoch, data, reply);
     await query(
       "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
       [id, seq, role, text, epoch, row.data, row.usage, row.provider_content],

@@ -10,7 +10,7 @@ import type { Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
-import { type MessageRow, messageFromRow } from "./message-row.ts";
+import { type MessageRow, messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
@@ -18,7 +18,6 @@ import {
   type EpochReason,
   type EpochRecord,
   type InFlightLease,
-  type MessageRole,
   type PendingPrompt,
   type ReplyCommitted,
   RevisionConflict,
@@ -113,18 +112,6 @@ export const migrations: readonly string[] = [
        (SELECT e.snapshot_version FROM epochs e WHERE e.session_id = sessions.id ORDER BY e.number DESC LIMIT 1), 0);`,
 ];
 
-interface SessionRow {
-  id: string;
-  location: string;
-  provider: string;
-  model: string;
-  revision: number;
-  epoch_due: EpochReason | null;
-  awaiting_reply: number;
-  lease_holder: string | null;
-  lease_expires: number | null;
-}
-
 interface EpochRow {
   number: number;
   baseline: string;
@@ -186,42 +173,6 @@ function isSameState(a: EpochState, b: EpochState): boolean {
 
 function isSameFile(a: Stats, b: Stats): boolean {
   return a.dev === b.dev && a.ino === b.ino;
-}
-
-/** A session as the runtime sees it, from its row. */
-function sessionFrom(row: SessionRow): SessionRecord {
-  return {
-    id: row.id,
-    location: row.location,
-    provider: row.provider,
-    model: row.model,
-    revision: row.revision,
-    epochDue: row.epoch_due ?? undefined,
-    isAwaitingReply: row.awaiting_reply === 1,
-    ...(row.lease_holder === null || row.lease_expires === null
-      ? {}
-      : { lease: { holder: row.lease_holder, expiresAt: row.lease_expires } }),
-  };
-}
-
-/** A message's row as stored: its data, usage and provider content as JSON. */
-function messageRow(
-  seq: number,
-  role: MessageRole,
-  text: string,
-  epoch: number,
-  data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string },
-  reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
-): MessageRow {
-  return {
-    seq,
-    role,
-    text,
-    epoch,
-    data: data === undefined ? null : JSON.stringify(data),
-    usage: reply?.usage === undefined ? null : JSON.stringify(reply.usage),
-    provider_content: reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
-  };
 }
 
 /** The SQLite file of a data folder. */
@@ -296,20 +247,10 @@ export class SqliteSessionStore implements SessionStore {
   /** Prepared statements by SQL text: a boundary runs the same few statements every time. */
   readonly #statements = new Map<string, Database.Statement>();
 
-  #prepare(sql: string): Database.Statement {
+  #prepare(sql: string, isRaw = false): Database.Statement {
     let statement = this.#statements.get(sql);
     if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
-  }
-
-  /** A prepared statement that gives each row as the values of its columns in order (`raw`). */
-  #prepareRaw(sql: string): Database.Statement {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql).raw(true);
+      statement = isRaw ? this.#db.prepare(sql).raw(true) : this.#db.prepare(sql);
       this.#statements.set(sql, statement);
     }
     return statement;
@@ -360,13 +301,14 @@ export class SqliteSessionStore implements SessionStore {
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
     // One statement over the session's row (its head: revision, epoch state, where history
     // ends) and its pending input, so they agree.
-    const rows = this.#prepareRaw(
+    const rows = this.#prepare(
       `SELECT s.id, s.location, s.provider, s.model, s.revision, s.epoch_due, s.awaiting_reply, s.lease_holder, s.lease_expires,
          s.epoch, s.snapshot_version, s.last_seq, p.id, p.text
        FROM sessions s
        LEFT JOIN pending_prompts p ON p.session_id = s.id AND p.promoted_seq IS NULL
        WHERE s.id = ?
        ORDER BY p.id`,
+      true,
     ).all(id) as BoundaryRow[];
     const row = rows[0];
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
@@ -449,7 +391,7 @@ export class SqliteSessionStore implements SessionStore {
 
   /** The number and snapshot version of the session's active epoch, if it has one. */
   #epochState(id: string): EpochState | undefined {
-    const row = this.#prepareRaw("SELECT epoch, snapshot_version FROM sessions WHERE id = ?").get(id) as
+    const row = this.#prepare("SELECT epoch, snapshot_version FROM sessions WHERE id = ?", true).get(id) as
       | [epoch: number, snapshot_version: number]
       | undefined;
     return row === undefined || row[0] === 0 ? undefined : { number: row[0], snapshot_version: row[1] };
@@ -533,7 +475,7 @@ export class SqliteSessionStore implements SessionStore {
   ): Head {
     const keepsTurn = turn.awaitingReply === "kept" ? 1 : 0;
     const startsEpoch = turn.startsEpoch ? 1 : 0;
-    const head = this.#prepareRaw(
+    const head = this.#prepare(
       // Positional parameters (a value given twice is passed twice): binding by name costs a lookup per parameter.
       `UPDATE sessions SET revision = revision + 1,
          awaiting_reply = CASE WHEN ? THEN awaiting_reply ELSE ? END,
@@ -545,6 +487,7 @@ export class SqliteSessionStore implements SessionStore {
          snapshot_version = CASE WHEN ? THEN 0 ELSE snapshot_version END + ?
        WHERE id = ? AND revision = ?
        RETURNING last_seq, epoch, snapshot_version`,
+      true,
     ).get(
       keepsTurn,
       turn.awaitingReply === true ? 1 : 0,

@@ -102,14 +102,13 @@ export interface BoundaryCommitted {
   readonly appended: readonly StoredMessage[];
 }
 
-/** Everything a Safe Provider-Turn Boundary reads of a session before it plans, read at once. */
+/** What a boundary reads of a session before it plans, read at once. */
 export interface BoundaryRead {
   readonly session: SessionRecord;
-  /** The active Context Epoch at the session's revision; none before the first boundary. */
+  /** The active Context Epoch; none before the first boundary. */
   readonly epoch: EpochRecord | undefined;
-  /** Input admitted and not yet promoted, oldest first. */
   readonly pending: readonly PendingPrompt[];
-  /** The messages after the `afterSeq` asked for, oldest first. */
+  /** The messages after `afterSeq`, oldest first. */
   readonly appended: readonly StoredMessage[];
 }
 
@@ -135,12 +134,7 @@ export interface SessionStore extends DiscoveryLog {
    */
   messages(id: string, afterSeq?: number): Promise<StoredMessage[]>;
   activeEpoch(id: string): Promise<EpochRecord | undefined>;
-  /**
-   * Optional: the session, its active epoch, its pending input and the messages after
-   * `afterSeq` in one read (as `session`, `activeEpoch`, `pendingPrompts` and `messages`
-   * give them); a store without it is read through those four. `SessionNotFound` if the
-   * session does not exist.
-   */
+  /** Optional: what `session`, `activeEpoch`, `pendingPrompts` and `messages(id, afterSeq)` give, in one read. */
   readBoundary?(id: string, afterSeq: number): Promise<BoundaryRead>;
   /**
    * Commits one boundary in one transaction if the session is still at `revision`; else

@@ -1,4 +1,4 @@
-// A host in plain JavaScript: the README's host example with the scripted provider and
+// A host in plain JavaScript: the host example of docs/api.md with the scripted provider and
 // the plugins of ./plugins. Prints what one Safe Provider-Turn Boundary sent and stored.
 // Usage: node host.mjs DATA_DIR
 

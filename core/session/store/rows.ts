@@ -1,6 +1,8 @@
-// Owns reading a stored message back: the row both stores keep (JSON text columns), and
-// its checks, so a message the SQLite and the PostgreSQL store return is the same record
-// and a corrupt row is the same `SessionCorrupt` in either.
+// Owns reading a session's rows back, the same in both stores: its session row as the
+// record the runtime sees (SQLite keeps booleans as 0/1, PostgreSQL's BIGINT arrives as a
+// string), and its messages (JSON text columns) with their checks, so a message the SQLite
+// and the PostgreSQL store return is the same record and a corrupt row is the same
+// `SessionCorrupt` in either.
 
 import Type from "typebox";
 import { Compile } from "typebox/compile";
@@ -13,7 +15,7 @@ import {
   type ToolCall,
   ToolCallSchema,
 } from "../provider.ts";
-import type { MessageRole, StoredMessage } from "./store.ts";
+import type { EpochReason, MessageRole, SessionRecord, StoredMessage } from "./store.ts";
 
 /** A `messages` row as both stores select it. */
 export interface MessageRow {
@@ -79,5 +81,54 @@ export function messageFromRow(id: string, row: MessageRow): StoredMessage {
     ...(name === undefined ? {} : { name }),
     ...(usage === undefined ? {} : { usage }),
     ...(providerContent === undefined ? {} : { providerContent }),
+  };
+}
+
+/** A message's row as stored: its data, usage and provider content as JSON. */
+export function messageRow(
+  seq: number,
+  role: MessageRole,
+  text: string,
+  epoch: number,
+  data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string },
+  reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
+): MessageRow {
+  return {
+    seq,
+    role,
+    text,
+    epoch,
+    data: data === undefined ? null : JSON.stringify(data),
+    usage: reply?.usage === undefined ? null : JSON.stringify(reply.usage),
+    provider_content: reply?.providerContent === undefined ? null : JSON.stringify(reply.providerContent),
+  };
+}
+
+/** A `sessions` row as both stores select it. */
+export interface SessionRow {
+  id: string;
+  location: string;
+  provider: string;
+  model: string;
+  revision: number;
+  epoch_due: EpochReason | null;
+  awaiting_reply: number | boolean;
+  lease_holder: string | null;
+  lease_expires: number | string | null;
+}
+
+/** A session as the runtime sees it, from its row. */
+export function sessionFrom(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    location: row.location,
+    provider: row.provider,
+    model: row.model,
+    revision: row.revision,
+    epochDue: row.epoch_due ?? undefined,
+    isAwaitingReply: row.awaiting_reply === true || row.awaiting_reply === 1,
+    ...(row.lease_holder === null || row.lease_expires === null
+      ? {}
+      : { lease: { holder: row.lease_holder, expiresAt: Number(row.lease_expires) } }),
   };
 }
