@@ -42,6 +42,7 @@ import {
   loneSurrogateAt,
   type SessionLimits,
 } from "./reply-check.ts";
+import { snapshotChange } from "./store/epoch-rows.ts";
 import {
   type BoundaryCommit,
   type EpochReason,
@@ -513,10 +514,11 @@ export class SessionRuntime {
     if (snapshot === undefined) return;
     const previous = commit.newEpoch === undefined ? epoch?.snapshot : undefined;
     const maxBytes = this.#limits.sourceValueBytes;
-    for (const key of Object.keys(snapshot)) {
-      const entry = snapshot[key] as SnapshotEntry;
-      if (previous !== undefined && Object.hasOwn(previous, key) && previous[key] === entry) continue;
-      const encoded = JSON.stringify(entry.value) ?? "";
+    const { keys, entries } = snapshotChange(snapshot, previous);
+    for (const [i, key] of keys.entries()) {
+      // A value's JSON is part of its entry's: a short entry needs no count of its own.
+      if ((entries[i] as string).length * 3 <= maxBytes) continue;
+      const encoded = JSON.stringify((snapshot[key] as SnapshotEntry).value) ?? "";
       if (encoded.length > maxBytes || (encoded.length * 3 > maxBytes && bytesOf(encoded) > maxBytes)) {
         throw new SizeLimitExceeded({
           sessionId: id,

@@ -46,10 +46,26 @@ export function snapshotFromEntries(epoch: EpochRows, entries: Iterable<readonly
  * unchanged entries the new one carries as the same objects): only the changed ones with
  * their JSON, and the keys gone; without a previous one (a new epoch), every entry.
  */
-export function snapshotChange(
-  snapshot: Snapshot,
-  previous: Snapshot | undefined,
-): { keys: string[]; entries: string[]; removed: string[] } {
+export function snapshotChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
+  // The runtime's size check and the store's write ask for the same change: found once.
+  const found = changes.get(snapshot);
+  if (found !== undefined && found.previous === previous) return found.change;
+  const change = findChange(snapshot, previous);
+  changes.set(snapshot, { previous, change });
+  return change;
+}
+
+/** What `snapshotChange` finds: the keys to write with their entries' JSON, and the keys gone. */
+export interface SnapshotChange {
+  readonly keys: readonly string[];
+  readonly entries: readonly string[];
+  readonly removed: readonly string[];
+}
+
+/** The last change found per snapshot, with the snapshot it was found against. */
+const changes = new WeakMap<Snapshot, { previous: Snapshot | undefined; change: SnapshotChange }>();
+
+function findChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
   const keys: string[] = [];
   const entries: string[] = [];
   /** Keys of `snapshot` that `previous` has too: when they are all of its keys, none was removed. */
