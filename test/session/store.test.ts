@@ -95,7 +95,7 @@ describe("session store: SQLite", () => {
     expect(() => new SqliteSessionStore(file)).to.throw(`${file}: schema version 999 is newer than this context-host`);
   });
 
-  it("puts each session's head (where history ends, its epoch, its snapshot's version) on its row when it upgrades a file, and goes on from there", async () => {
+  it("puts each session's head (where history ends, its epoch, its snapshot's version) on its row and keeps messages by their key when it upgrades a file, and goes on from there", async () => {
     const file = sessionsFile(folder.path);
     // A file as the release before the head on the session's row left it (schema version 6).
     const raw = new Database(file);
@@ -117,6 +117,17 @@ describe("session store: SQLite", () => {
       expect(heads.prepare("SELECT id, last_seq, epoch, snapshot_version FROM sessions ORDER BY id").all()).to.deep.equal([
         { id: "busy", last_seq: 5, epoch: 2, snapshot_version: 3 },
         { id: "new", last_seq: 0, epoch: 0, snapshot_version: 0 },
+      ]);
+      expect(
+        (heads.prepare("SELECT sql FROM sqlite_schema WHERE name = 'messages'").get() as { sql: string }).sql,
+        "messages kept by their key",
+      ).to.match(/WITHOUT ROWID$/);
+      expect(heads.prepare("SELECT seq, role, text FROM messages WHERE session_id = 'busy' ORDER BY seq").all()).to.deep.equal([
+        { seq: 1, role: "user", text: "one" },
+        { seq: 2, role: "assistant", text: "ok" },
+        { seq: 3, role: "summary", text: "so far" },
+        { seq: 4, role: "user", text: "two" },
+        { seq: 5, role: "system-update", text: "b is 7" },
       ]);
       heads.close();
       const busy = await store.readBoundary("busy", 4);

@@ -110,6 +110,23 @@ export const migrations: readonly string[] = [
      epoch = COALESCE((SELECT MAX(e.number) FROM epochs e WHERE e.session_id = sessions.id), 0),
      snapshot_version = COALESCE(
        (SELECT e.snapshot_version FROM epochs e WHERE e.session_id = sessions.id ORDER BY e.number DESC LIMIT 1), 0);`,
+  // Messages kept in the order of their key (decision 096): one b-tree instead of a table and
+  // its key's index, so appending a message writes one page less and history is read in order.
+  `CREATE TABLE messages_by_key (
+     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+     seq INTEGER NOT NULL,
+     role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system-update', 'summary')),
+     text TEXT NOT NULL,
+     epoch INTEGER NOT NULL,
+     data TEXT,
+     usage TEXT,
+     provider_content TEXT,
+     PRIMARY KEY (session_id, seq)
+   ) STRICT, WITHOUT ROWID;
+   INSERT INTO messages_by_key (session_id, seq, role, text, epoch, data, usage, provider_content)
+     SELECT session_id, seq, role, text, epoch, data, usage, provider_content FROM messages;
+   DROP TABLE messages;
+   ALTER TABLE messages_by_key RENAME TO messages;`,
 ];
 
 interface EpochRow {
