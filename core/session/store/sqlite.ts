@@ -8,7 +8,6 @@ import Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
 import type { Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
-import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { type MessageRow, messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
 import {
@@ -144,11 +143,9 @@ interface EpochState {
   snapshot_version: number;
 }
 
-/** A provider reply as `commitReply` stores it. */
-type ReplyToCommit = { text: string; toolCalls?: readonly ToolCall[]; usage?: TokenUsage; providerContent?: ProviderContent };
-
-/** A tool call's result as `commitReply` stores it. */
-type ToolResult = { readonly callId: string; readonly name: string; readonly result: string };
+/** A provider reply and its tool calls' results as `commitReply` stores them. */
+type ReplyToCommit = Parameters<SessionStore["commitReply"]>[2];
+type ToolResult = Parameters<SessionStore["commitReply"]>[3][number];
 
 /** What a boundary's transaction wrote: what the runtime is told, and the state of the epoch it ends in. */
 interface BoundaryWritten {
