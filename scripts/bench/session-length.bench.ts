@@ -74,6 +74,8 @@ function writeHistory(file: string, id: string, count: number): void {
     const insert = db.prepare("INSERT INTO messages (session_id, seq, role, text, epoch, data) VALUES (?, ?, ?, ?, 1, NULL)");
     db.transaction(() => {
       for (let i = 1; i <= count; i++) insert.run(id, seq + i, i % 2 === 1 ? "user" : "assistant", sentence(3, 30));
+      // As a store would: the session's head (where its history ends) and its revision advance with the messages.
+      db.prepare("UPDATE sessions SET last_seq = ?, revision = revision + 1 WHERE id = ?").run(seq + count, id);
     })();
   } finally {
     db.close();

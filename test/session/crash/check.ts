@@ -57,6 +57,12 @@ export async function checkDatabase(database: CrashDatabase, memory: BaselineMem
       const messages = await rows.messages(session.id);
       const epochs = await rows.epochs(session.id);
       const prompts = await rows.prompts(session.id);
+      // The one read of a boundary (SQLite: from the session's head) agrees with the rows.
+      const read = await store.readBoundary?.(session.id, 0).catch(() => undefined);
+      if (read !== undefined && read.appended.length !== messages.length)
+        problems.push(`one read gives ${read.appended.length} messages where the rows hold ${messages.length}`);
+      if (read !== undefined && (read.epoch?.number ?? 0) !== (epochs.at(-1)?.number ?? 0))
+        problems.push(`one read gives epoch ${read.epoch?.number} where the rows end at ${epochs.at(-1)?.number}`);
       checkMessages(messages, session, problems);
       checkEpochs(session.id, messages, epochs, memory, problems);
       checkPrompts(messages, prompts, problems);
