@@ -126,7 +126,7 @@ describe("session runtime: one observation and one read per boundary", () => {
 });
 
 describe("session store: SQLite snapshots", () => {
-  it("a store trusts where history ends only at the revision it last read or wrote: another store's commits in between are read", async () => {
+  it("a commit numbers its messages from the session's head as it stands: another store's commits in between are counted and read", async () => {
     const folder = tempFolder("store-tail");
     const a = new SqliteSessionStore(sessionsFile(folder.path));
     const b = new SqliteSessionStore(sessionsFile(folder.path));
@@ -140,7 +140,7 @@ describe("session store: SQLite snapshots", () => {
         promote: first.pending,
         settlesEpochDue: true,
       });
-      // `a` now holds where history ends at `started.revision`; `b` moves the session past it.
+      // `b` moves the session past what `a` last read and wrote.
       await b.commitReply("s", started.revision, { text: "from b" }, []);
       await b.addPrompt("s", "two");
       const seen = await b.readBoundary("s", 0);
