@@ -167,8 +167,9 @@ class PerKeyQueue {
   readonly #tails = new Map<string, Promise<unknown>>();
 
   run<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key) ?? Promise.resolve();
-    const result = previous.then(work, work);
+    const previous = this.#tails.get(key);
+    // Nothing queued for the key: the work starts now, not a turn later.
+    const result = previous === undefined ? work() : previous.then(work, work);
     const tail = result.catch(() => {});
     this.#tails.set(key, tail);
     void tail.then(() => {

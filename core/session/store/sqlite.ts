@@ -244,13 +244,17 @@ export class SqliteSessionStore implements SessionStore {
     if (!isSameFile(now, this.#opened)) throw new StoreFileChanged({ file: this.file, reason: "was replaced by another file" });
   }
 
-  /** Runs one write: the file is still the one opened, and SQLite's errors name the file. */
-  #write<T>(operation: string, work: () => T): T {
+  /**
+   * Runs one write: the file is still the one opened, and SQLite's errors name the file and
+   * the operation (`${doing} session ${id}`, put together only for an error).
+   */
+  #write<T>(doing: string, id: string, work: () => T): T {
     this.#checkFile();
     try {
       return work();
     } catch (error) {
       if (error instanceof ContextHostError) throw error;
+      const operation = `${doing} session ${id}`;
       if ((error as { code?: unknown }).code === "SQLITE_BUSY") {
         throw new StoreBusy({ file: this.file, waitedMs: busyWaitMs, operation });
       }
@@ -290,7 +294,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
-    this.#write(`create session ${session.id}`, () =>
+    this.#write("create", session.id, () =>
       this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(
         session,
       ),
@@ -368,11 +372,11 @@ export class SqliteSessionStore implements SessionStore {
         id,
       );
     });
-    this.#write(`update session ${id}`, () => update.immediate());
+    this.#write("update", id, () => update.immediate());
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    this.#write(`add a prompt to session ${id}`, () => {
+    this.#write("add a prompt to", id, () => {
       this.#sessionRow(id);
       this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
     });
@@ -536,7 +540,7 @@ export class SqliteSessionStore implements SessionStore {
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     try {
-      const { committed, state } = this.#write(`commit a boundary of session ${id}`, () =>
+      const { committed, state } = this.#write("commit a boundary of", id, () =>
         this.#boundaryTransaction.immediate(id, revision, commit),
       );
       // Held only once committed: a rolled-back epoch must never be taken for the stored one.
@@ -598,9 +602,7 @@ export class SqliteSessionStore implements SessionStore {
     reply: ReplyToCommit,
     toolResults: readonly ToolResult[],
   ): Promise<ReplyCommitted> {
-    return this.#write(`commit a reply of session ${id}`, () =>
-      this.#replyTransaction.immediate(id, revision, reply, toolResults),
-    );
+    return this.#write("commit a reply of", id, () => this.#replyTransaction.immediate(id, revision, reply, toolResults));
   }
 
   #commitReplyRows(id: string, revision: number, reply: ReplyToCommit, toolResults: readonly ToolResult[]): ReplyCommitted {
@@ -626,7 +628,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
-    const result = this.#write(`claim the lease of session ${id}`, () =>
+    const result = this.#write("claim the lease of", id, () =>
       this.#prepare(
         `UPDATE sessions SET lease_holder = ?, lease_expires = ?
        WHERE id = ? AND awaiting_reply = 1 AND (lease_holder IS NULL OR lease_holder = ? OR lease_expires <= ?)`,
@@ -654,7 +656,7 @@ export class SqliteSessionStore implements SessionStore {
       });
       this.#insertMessages(id, [messageRow(lastSeq, "summary", text, epoch)]);
     });
-    this.#write(`commit a summary of session ${id}`, () => run.immediate());
+    this.#write("commit a summary of", id, () => run.immediate());
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {
