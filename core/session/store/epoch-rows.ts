@@ -47,11 +47,11 @@ export function snapshotFromEntries(epoch: EpochRows, entries: Iterable<readonly
  * their JSON, and the keys gone; without a previous one (a new epoch), every entry.
  */
 export function snapshotChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
-  // The runtime's size check and the store's write ask for the same change: found once.
-  const found = changes.get(snapshot);
-  if (found !== undefined && found.previous === previous) return found.change;
+  // The runtime's size check and the store's write ask for the same change in turn: found
+  // once. One change is kept, so no snapshot keeps its predecessors alive.
+  if (last !== undefined && last.snapshot === snapshot && last.previous === previous) return last.change;
   const change = findChange(snapshot, previous);
-  changes.set(snapshot, { previous, change });
+  last = { snapshot, previous, change };
   return change;
 }
 
@@ -62,8 +62,8 @@ export interface SnapshotChange {
   readonly removed: readonly string[];
 }
 
-/** The last change found per snapshot, with the snapshot it was found against. */
-const changes = new WeakMap<Snapshot, { previous: Snapshot | undefined; change: SnapshotChange }>();
+/** The change found last, with the snapshots it was found between. */
+let last: { snapshot: Snapshot; previous: Snapshot | undefined; change: SnapshotChange } | undefined;
 
 function findChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
   const keys: string[] = [];
