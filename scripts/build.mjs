@@ -4,7 +4,8 @@
 //
 // 1. tsconfig.build.json: core/ and the command line as ESM JavaScript with source maps,
 //    comments left out (they would double the JavaScript).
-// 2. tsconfig.types.json: declarations of core/, with their TSDoc.
+// 2. tsconfig.types.json: declarations of core/, with their TSDoc; exports marked
+//    `@internal` left out (decision 097).
 // 3. Leaves out what no entry point reaches: declarations no entry's declarations import
 //    (internal modules' types), and JavaScript no entry or `bin` imports (modules that
 //    hold only types compile to empty files). The package holds what its API reaches.

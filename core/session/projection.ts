@@ -10,11 +10,10 @@ export function projectHistory(messages: readonly StoredMessage[], epoch: EpochR
   // A summary takes effect with the epoch it opened. One written in the active epoch
   // (its compaction still due, e.g. blocked by unavailable context) is not projected yet:
   // the epoch goes on with the history its snapshot was admitted against.
-  const isEffective = (message: StoredMessage) => message.role !== "summary" || message.seq < epoch.startedSeq;
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i] as StoredMessage;
-    if (message.role === "summary" && isEffective(message)) {
+    if (message.role === "summary" && message.seq < epoch.startedSeq) {
       start = i;
       break;
     }
@@ -52,7 +51,11 @@ export function projectMessage(message: StoredMessage, epoch: EpochRecord): Requ
   }
 }
 
-/** The request of a boundary from already projected history (see `buildRequest`). */
+/**
+ * The request of a boundary from its projected history: host system prompt, then the
+ * Baseline, then the messages. The prompt the epoch began with is kept for the whole epoch
+ * (it is part of the cache prefix); `hostSystemPrompt` is used only for epochs that did not record one.
+ */
 export function requestOf(
   session: { id?: string; provider: string; model: string },
   hostSystemPrompt: string | undefined,
@@ -68,18 +71,4 @@ export function requestOf(
     ...(session.id === undefined ? {} : { sessionId: session.id }),
     epoch: { number: epoch.number, reason: epoch.reason },
   };
-}
-
-/**
- * The request of a boundary: host system prompt, then the Baseline, then projected history.
- * The prompt the epoch began with is kept for the whole epoch (it is part of the cache
- * prefix); `systemPrompt` is used only for epochs that did not record one.
- */
-export function buildRequest(
-  session: { id?: string; provider: string; model: string },
-  hostSystemPrompt: string | undefined,
-  epoch: EpochRecord,
-  messages: readonly StoredMessage[],
-): ProviderRequest {
-  return requestOf(session, hostSystemPrompt, epoch, projectHistory(messages, epoch));
 }

@@ -20,30 +20,31 @@ export interface SessionLimits {
   readonly sourceValueBytes?: number;
 }
 
+/** @internal */
 export const defaultLimits: Required<SessionLimits> = {
   promptBytes: 1 << 20,
   toolResultBytes: 1 << 20,
   sourceValueBytes: 1 << 20,
 };
 
-/** The index of the first lone surrogate of `text`, or -1 when it is well-formed. */
+/** @internal The index of the first lone surrogate of `text`, or -1 when it is well-formed. */
 export function loneSurrogateAt(text: string): number {
   // With the `u` flag a surrogate pair is one code point: only a lone surrogate matches.
   return text.search(/[\uD800-\uDFFF]/u);
 }
 
-/** Throws `TextNotWellFormed` for text with a lone surrogate. */
+/** @internal Throws `TextNotWellFormed` for text with a lone surrogate. */
 export function checkWellFormed(text: string, sessionId: string, what: string): void {
   const index = loneSurrogateAt(text);
   if (index >= 0) throw new TextNotWellFormed({ sessionId, what, index });
 }
 
-/** UTF-8 bytes of `text`. */
+/** @internal UTF-8 bytes of `text`. */
 export function bytesOf(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
-/** Throws `SizeLimitExceeded` when `text` is over `maxBytes`. */
+/** @internal Throws `SizeLimitExceeded` when `text` is over `maxBytes`. */
 export function checkSize(
   text: string,
   maxBytes: number,
@@ -55,22 +56,31 @@ export function checkSize(
   if (bytes > maxBytes) throw new SizeLimitExceeded({ ...details, bytes, maxBytes });
 }
 
+/** Whose reply is checked: named by every `ProviderReplyInvalid`. */
+type ReplyContext = { sessionId: string; provider: string };
+
+// Module functions, not closures per reply: a step creates no function of its own here.
+function invalid(context: ReplyContext, field: string, reason: string): ProviderReplyInvalid {
+  return new ProviderReplyInvalid({ ...context, field, reason });
+}
+
+function checkReplyText(context: ReplyContext, field: string, value: string): void {
+  const index = loneSurrogateAt(value);
+  if (index >= 0) throw invalid(context, field, `not well-formed text (a lone surrogate at index ${index})`);
+}
+
 /**
+ * @internal
  * Checks a provider reply against the port and returns what is stored of it (text and
  * tool calls, inputs as owned plain JSON). Throws `ProviderReplyInvalid` naming the field.
  */
 export function checkReply(reply: unknown, context: { sessionId: string; provider: string }): ProviderReply {
-  const invalid = (field: string, reason: string) => new ProviderReplyInvalid({ ...context, field, reason });
   if (!replyValidator.Check(reply)) {
     const first = replyValidator.Errors(reply)[0];
-    throw invalid(first?.instancePath ?? "/", first?.message ?? "not a reply { text, toolCalls? }");
+    throw invalid(context, first?.instancePath ?? "/", first?.message ?? "not a reply { text, toolCalls? }");
   }
   const checked = reply as ProviderReply;
-  const text = (field: string, value: string) => {
-    const index = loneSurrogateAt(value);
-    if (index >= 0) throw invalid(field, `not well-formed text (a lone surrogate at index ${index})`);
-  };
-  text("/text", checked.text);
+  checkReplyText(context, "/text", checked.text);
   const kept: { -readonly [K in keyof ProviderReply]: ProviderReply[K] } = { text: checked.text };
   if (checked.usage !== undefined) {
     const { input, cacheRead, cacheWrite, cacheWrite1h, output } = checked.usage;
@@ -82,7 +92,7 @@ export function checkReply(reply: unknown, context: { sessionId: string; provide
       kept.providerContent = { provider, model, blocks: toPlainJson(blocks) as unknown[] };
     } catch (error) {
       if (error instanceof ValueNotPlainJson)
-        throw invalid(`/providerContent/blocks${error.path}`, `${error.reason}, not plain JSON`);
+        throw invalid(context, `/providerContent/blocks${error.path}`, `${error.reason}, not plain JSON`);
       throw error;
     }
   }
@@ -90,17 +100,17 @@ export function checkReply(reply: unknown, context: { sessionId: string; provide
   if (checked.toolCalls === undefined) return kept;
   const ids = new Set<string>();
   const toolCalls: ToolCall[] = checked.toolCalls.map((call, i) => {
-    text(`/toolCalls/${i}/id`, call.id);
-    text(`/toolCalls/${i}/name`, call.name);
-    if (call.id === "") throw invalid(`/toolCalls/${i}/id`, "is empty; a tool result must name its call");
-    if (ids.has(call.id)) throw invalid(`/toolCalls/${i}/id`, `repeats the call id ${JSON.stringify(call.id)}`);
+    checkReplyText(context, `/toolCalls/${i}/id`, call.id);
+    checkReplyText(context, `/toolCalls/${i}/name`, call.name);
+    if (call.id === "") throw invalid(context, `/toolCalls/${i}/id`, "is empty; a tool result must name its call");
+    if (ids.has(call.id)) throw invalid(context, `/toolCalls/${i}/id`, `repeats the call id ${JSON.stringify(call.id)}`);
     ids.add(call.id);
     if (call.input === undefined) return { id: call.id, name: call.name, input: undefined };
     try {
       return { id: call.id, name: call.name, input: toPlainJson(call.input) };
     } catch (error) {
       if (error instanceof ValueNotPlainJson)
-        throw invalid(`/toolCalls/${i}/input${error.path}`, `${error.reason}, not plain JSON`);
+        throw invalid(context, `/toolCalls/${i}/input${error.path}`, `${error.reason}, not plain JSON`);
       throw error;
     }
   });

@@ -182,6 +182,14 @@ class PerKeyQueue {
 /** Rounds of re-planning after another runtime committed first. */
 const maxReplans = 8;
 
+/** A boundary's commit that starts a new epoch from `generation`. */
+function startEpoch(generation: Generation, reason: EpochReason, systemPrompt: string | null, pending: readonly PendingPrompt[]) {
+  return {
+    kind: "commit" as const,
+    commit: { newEpoch: { ...generation, reason, systemPrompt }, promote: pending, settlesEpochDue: true },
+  };
+}
+
 function isIdle(last: StoredMessage | undefined, pending: readonly PendingPrompt[]): boolean {
   if (pending.length > 0) return false;
   return last === undefined || last.role !== "tool";
@@ -297,7 +305,7 @@ export class SessionRuntime {
     if (prepared.kind !== "ready") return prepared;
     const { request, location, lastSeq, history } = prepared;
     const { store } = this.#options;
-    const renewal = this.#renewLease(id);
+    this.#renewLease(id);
     try {
       let reply: ProviderReply;
       let stored: ProviderReply;
@@ -331,7 +339,7 @@ export class SessionRuntime {
         }
       }
     } finally {
-      renewal.stop();
+      this.#leased.delete(id);
     }
   }
 
@@ -356,7 +364,8 @@ export class SessionRuntime {
   readonly #leased = new Set<string>();
   #leaseTicker: ReturnType<typeof setInterval> | undefined;
 
-  #renewLease(id: string): { stop(): void } {
+  /** Keeps the lease of `id` renewed until `#leased` no longer has it (the step's end). */
+  #renewLease(id: string): void {
     this.#leased.add(id);
     if (this.#leaseTicker === undefined) {
       const leaseMs = this.#leaseMs;
@@ -377,7 +386,6 @@ export class SessionRuntime {
       );
       this.#leaseTicker.unref();
     }
-    return { stop: () => this.#leased.delete(id) };
   }
 
   get #leaseMs(): number {
@@ -461,13 +469,9 @@ export class SessionRuntime {
     pending: readonly PendingPrompt[],
   ): Promise<{ kind: "commit"; commit: BoundaryCommit } | { kind: "blocked"; keys: readonly string[] }> {
     const systemPrompt = this.#options.systemPrompt ?? null;
-    const startEpoch = (generation: Generation, reason: EpochReason) => ({
-      kind: "commit" as const,
-      commit: { newEpoch: { ...generation, reason, systemPrompt }, promote: pending, settlesEpochDue: true },
-    });
     if (epoch === undefined) {
       try {
-        return startEpoch(await initialize(context), "initial");
+        return startEpoch(await initialize(context), "initial", systemPrompt, pending);
       } catch (error) {
         if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
         throw error;
@@ -480,7 +484,7 @@ export class SessionRuntime {
     let next: Awaited<ReturnType<typeof reconcile>>;
     if (due !== undefined) {
       const decided = await replaceOrReconcile(context, epoch.snapshot);
-      if (decided.kind === "replaced") return startEpoch(decided.generation, due);
+      if (decided.kind === "replaced") return startEpoch(decided.generation, due, systemPrompt, pending);
       // Blocked by unavailable admitted context: the epoch continues.
       next = decided.reconciled;
     } else {
@@ -496,7 +500,7 @@ export class SessionRuntime {
           commit: { promote: pending, systemUpdate: { text: next.text, snapshot: next.snapshot }, settlesEpochDue: false },
         };
       case "replaced":
-        return startEpoch(next.generation, due ?? "replacement");
+        return startEpoch(next.generation, due ?? "replacement", systemPrompt, pending);
     }
   }
 

@@ -6,6 +6,7 @@
 //   replace    — a fresh generation, unless admitted context is unavailable;
 //   replaceOrReconcile — replace, or while that is blocked reconcile, from one observation.
 
+import { recordChange } from "./change.ts";
 import { InitializationBlocked, type RenderFailed } from "./errors.ts";
 import type { Key } from "./key.ts";
 import { checkedSnapshot, type Snapshot, type SnapshotEntry, trust } from "./snapshot.ts";
@@ -135,7 +136,10 @@ type Decision =
  * cannot be carried forward (a stored value that no longer decodes, or an admitted
  * source gone without removal text): reconciliation escalates to replacement.
  */
-function plan(observed: readonly Observed[], snapshot: Snapshot): { decisions: Decision[]; removals: string[] } | undefined {
+function plan(
+  observed: readonly Observed[],
+  snapshot: Snapshot,
+): { decisions: Decision[]; removals: string[]; removedKeys: Key[] } | undefined {
   const decisions: Decision[] = [];
   const present = new Set<Key>();
   for (const { source, observation } of observed) {
@@ -161,13 +165,15 @@ function plan(observed: readonly Observed[], snapshot: Snapshot): { decisions: D
     }
   }
   const removals: string[] = [];
+  const removedKeys: Key[] = [];
   for (const key of Object.keys(snapshot).sort()) {
     if (present.has(key)) continue;
     const removed = (snapshot[key] as SnapshotEntry).removed;
     if (removed === undefined) return undefined;
     removals.push(removed);
+    removedKeys.push(key);
   }
-  return { decisions, removals };
+  return { decisions, removals, removedKeys };
 }
 
 /**
@@ -212,6 +218,8 @@ function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): R
 
   const texts: string[] = [];
   const next: Record<Key, SnapshotEntry> = {};
+  /** Keys whose entry is new (introduced or updated); every other kept entry is the very object of `snapshot`. */
+  const written: Key[] = [];
   planned.decisions.forEach((decision, i) => {
     const source = (observed[i] as Observed).source;
     switch (decision.kind) {
@@ -225,6 +233,7 @@ function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): R
         if (admitted === undefined) return;
         texts.push(admitted.text);
         next[source.key] = admitted.entry;
+        written.push(source.key);
         return;
       }
       case "update": {
@@ -235,11 +244,14 @@ function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): R
         }
         texts.push(admitted.text);
         next[source.key] = admitted.entry;
+        written.push(source.key);
         return;
       }
     }
   });
   texts.push(...planned.removals);
   if (texts.length === 0) return { kind: "unchanged" };
-  return { kind: "updated", text: texts.join(separator), snapshot: trust(next) };
+  const updated = trust(next);
+  recordChange(updated, snapshot, { written, removed: planned.removedKeys });
+  return { kind: "updated", text: texts.join(separator), snapshot: updated };
 }

@@ -3,6 +3,7 @@
 // stored system prompt. Each store only runs its own SQL.
 
 import { messageOf } from "../../base/errors.ts";
+import { reconciledChange } from "../../system-context/change.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt } from "../errors.ts";
 
@@ -44,7 +45,8 @@ export function snapshotFromEntries(epoch: EpochRows, entries: Iterable<readonly
 /**
  * The entries of `snapshot` to write against the snapshot it replaces (`previous`, whose
  * unchanged entries the new one carries as the same objects): only the changed ones with
- * their JSON, and the keys gone; without a previous one (a new epoch), every entry.
+ * their JSON, and the keys gone; without a previous one (a new epoch), every entry. A
+ * snapshot `reconcile` made from `previous` comes with its change; any other is compared entry by entry.
  */
 export function snapshotChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
   // The runtime's size check and the store's write ask for the same change in turn: found
@@ -66,6 +68,15 @@ export interface SnapshotChange {
 let last: { snapshot: Snapshot; previous: Snapshot | undefined; change: SnapshotChange } | undefined;
 
 function findChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
+  // Reconciled from `previous`: the System Context knows what it wrote and removed.
+  const reconciled = previous === undefined ? undefined : reconciledChange(snapshot, previous);
+  if (reconciled !== undefined) {
+    return {
+      keys: reconciled.written,
+      entries: reconciled.written.map((key) => JSON.stringify(snapshot[key])),
+      removed: reconciled.removed,
+    };
+  }
   const keys: string[] = [];
   const entries: string[] = [];
   /** Keys of `snapshot` that `previous` has too: when they are all of its keys, none was removed. */
