@@ -7,6 +7,7 @@
 // message committed without its snapshot advance (or the reverse) breaks that equality.
 
 import { createHash } from "node:crypto";
+import path from "node:path";
 import { canonicalJson, type Json } from "../../../core/system-context/index.ts";
 import { seededRandom } from "../../../scripts/bench/measure.ts";
 
@@ -64,7 +65,12 @@ export function parseParts(text: string): Part[] {
   });
 }
 
-/** Lines the worker prints on stdout, one per event; the harness reads the last ones after the kill. */
+/** The file a worker writes its events to, one line each; the harness reads it after the kill. */
+export function eventsFile(dataDir: string, tag: string): string {
+  return path.join(dataDir, `events-${tag}.log`);
+}
+
+/** The worker's event lines (READY also on stdout); the harness reads the last ones after the kill. */
 export const marks = {
   ready: "READY",
   prompt: "P",

@@ -6,13 +6,13 @@
 // printed; databases with violations are kept and named.
 
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { programArgs } from "../../support/compiled.ts";
 import { type BaselineMemory, checkDatabase, type WorkerReport } from "./check.ts";
 import type { CrashDatabase } from "./databases.ts";
-import { marks, random } from "./protocol.ts";
+import { eventsFile, marks, random } from "./protocol.ts";
 
 const root = path.resolve(import.meta.dirname, "../../..");
 
@@ -51,8 +51,16 @@ function runWorker(dataDir: string, database: CrashDatabase, seed: number, tag: 
         reject(new Error(`worker ${tag} stopped on its own (code ${code}, signal ${signal}):\n${stderr.slice(-2000)}`));
         return;
       }
-      // A line cut short by the kill is not a report of anything.
-      const lines = stdout.split("\n").slice(0, -1);
+      // Every event the worker wrote before the kill (stdout only carries READY). A line cut
+      // short by the kill is not a report of anything.
+      let log: string;
+      try {
+        log = readFileSync(eventsFile(dataDir, tag), "utf8");
+      } catch (error) {
+        reject(new Error(`worker ${tag} left no events file: ${error instanceof Error ? error.message : String(error)}`));
+        return;
+      }
+      const lines = log.split("\n").slice(0, -1);
       const prompts: string[] = [];
       const sent: string[] = [];
       let inFlight: Trial["inFlight"];

@@ -6,8 +6,11 @@
 //
 // The scenario (scenario.ts) changes its core Context Sources pseudo-randomly between
 // steps and loops: maybe prompt, step, sometimes compact, switch model or move. One line
-// per event goes to stdout, a pipe: writes to a pipe are synchronous on Linux, so every
-// printed line reaches the harness even when the process is killed right after.
+// per event is written to `<dataDir>/events-<tag>.log` with a blocking write(2): once it
+// returns the line is the kernel's, so the harness reads every event up to the kill. (Not
+// stdout: a pipe whose reader falls behind makes Node queue writes in the process, and a
+// kill drops them; trials then took a commit long done for the one in flight.) READY also
+// goes to stdout, where the harness waits for it.
 //   READY <session>         the host is open and the session exists
 //   P <text>                a prompt was admitted (host.prompt resolved)
 //   S <sha256>              a step replied; the hash of the Baseline it sent
@@ -16,8 +19,9 @@
 // Anything unexpected is thrown: the process then exits on its own, which the harness
 // reports as a failure.
 
+import { openSync, writeSync } from "node:fs";
 import { databaseOf } from "./databases.ts";
-import { marks } from "./protocol.ts";
+import { eventsFile, marks } from "./protocol.ts";
 import { openScenario } from "./scenario.ts";
 
 const [dataDir, seed, tag, ...rest] = process.argv.slice(2);
@@ -25,9 +29,11 @@ if (dataDir === undefined || seed === undefined || tag === undefined) {
   throw new Error("usage: worker.ts <dataDir> <seed> <tag> [<postgresUrl> <schema>]");
 }
 
+const events = openSync(eventsFile(dataDir, tag), "w");
 const say = (line: string) => {
-  process.stdout.write(`${line}\n`);
+  writeSync(events, `${line}\n`);
 };
 const scenario = await openScenario({ dataDir, seed: Number(seed), tag, say, database: databaseOf(dataDir, rest) });
 say(`${marks.ready} ${scenario.sessionId}`);
+process.stdout.write(`${marks.ready} ${scenario.sessionId}\n`);
 for (;;) await scenario.iterate();
