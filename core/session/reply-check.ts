@@ -74,7 +74,7 @@ function checkReplyText(context: ReplyContext, field: string, value: string): vo
  * Checks a provider reply against the port and returns what is stored of it (text and
  * tool calls, inputs as owned plain JSON). Throws `ProviderReplyInvalid` naming the field.
  */
-export function checkReply(reply: unknown, context: { sessionId: string; provider: string }): ProviderReply {
+export function checkReply(reply: unknown, context: ReplyContext): ProviderReply {
   if (!replyValidator.Check(reply)) {
     const first = replyValidator.Errors(reply)[0];
     throw invalid(context, first?.instancePath ?? "/", first?.message ?? "not a reply { text, toolCalls? }");
