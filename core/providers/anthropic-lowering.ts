@@ -14,15 +14,19 @@
  * - Consecutive user-side content (user text, tool results, wrapped text) merges into one
  *   user message; within it tool results lead, as the API requires, and everything else
  *   keeps its chronological order.
- * - One moving cache breakpoint sits on the last content block of the last message, so
- *   each request reads the previous request's prefix from cache and writes its own. (The
- *   API looks back about 20 blocks from a breakpoint for an earlier entry: a turn that
- *   adds more blocks than that, such as a very wide parallel tool call, misses once.)
+ * - Two moving cache breakpoints sit in `messages` (decision 100): the tail, on the last
+ *   block of the newest user turn (user text, tool results or wrapped text), and the
+ *   anchor, on the last block of the user turn before it, which is where the previous
+ *   request put its tail. The tail writes this request's entry; the anchor reads the
+ *   previous request's entry exactly, however many blocks the last turn added (the API
+ *   looks back only about 20 blocks from a breakpoint). Never on a native `role:
+ *   "system"` message (an entry there is never read back) nor on a thinking block. With
+ *   the Baseline's, at most three breakpoints in all (the API takes four).
  *
  * Append-only: lowering reads each message together with what came before it (and, for
  * a native system message, whether an assistant turn follows), so a request that
  * appends messages to the previous one lowers to the previous body's messages followed
- * by new ones. Only the moving breakpoint differs; see `prefix-extension.ts`.
+ * by new ones. Only the moving breakpoints differ; see `prefix-extension.ts`.
  *
  * @module
  */
@@ -43,7 +47,7 @@ import { wrapSummary, wrapSystemUpdate } from "./wrapped-text.ts";
 
 /** What lowering needs to know about one Anthropic model. */
 export interface AnthropicModelCapabilities {
-  /** The model accepts `role: "system"` messages inside `messages` (Claude Opus 4.8 and later Opus models). */
+  /** The model accepts `role: "system"` messages inside `messages` (see `anthropicModels`). */
   readonly nativeSystemMessages: boolean;
   /** `max_tokens` sent with every request to this model. */
   readonly maxTokens: number;
@@ -53,21 +57,59 @@ export interface AnthropicModelCapabilities {
    * in tool-use loops when extended thinking is on (by default or always, on some models).
    */
   readonly replaysThinking?: boolean;
+  /** The shortest prefix, in tokens, the API writes to its prompt cache (the cache model's rule). */
+  readonly cacheMinimumTokens?: number;
 }
 
 /** Capabilities of a model that no table row matches. */
-export const anthropicDefaults: AnthropicModelCapabilities = { nativeSystemMessages: false, maxTokens: 8192 };
+export const anthropicDefaults: AnthropicModelCapabilities = {
+  nativeSystemMessages: false,
+  maxTokens: 8192,
+  cacheMinimumTokens: 1024,
+};
+
+const midConversationDocs = "https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages";
+const cachingDocs = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching";
+const sdkModels = "@anthropic-ai/sdk 1.16.0, type Model";
+const checked = "2026-12-04";
 
 /**
- * The default Anthropic capability table: Claude Opus 4.8 and later Opus models accept
- * mid-conversation `role: "system"` messages. Append rows to declare other models.
+ * The default Anthropic capability table. Each row names where its figure comes from and
+ * when that was read (decision 100). Native mid-conversation `role: "system"` messages:
+ * the models the mid-conversation system messages page lists (Opus 4.8 and later Opus,
+ * Sonnet 5.5 and Haiku 5.5 and later, Fable and Mythos 5 and later), matched against the
+ * SDK's model list; any other model gets the wrapped fallback. Append rows to declare
+ * other models (a later matching row overrides an earlier one).
  */
 export const anthropicModels: CapabilityTable<AnthropicModelCapabilities> = [
-  // claude-opus-4-8, claude-opus-4-8-20260528, claude-opus-4-10, claude-opus-5, claude-opus-5-1 …
-  // but not claude-opus-4-7 nor claude-opus-4-20250514 (Opus 4.0 with a date suffix).
-  { model: /^claude-opus-(?:4-(?:[89]|[1-9]\d)|[5-9]|[1-9]\d)(?!\d)/, capabilities: { nativeSystemMessages: true } },
   // Every Claude model that can think takes its thinking blocks back; the others return none.
   { model: /^claude-/, capabilities: { replaysThinking: true } },
+  // claude-opus-4-8, claude-opus-4-8-20260528, claude-opus-4-10, claude-opus-5, claude-opus-5-5 …
+  // but not claude-opus-4-7 nor claude-opus-4-20250514 (Opus 4.0 with a date suffix).
+  {
+    model: /^claude-opus-(?:4-(?:[89]|[1-9]\d)|[5-9]|[1-9]\d)(?!\d)/,
+    capabilities: { nativeSystemMessages: true },
+    source: midConversationDocs,
+    date: checked,
+  },
+  // claude-sonnet-5-5, claude-haiku-5-5 and later; not claude-sonnet-5 (the page does not list it).
+  {
+    model: /^claude-(?:sonnet|haiku)-(?:5-(?:[5-9]|[1-9]\d)|[6-9]|[1-9]\d)(?!\d)/,
+    capabilities: { nativeSystemMessages: true },
+    source: `${midConversationDocs}; ${sdkModels}`,
+    date: checked,
+  },
+  // claude-fable-5, claude-fable-5-1, claude-mythos-5-2 …; not claude-mythos-preview.
+  {
+    model: /^claude-(?:fable|mythos)-(?:[5-9]|[1-9]\d)(?!\d)/,
+    capabilities: { nativeSystemMessages: true },
+    source: `${midConversationDocs}; ${sdkModels}`,
+    date: checked,
+  },
+  // The shortest prefix the API caches, per model (shorter ones are processed, not cached).
+  { model: /^claude-(?:opus-4-[56]|haiku-4-5)(?!\d)/, capabilities: { cacheMinimumTokens: 4096 }, source: cachingDocs, date: checked },
+  { model: /^claude-(?:opus-4-7|sonnet-4-6|haiku-3)(?!\d)/, capabilities: { cacheMinimumTokens: 2048 }, source: cachingDocs, date: checked },
+  { model: /^claude-(?:opus-5|fable-5|mythos-5)(?!\d|-\d)/, capabilities: { cacheMinimumTokens: 512 }, source: cachingDocs, date: checked },
 ];
 
 /** The capabilities of an Anthropic model according to `table` (default `anthropicModels`). */
@@ -180,7 +222,7 @@ export function lowerAnthropic(
   const messages = lowerMessages(request.messages, capabilities.nativeSystemMessages, (message) =>
     replayableContent(message, request.model, capabilities.replaysThinking === true),
   );
-  placeMovingBreakpoint(messages, ttl);
+  placeMovingBreakpoints(messages, ttl);
   return {
     model: request.model,
     max_tokens: capabilities.maxTokens,
@@ -326,9 +368,19 @@ function appendToUserTurn(lowered: AnthropicMessage[], block: AnthropicTextBlock
   last.content.push(block);
 }
 
-/** The moving breakpoint goes on the last block that may hold one (never a thinking block). */
-function placeMovingBreakpoint(messages: AnthropicMessage[], ttl: AnthropicCacheTtl): void {
-  const content = messages.at(-1)?.content ?? [];
-  const block = content.findLast((candidate) => !isReplayOnlyBlock(candidate)) as AnthropicTextBlock | undefined;
-  if (block !== undefined) block.cache_control = cacheControlFor(ttl, "messages");
+/**
+ * The tail breakpoint on the newest user turn's last block and the anchor on the user
+ * turn before it. User turns hold only text and tool results, which may all carry one;
+ * system messages and thinking blocks are never chosen.
+ */
+function placeMovingBreakpoints(messages: AnthropicMessage[], ttl: AnthropicCacheTtl): void {
+  let placed = 0;
+  for (let index = messages.length - 1; index >= 0 && placed < 2; index--) {
+    const message = messages[index] as AnthropicMessage;
+    if (message.role !== "user") continue;
+    const block = message.content.at(-1);
+    if (block === undefined) continue;
+    block.cache_control = cacheControlFor(ttl, "messages");
+    placed++;
+  }
 }

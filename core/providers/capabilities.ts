@@ -6,6 +6,10 @@ export interface ModelRule<Capabilities> {
   /** Tested against the model id with `String.prototype.search`, so a `g` flag has no effect. */
   readonly model: RegExp;
   readonly capabilities: Partial<Capabilities>;
+  /** Where the row's figures come from (a documentation page, an SDK's model list). */
+  readonly source?: string;
+  /** When the source was read (ISO date). */
+  readonly date?: string;
 }
 
 /**

@@ -9,10 +9,10 @@
  * - the serialization of N's `messages` array without its closing `]` is a string
  *   prefix of N+1's. Because each message is a complete JSON value, this is the same as
  *   "N+1's messages begin with N's messages, each byte-identical, in order".
- * - Anthropic only: before comparing, the moving breakpoint — the `cache_control` that
- *   lowering puts on the last content block of the last message — is removed from each
- *   body. It is the one byte difference a cache hit tolerates: the provider matches the
- *   prefix up to a breakpoint, not the breakpoint marker itself.
+ * - Anthropic only: before comparing, the moving breakpoints — the `cache_control`s that
+ *   lowering puts on the last blocks of the two newest user turns — are removed from
+ *   each body. They are the one byte difference a cache hit tolerates: the provider
+ *   matches the prefix up to a breakpoint, not the breakpoint marker itself.
  *
  * Not an extension by this definition: a request that adds user-side content right
  * after the previous request's last user turn, because lowering merges it into that
@@ -24,14 +24,13 @@
  */
 
 import type { AnthropicMessage, AnthropicMessagesBody, AnthropicTextBlock } from "./anthropic-lowering.ts";
-import { isReplayOnlyBlock } from "./anthropic-wire.ts";
 import type { OpenAIChatBody } from "./openai-lowering.ts";
 
 /** Whether the Anthropic body `next` extends `previous` as a prompt-cache prefix. */
 export function extendsAnthropicPrefix(previous: AnthropicMessagesBody, next: AnthropicMessagesBody): boolean {
   return (
     fieldsBeforeMessages(previous) === fieldsBeforeMessages(next) &&
-    isMessagePrefix(withoutMovingBreakpoint(previous.messages), withoutMovingBreakpoint(next.messages))
+    isMessagePrefix(withoutMovingBreakpoints(previous.messages), withoutMovingBreakpoints(next.messages))
   );
 }
 
@@ -50,16 +49,15 @@ function fieldsBeforeMessages(body: { readonly messages: unknown }): string {
   return JSON.stringify(rest);
 }
 
-/** A copy of `messages` whose last block has no `cache_control`. */
-export function withoutMovingBreakpoint(messages: readonly AnthropicMessage[]): AnthropicMessage[] {
-  const last = messages.at(-1);
-  if (last === undefined) return [];
-  // The moving breakpoint sits on the last block that can hold one (thinking blocks cannot).
-  const holder = last.content.findLastIndex((block) => !isReplayOnlyBlock(block));
-  const content = last.content.map((block, index) => {
-    if (index !== holder) return block;
-    const { cache_control: _breakpoint, ...rest } = block as AnthropicTextBlock;
-    return rest;
+/** A copy of `messages` without the moving breakpoints: no block of any message keeps a `cache_control`. */
+export function withoutMovingBreakpoints(messages: readonly AnthropicMessage[]): AnthropicMessage[] {
+  return messages.map((message) => {
+    if (!message.content.some((block) => "cache_control" in block)) return message;
+    const content = message.content.map((block) => {
+      if (!("cache_control" in block)) return block;
+      const { cache_control: _breakpoint, ...rest } = block as AnthropicTextBlock;
+      return rest;
+    });
+    return { ...message, content } as AnthropicMessage;
   });
-  return [...messages.slice(0, -1), { ...last, content } as AnthropicMessage];
 }

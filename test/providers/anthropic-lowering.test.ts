@@ -94,8 +94,8 @@ describe("Anthropic lowering", () => {
       native,
     );
     expect(body.messages).to.deep.equal([
-      { role: "user", content: [{ type: "text", text: "go" }] },
-      { role: "system", content: [{ type: "text", text: "cwd: /b", cache_control: ephemeral }] },
+      { role: "user", content: [{ type: "text", text: "go", cache_control: ephemeral }] },
+      { role: "system", content: [{ type: "text", text: "cwd: /b" }] },
     ]);
   });
 
@@ -122,10 +122,10 @@ describe("Anthropic lowering", () => {
       native,
     );
     expect(body.messages).to.deep.equal([
-      { role: "user", content: [{ type: "text", text: "look" }] },
+      { role: "user", content: [{ type: "text", text: "look", cache_control: ephemeral }] },
       { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "read", input: { path: "a" } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "A" }] },
-      { role: "system", content: [{ type: "text", text: "cwd: /b", cache_control: ephemeral }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "A", cache_control: ephemeral }] },
+      { role: "system", content: [{ type: "text", text: "cwd: /b" }] },
     ]);
   });
 
@@ -232,7 +232,11 @@ describe("Anthropic lowering", () => {
       native,
     );
     expect(body.messages.map((message) => message.role)).to.deep.equal(["user", "system"]);
-    expect(body.messages[0]!.content.at(-1)).to.deep.equal({ type: "text", text: "<system-update>first</system-update>" });
+    expect(body.messages[0]!.content.at(-1)).to.deep.equal({
+      type: "text",
+      text: "<system-update>first</system-update>",
+      cache_control: ephemeral,
+    });
   });
 
   it("lowers a compaction summary to an escaped <summary> block opening the first user turn", () => {
@@ -254,9 +258,23 @@ describe("Anthropic lowering", () => {
     ]);
   });
 
-  it("declares native system messages for Claude Opus 4.8 and later Opus models only", () => {
+  it("declares native system messages for the models the mid-conversation system messages page lists, and no others", () => {
     const isNative = (model: string) => anthropicCapabilities(model).nativeSystemMessages;
-    for (const model of ["claude-opus-4-8", "claude-opus-4-8-20260528", "claude-opus-4-10", "claude-opus-5", "claude-opus-5-5"]) {
+    for (const model of [
+      "claude-opus-4-8",
+      "claude-opus-4-8-20260528",
+      "claude-opus-4-10",
+      "claude-opus-5",
+      "claude-opus-5-5",
+      "claude-sonnet-5-5",
+      "claude-haiku-5-5",
+      "claude-fable-5",
+      "claude-fable-5-1",
+      "claude-fable-5-2",
+      "claude-mythos-5",
+      "claude-mythos-5-1",
+      "claude-mythos-5-2",
+    ]) {
       expect(isNative(model), model).to.equal(true);
     }
     for (const model of [
@@ -264,7 +282,9 @@ describe("Anthropic lowering", () => {
       "claude-opus-4-20250514",
       "claude-opus-4-5-20251101",
       "claude-sonnet-4-6",
+      "claude-sonnet-5",
       "claude-haiku-4-5",
+      "claude-mythos-preview",
     ]) {
       expect(isNative(model), model).to.equal(false);
     }
@@ -279,11 +299,13 @@ describe("Anthropic lowering", () => {
       nativeSystemMessages: true,
       maxTokens: 64_000,
       replaysThinking: true,
+      cacheMinimumTokens: 1024,
     });
     expect(anthropicCapabilities("claude-opus-4-8", table)).to.deep.equal({
       nativeSystemMessages: true,
       maxTokens: 8192,
       replaysThinking: true,
+      cacheMinimumTokens: 1024,
     });
   });
 });

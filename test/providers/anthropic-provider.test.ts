@@ -102,8 +102,8 @@ describe("anthropic adapter", () => {
         expect(next.body.slice(0, next.body.indexOf('"messages":'))).to.equal(
           previous.body.slice(0, previous.body.indexOf('"messages":')),
         );
-        const previousMessages = rawMessages(previous.body).replace(breakpointBytes, "");
-        const nextMessages = rawMessages(next.body).replace(breakpointBytes, "");
+        const previousMessages = rawMessages(previous.body).replaceAll(breakpointBytes, "");
+        const nextMessages = rawMessages(next.body).replaceAll(breakpointBytes, "");
         expect(nextMessages.startsWith(previousMessages.slice(0, -1)), `request ${index + 1}`).to.equal(true);
         expect(extendsAnthropicPrefix(JSON.parse(previous.body), JSON.parse(next.body))).to.equal(true);
       });

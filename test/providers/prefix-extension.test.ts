@@ -70,13 +70,20 @@ describe("Prefix extension within a Context Epoch", () => {
     });
   }
 
-  it("the moving Anthropic breakpoint is the one byte difference between consecutive requests", () => {
+  it("the moving Anthropic breakpoints are the one byte difference between consecutive requests", () => {
     const capabilities = anthropicConfigurations["native system messages"]!;
-    const [first, second] = inEpochRequests(scriptedSteps).map((request) => lowerAnthropic(request, capabilities));
-    const previous = JSON.stringify(first!.messages).slice(0, -1);
-    const next = JSON.stringify(second!.messages);
-    expect(next.startsWith(previous)).to.equal(false);
-    expect(next.startsWith(previous.replace(',"cache_control":{"type":"ephemeral"}', ""))).to.equal(true);
+    const bodies = inEpochRequests(scriptedSteps).map((request) => lowerAnthropic(request, capabilities));
+    const marker = ',"cache_control":{"type":"ephemeral"}';
+    bodies.slice(1).forEach((body, index) => {
+      const previous = JSON.stringify(bodies[index]!.messages).slice(0, -1);
+      const next = JSON.stringify(body.messages);
+      expect(next.replaceAll(marker, "").startsWith(previous.replaceAll(marker, "")), `request ${index + 1}`).to.equal(true);
+      // The anchor sits where the previous request put its tail.
+      const tailOf = (messages: readonly { content: readonly object[] }[]) =>
+        messages.flatMap((message, m) => message.content.flatMap((block, b) => ("cache_control" in block ? [[m, b]] : [])));
+      const previousTail = tailOf(bodies[index]!.messages).at(-1);
+      expect(tailOf(body.messages)[0], `request ${index + 1}`).to.deep.equal(previousTail);
+    });
   });
 
   it("a changed system field is not an extension even when messages are", () => {
