@@ -20,6 +20,18 @@ export {
   lowerAnthropic,
 } from "./providers/anthropic-lowering.ts";
 export { anthropicApiVersion } from "./providers/anthropic-provider.ts";
+export {
+  type CacheCostOptions,
+  type CachedRequest,
+  type CacheMiss,
+  type CacheMissReason,
+  type CacheReplayOptions,
+  type CountTokens,
+  estimateTokens,
+  replayAnthropicCache,
+  replayCache,
+  replayOpenAICache,
+} from "./providers/cache-model.ts";
 export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./providers/capabilities.ts";
 export { explainPrefix, type PrefixDivergence, type PrefixExplanation } from "./providers/explain-prefix.ts";
 export {
@@ -28,6 +40,7 @@ export {
   type OpenAILoweringOptions,
   type OpenAIMessage,
   type OpenAIModelCapabilities,
+  type OpenAITextPart,
   openAICapabilities,
   openAIDefaults,
   openAIModels,

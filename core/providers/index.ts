@@ -35,6 +35,18 @@ export {
   anthropicToolIdPattern,
   anthropicToolInput,
 } from "./anthropic-wire.ts";
+export {
+  type CacheCostOptions,
+  type CachedRequest,
+  type CacheMiss,
+  type CacheMissReason,
+  type CacheReplayOptions,
+  type CountTokens,
+  estimateTokens,
+  replayAnthropicCache,
+  replayCache,
+  replayOpenAICache,
+} from "./cache-model.ts";
 export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./capabilities.ts";
 export { ApiKeyMissing, ProviderRejected, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
 export { explainPrefix, type PrefixDivergence, type PrefixExplanation } from "./explain-prefix.ts";
@@ -45,6 +57,7 @@ export {
   type OpenAILoweringOptions,
   type OpenAIMessage,
   type OpenAIModelCapabilities,
+  type OpenAITextPart,
   openAICapabilities,
   openAIDefaults,
   openAIModels,

@@ -18,8 +18,15 @@
  *   call and its results, so user-side text that arrives while results are outstanding
  *   waits until the last of them (the session runtime settles tools first anyway).
  *
+ * - Explicit prompt-cache breakpoints (gpt-5.6 and later, decision 100): the body asks for
+ *   `prompt_cache_options: { mode: "explicit" }` and marks with `prompt_cache_breakpoint`
+ *   the leading instruction message (the end of the Baseline) and every user-side message
+ *   that a request ended with: the newest one, and each one an assistant message follows.
+ *   A breakpoint stays where it was placed, so each request reads the previous request's
+ *   entry (the API matches among the latest 80 breakpoints) and writes its own tail.
+ *
  * Append-only: a request that appends messages lowers to the previous body's messages
- * followed by new ones; there is no breakpoint to move. See `prefix-extension.ts`.
+ * followed by new ones; breakpoints never move. See `prefix-extension.ts`.
  *
  * @module
  */
@@ -42,6 +49,11 @@ export interface OpenAIModelCapabilities {
   readonly promptCacheKey?: boolean;
   /** The server accepts `stream_options: { include_usage: true }`, reporting token usage at the end of a stream. */
   readonly streamUsage?: boolean;
+  /**
+   * The model takes explicit prompt-cache breakpoints (`prompt_cache_options` and
+   * `prompt_cache_breakpoint` on text parts; gpt-5.6 and later): lowering places them.
+   */
+  readonly explicitCacheBreakpoints?: boolean;
 }
 
 /** Capabilities of a model that no table row matches: one leading system message, wrapped updates. */
@@ -61,6 +73,19 @@ export const openAIModels: CapabilityTable<OpenAIModelCapabilities> = [
     model: /^(?:gpt-5|o[134])(?:$|[-.])/,
     capabilities: { instructionRole: "developer", systemUpdateRole: "developer", promptCacheKey: true, streamUsage: true },
   },
+  // gpt-5.6, gpt-5.6-terra, gpt-5.10, gpt-6-sol …; not gpt-5, gpt-5.5, gpt-5-mini.
+  {
+    model: /^gpt-(?:5\.(?:[6-9]|[1-9]\d)|[6-9]|[1-9]\d)(?:$|[-.])/,
+    capabilities: {
+      instructionRole: "developer",
+      systemUpdateRole: "developer",
+      promptCacheKey: true,
+      streamUsage: true,
+      explicitCacheBreakpoints: true,
+    },
+    source: "openai/openai-openapi (2026-08): prompt_cache_options, prompt_cache_breakpoint",
+    date: "2026-12-04",
+  },
 ];
 
 /** The capabilities of a Chat Completions model according to `table` (default: none declared, all wrapped). */
@@ -68,16 +93,23 @@ export function openAICapabilities(model: string, table: CapabilityTable<OpenAIM
   return capabilitiesFor(table, model, openAIDefaults);
 }
 
+/** A text content part; the only part lowering sends, and only where it marks a cache breakpoint. */
+export interface OpenAITextPart {
+  type: "text";
+  text: string;
+  prompt_cache_breakpoint?: { mode: "explicit" };
+}
+
 /** An instruction message: the leading one, or a native Mid-Conversation System Message. */
 export interface OpenAIInstructionMessage {
   role: "system" | "developer";
-  content: string;
+  content: string | OpenAITextPart[];
 }
 
 /** A user message. */
 export interface OpenAIUserMessage {
   role: "user";
-  content: string;
+  content: string | OpenAITextPart[];
 }
 
 /** A tool call the model made, replayed in an assistant message. */
@@ -98,7 +130,7 @@ export interface OpenAIAssistantMessage {
 export interface OpenAIToolMessage {
   role: "tool";
   tool_call_id: string;
-  content: string;
+  content: string | OpenAITextPart[];
 }
 
 /** One lowered message. */
@@ -112,7 +144,9 @@ export interface OpenAITool {
 
 /**
  * A Chat Completions request body, without `stream` (the adapter adds it). Key order is
- * fixed — model, tools, max_completion_tokens, prompt_cache_key, messages — so serialization is stable.
+ * fixed — model, tools, max_completion_tokens, prompt_cache_key, prompt_cache_options,
+ * messages — so serialization is stable. `prompt_cache_retention` is never sent (the spec
+ * deprecates it beside `prompt_cache_options`).
  */
 export interface OpenAIChatBody {
   model: string;
@@ -120,6 +154,8 @@ export interface OpenAIChatBody {
   max_completion_tokens?: number;
   /** The session id, for servers that route a key's requests to the same prompt cache. */
   prompt_cache_key?: string;
+  /** Explicit caching: entries are written only at the breakpoints lowering placed. */
+  prompt_cache_options?: { mode: "explicit" };
   messages: OpenAIMessage[];
 }
 
@@ -145,8 +181,29 @@ export function lowerOpenAI(
     ...(tools.length > 0 ? { tools: tools.map(lowerTool) } : {}),
     ...(capabilities.maxTokens === undefined ? {} : { max_completion_tokens: capabilities.maxTokens }),
     ...(capabilities.promptCacheKey === true && request.sessionId !== undefined ? { prompt_cache_key: request.sessionId } : {}),
-    messages: lowerMessages(request, capabilities),
+    ...(capabilities.explicitCacheBreakpoints === true ? { prompt_cache_options: { mode: "explicit" as const } } : {}),
+    messages:
+      capabilities.explicitCacheBreakpoints === true
+        ? placeBreakpoints(lowerMessages(request, capabilities))
+        : lowerMessages(request, capabilities),
   };
+}
+
+/**
+ * Marks the leading instruction message and every user-side message (user, tool, or
+ * instruction) that is the last or is followed by an assistant message: where a request
+ * ended. Whether a message is marked depends only on what follows it once its reply came,
+ * so a longer history marks the same messages and the bytes of the prefix hold.
+ */
+function placeBreakpoints(messages: OpenAIMessage[]): OpenAIMessage[] {
+  return messages.map((message, index) => {
+    if (message.role === "assistant") return message;
+    const isLeading = index === 0 && message.role !== "user" && message.role !== "tool";
+    const next = messages[index + 1];
+    if (!isLeading && next !== undefined && next.role !== "assistant") return message;
+    if (typeof message.content !== "string" || message.content === "") return message;
+    return { ...message, content: [{ type: "text", text: message.content, prompt_cache_breakpoint: { mode: "explicit" } }] };
+  });
 }
 
 function lowerTool(tool: ToolDefinition): OpenAITool {
@@ -223,6 +280,6 @@ function lowerAssistant(reply: string, toolCalls: readonly ToolCall[]): OpenAIAs
 /** Appends text to the user message at the end, opening one if the last message is not a user message. */
 function appendUserText(lowered: OpenAIMessage[], text: string): void {
   const last = lowered.at(-1);
-  if (last?.role === "user") last.content = `${last.content}\n\n${text}`;
+  if (last?.role === "user" && typeof last.content === "string") last.content = `${last.content}\n\n${text}`;
   else lowered.push({ role: "user", content: text });
 }

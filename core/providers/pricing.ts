@@ -41,6 +41,15 @@ function openAIPrice(input: number, cachedInput: number, output: number): ModelP
   return { input, output, cacheWrite5m: input, cacheWrite1h: input, cacheRead: cachedInput };
 }
 
+/**
+ * GPT-5.6 and later (prompt-caching guide): cache writes cost 1.25× the input price, reads
+ * the cached-input price (0.1× input). One write price: the only lifetime is 30 minutes.
+ */
+function openAIWritePrice(input: number, output: number): ModelPrice {
+  return { input, output, cacheWrite5m: input * 1.25, cacheWrite1h: input * 1.25, cacheRead: input * 0.1 };
+}
+const openAICachingGuide = "https://developers.openai.com/api/docs/guides/prompt-caching";
+
 /** The default pricing table. Append or prepend rows for other models; the first matching row wins. */
 export const pricingTable: readonly PriceRow[] = [
   {
@@ -58,6 +67,29 @@ export const pricingTable: readonly PriceRow[] = [
     date: read,
   },
   { provider: "anthropic", models: ["claude-haiku-4-5"], price: anthropicPrice(1, 5), source: anthropicSource, date: read },
+  // The three GPT-5.6 sizes; `gpt-5.6` alone (last: its prefix matches the others) is priced as Terra, whose
+  // input : output ratio (1 : 6) and cache multipliers are those of the other two.
+  {
+    provider: "openai",
+    models: ["gpt-5.6-sol"],
+    price: openAIWritePrice(5, 30),
+    source: `${openAISource}; ${openAICachingGuide}`,
+    date: "2026-12-04",
+  },
+  {
+    provider: "openai",
+    models: ["gpt-5.6-luna"],
+    price: openAIWritePrice(1, 6),
+    source: `${openAISource}; ${openAICachingGuide}`,
+    date: "2026-12-04",
+  },
+  {
+    provider: "openai",
+    models: ["gpt-5.6-terra", "gpt-5.6"],
+    price: openAIWritePrice(2.5, 15),
+    source: `${openAISource}; ${openAICachingGuide}`,
+    date: "2026-12-04",
+  },
   { provider: "openai", models: ["gpt-5-mini"], price: openAIPrice(0.25, 0.025, 2), source: openAISource, date: read },
   { provider: "openai", models: ["gpt-5"], price: openAIPrice(1.25, 0.125, 10), source: openAISource, date: read },
   { provider: "openai", models: ["gpt-4.1"], price: openAIPrice(2, 0.5, 8), source: openAISource, date: read },

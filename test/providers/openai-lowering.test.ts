@@ -159,4 +159,57 @@ describe("OpenAI lowering", () => {
       systemUpdateRole: "wrapped",
     });
   });
+
+  describe("explicit prompt-cache breakpoints (gpt-5.6 and later)", () => {
+    const marked = (text: string) => [{ type: "text", text, prompt_cache_breakpoint: { mode: "explicit" } }];
+
+    it("declares them for gpt-5.6 and later only", () => {
+      for (const model of ["gpt-5.6", "gpt-5.6-terra", "gpt-5.6-sol-2026-06-26", "gpt-5.10", "gpt-6-sol"]) {
+        expect(openAICapabilities(model, openAIModels).explicitCacheBreakpoints, model).to.equal(true);
+      }
+      for (const model of ["gpt-5", "gpt-5.5", "gpt-5-mini", "gpt-5.1", "gpt-4.1", "o3"]) {
+        expect(openAICapabilities(model, openAIModels).explicitCacheBreakpoints, model).to.not.equal(true);
+      }
+    });
+
+    it("asks for explicit mode, never sends prompt_cache_retention, and marks the Baseline and each place a request ended", () => {
+      const capabilities = openAICapabilities("gpt-5.6-terra", openAIModels);
+      const body = lowerOpenAI(
+        {
+          ...request([
+            { role: "user", text: "look" },
+            { role: "assistant", text: "", toolCalls: [{ id: "t1", name: "read", input: {} }] },
+            { role: "tool", callId: "t1", name: "read", result: "A" },
+            { role: "system-update", text: "cwd: /b" },
+            { role: "assistant", text: "done" },
+            { role: "user", text: "next" },
+          ]),
+          sessionId: "s-1",
+        },
+        capabilities,
+      );
+      expect(Object.keys(body)).to.deep.equal(["model", "prompt_cache_key", "prompt_cache_options", "messages"]);
+      expect(body.prompt_cache_options).to.deep.equal({ mode: "explicit" });
+      expect(body).to.not.have.property("prompt_cache_retention");
+      expect(body.messages).to.deep.equal([
+        { role: "developer", content: marked("PROMPT\n\nBASELINE") },
+        { role: "user", content: marked("look") },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "t1", type: "function", function: { name: "read", arguments: "{}" } }],
+        },
+        { role: "tool", tool_call_id: "t1", content: "A" },
+        { role: "developer", content: marked("cwd: /b") },
+        { role: "assistant", content: "done" },
+        { role: "user", content: marked("next") },
+      ]);
+    });
+
+    it("sends no breakpoint and no options to a model without them", () => {
+      const body = lowerOpenAI(request([{ role: "user", text: "hi" }]), openAICapabilities("gpt-5", openAIModels));
+      expect(body).to.not.have.property("prompt_cache_options");
+      expect(JSON.stringify(body)).to.not.include("prompt_cache_breakpoint");
+    });
+  });
 });

@@ -21,6 +21,12 @@ const anthropicConfigurations: Record<string, AnthropicModelCapabilities> = {
 const openAIConfigurations: Record<string, OpenAIModelCapabilities> = {
   "wrapped updates": { instructionRole: "system", systemUpdateRole: "wrapped" },
   "developer messages": { instructionRole: "developer", systemUpdateRole: "developer" },
+  "explicit cache breakpoints": { instructionRole: "developer", systemUpdateRole: "developer", explicitCacheBreakpoints: true },
+  "explicit cache breakpoints, wrapped updates": {
+    instructionRole: "system",
+    systemUpdateRole: "wrapped",
+    explicitCacheBreakpoints: true,
+  },
 };
 const tools = [{ name: "read_file", inputSchema: { type: "object" as const } }];
 
