@@ -107,9 +107,24 @@ export const anthropicModels: CapabilityTable<AnthropicModelCapabilities> = [
     date: checked,
   },
   // The shortest prefix the API caches, per model (shorter ones are processed, not cached).
-  { model: /^claude-(?:opus-4-[56]|haiku-4-5)(?!\d)/, capabilities: { cacheMinimumTokens: 4096 }, source: cachingDocs, date: checked },
-  { model: /^claude-(?:opus-4-7|sonnet-4-6|haiku-3)(?!\d)/, capabilities: { cacheMinimumTokens: 2048 }, source: cachingDocs, date: checked },
-  { model: /^claude-(?:opus-5|fable-5|mythos-5)(?!\d|-\d)/, capabilities: { cacheMinimumTokens: 512 }, source: cachingDocs, date: checked },
+  {
+    model: /^claude-(?:opus-4-[56]|haiku-4-5)(?!\d)/,
+    capabilities: { cacheMinimumTokens: 4096 },
+    source: cachingDocs,
+    date: checked,
+  },
+  {
+    model: /^claude-(?:opus-4-7|sonnet-4-6|haiku-3)(?!\d)/,
+    capabilities: { cacheMinimumTokens: 2048 },
+    source: cachingDocs,
+    date: checked,
+  },
+  {
+    model: /^claude-(?:opus-5|fable-5|mythos-5)(?!\d|-\d)/,
+    capabilities: { cacheMinimumTokens: 512 },
+    source: cachingDocs,
+    date: checked,
+  },
 ];
 
 /** The capabilities of an Anthropic model according to `table` (default `anthropicModels`). */

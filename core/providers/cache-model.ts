@@ -40,7 +40,7 @@ import type { ProviderRequest, TokenUsage } from "../session/provider.ts";
 import type { ToolDefinition } from "../session/tool-definition.ts";
 import { type AnthropicMessagesBody, anthropicCapabilities, lowerAnthropic } from "./anthropic-lowering.ts";
 import type { AnthropicCacheTtl } from "./anthropic-wire.ts";
-import { type OpenAIChatBody, type OpenAIMessage, lowerOpenAI, openAICapabilities, openAIModels } from "./openai-lowering.ts";
+import { lowerOpenAI, type OpenAIChatBody, type OpenAIMessage, openAICapabilities, openAIModels } from "./openai-lowering.ts";
 import { costOf, type ModelPrice, priceOf } from "./pricing.ts";
 
 /** Counts the tokens of a text. */
@@ -123,11 +123,7 @@ function prefixes(units: readonly Unit[]): { digests: string[]; tokens: number[]
   return { digests, tokens };
 }
 
-function priced(
-  usage: TokenUsage,
-  price: ModelPrice | undefined,
-  miss: CacheMiss | undefined,
-): CachedRequest {
+function priced(usage: TokenUsage, price: ModelPrice | undefined, miss: CacheMiss | undefined): CachedRequest {
   return { usage, ...(price === undefined ? {} : { usd: costOf(usage, price) }), ...(miss === undefined ? {} : { miss }) };
 }
 

@@ -68,15 +68,20 @@ function withEnvironment(message: RequestMessage, environment: string): RequestM
   return message;
 }
 
-/** The placement before decision 100: one breakpoint, on the last block that can hold one of the last message. */
-function singleMovingBreakpoint(body: AnthropicMessagesBody): AnthropicMessagesBody {
-  const messages = body.messages.map((message) => ({
+/** The body's messages without any breakpoint. */
+function unmarked(body: AnthropicMessagesBody): AnthropicMessagesBody["messages"] {
+  return body.messages.map((message) => ({
     ...message,
     content: message.content.map((block) => {
       const { cache_control: _mark, ...rest } = block as { cache_control?: unknown };
       return rest;
     }),
   })) as AnthropicMessagesBody["messages"];
+}
+
+/** The placement before decision 100: one breakpoint, on the last block that can hold one of the last message. */
+function singleMovingBreakpoint(body: AnthropicMessagesBody): AnthropicMessagesBody {
+  const messages = unmarked(body);
   const last = messages.at(-1)?.content as { type: string; cache_control?: unknown }[] | undefined;
   const holder = last?.findLast((block) => block.type !== "thinking" && block.type !== "redacted_thinking");
   if (holder !== undefined) holder.cache_control = { type: "ephemeral" };
@@ -99,18 +104,20 @@ function blockText(block: AnthropicMessagesBody["messages"][number]["content"][n
 function floorCost(bodies: readonly AnthropicMessagesBody[], outputs: readonly number[]): number {
   const price = priceOf(opus)!.price;
   const units = bodies.map((body) => {
-    const plain = singleMovingBreakpoint(body); // the same blocks; only markers differ
     return [
-      ...(plain.tools ?? []).map((tool) => ({ key: JSON.stringify(tool), tokens: countTokens(JSON.stringify(tool)) })),
-      ...(plain.system ?? []).map((block) => ({ key: block.text, tokens: countTokens(block.text) })),
+      ...(body.tools ?? []).map((tool) => ({ key: JSON.stringify(tool), tokens: countTokens(JSON.stringify(tool)) })),
+      ...(body.system ?? []).map((block) => ({ key: block.text, tokens: countTokens(block.text) })),
       // Each message counted as the cache model counts its blocks.
-      ...plain.messages.map((message) => ({
+      ...unmarked(body).map((message) => ({
         key: JSON.stringify(message),
         tokens: message.content.reduce((sum, block) => sum + countTokens(blockText(block)), 0),
       })),
     ];
   });
-  const sharedTokens = (a: readonly { key: string; tokens: number }[], b: readonly { key: string; tokens: number }[] | undefined) => {
+  const sharedTokens = (
+    a: readonly { key: string; tokens: number }[],
+    b: readonly { key: string; tokens: number }[] | undefined,
+  ) => {
     let tokens = 0;
     for (let i = 0; b !== undefined && i < a.length && i < b.length && a[i]!.key === b[i]!.key; i++) tokens += a[i]!.tokens;
     return tokens;
@@ -184,7 +191,13 @@ const medianOf = (key: string) => median(perRun.map((run) => run.usd[key] as num
 
 const naive = medianOf(`${opus}/naive`);
 emit({ bench, metric: `usd-per-session-${opus}`, value: medianOf(`${opus}/host`), unit: "USD", baseline: naive });
-emit({ bench, metric: `usd-per-session-${opus}-single-breakpoint`, value: medianOf(`${opus}/single`), unit: "USD", baseline: naive });
+emit({
+  bench,
+  metric: `usd-per-session-${opus}-single-breakpoint`,
+  value: medianOf(`${opus}/single`),
+  unit: "USD",
+  baseline: naive,
+});
 emit({ bench, metric: `usd-per-session-${opus}-floor`, value: medianOf(`${opus}/floor`), unit: "USD", baseline: naive });
 emit({
   bench,

@@ -38,7 +38,11 @@ const message: fc.Arbitrary<RequestMessage> = fc.oneof(
   fc.nat({ max: 3 }).map((i) => ({ role: "tool" as const, callId: `c${i}`, name: "read", result: `r${i}` })),
 );
 const histories = fc.array(message, { maxLength: 30 });
-const capabilities = fc.record({ nativeSystemMessages: fc.boolean(), maxTokens: fc.constant(1024), replaysThinking: fc.boolean() });
+const capabilities = fc.record({
+  nativeSystemMessages: fc.boolean(),
+  maxTokens: fc.constant(1024),
+  replaysThinking: fc.boolean(),
+});
 const ttls = fc.constantFrom("5m", "1h-system", "1h") as fc.Arbitrary<"5m" | "1h-system" | "1h">;
 
 interface Found {

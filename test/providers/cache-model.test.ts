@@ -23,7 +23,11 @@ const block = (value: string, breakpoint?: "5m" | "1h"): Block => ({
   ...(breakpoint === undefined ? {} : { cache_control: breakpoint === "1h" ? { type: "ephemeral", ttl: "1h" } : mark }),
 });
 
-function anthropic(system: Block[], messages: AnthropicMessagesBody["messages"], model = "claude-opus-4-8"): AnthropicMessagesBody {
+function anthropic(
+  system: Block[],
+  messages: AnthropicMessagesBody["messages"],
+  model = "claude-opus-4-8",
+): AnthropicMessagesBody {
   return { model, max_tokens: 1024, system, messages };
 }
 
@@ -53,8 +57,14 @@ describe("cache model", () => {
     it("looks back at most 20 blocks from a breakpoint for an earlier entry", () => {
       const turns = (n: number) => Array.from({ length: n }, (_, i) => block(`b${i}`));
       const first = anthropic([block(document, "5m")], [{ role: "user", content: [block("start", "5m")] }]);
-      const within = anthropic([block(document, "5m")], [{ role: "user", content: [block("start"), ...turns(19), block("end", "5m")] }]);
-      const beyond = anthropic([block(document, "5m")], [{ role: "user", content: [block("start"), ...turns(20), block("end", "5m")] }]);
+      const within = anthropic(
+        [block(document, "5m")],
+        [{ role: "user", content: [block("start"), ...turns(19), block("end", "5m")] }],
+      );
+      const beyond = anthropic(
+        [block(document, "5m")],
+        [{ role: "user", content: [block("start"), ...turns(20), block("end", "5m")] }],
+      );
       expect(replayAnthropicCache([first, within], { countTokens: words })[1]!.usage.cacheRead).to.equal(2001);
       const [, missed] = replayAnthropicCache([first, beyond], { countTokens: words });
       // Only the system breakpoint's entry is found; the one at "start" lies 21 blocks back.
@@ -79,7 +89,7 @@ describe("cache model", () => {
       expect(two!.usage).to.deep.equal({ input: 0, cacheRead: 2000, cacheWrite: 1, output: 0 });
     });
 
-    it("never reads an entry written at a role: \"system\" message that ended its request, though the write is billed", () => {
+    it('never reads an entry written at a role: "system" message that ended its request, though the write is billed', () => {
       const history = [{ role: "user" as const, content: [block(text(20, "u"))] }];
       const first = anthropic([block(document, "5m")], [...history, { role: "system", content: [block("cwd: /b", "5m")] }]);
       const second = anthropic(
@@ -113,19 +123,30 @@ describe("cache model", () => {
       prompt_cache_options: { mode: "explicit" },
       messages,
     });
-    const marked = (value: string) => [{ type: "text" as const, text: value, prompt_cache_breakpoint: { mode: "explicit" as const } }];
+    const marked = (value: string) => [
+      { type: "text" as const, text: value, prompt_cache_breakpoint: { mode: "explicit" as const } },
+    ];
 
     it("implicit caching: nothing under 1,024 tokens; above, the shared prefix in 128-token steps, writes free", () => {
-      const short = chat([{ role: "developer", content: text(900, "x") }, { role: "user", content: "q" }]);
+      const short = chat([
+        { role: "developer", content: text(900, "x") },
+        { role: "user", content: "q" },
+      ]);
       expect(replayOpenAICache([short, short], { countTokens: words })[1]!.usage.cacheRead).to.equal(0);
-      const long = chat([{ role: "developer", content: text(1500, "y") }, { role: "user", content: "q" }]);
+      const long = chat([
+        { role: "developer", content: text(1500, "y") },
+        { role: "user", content: "q" },
+      ]);
       const longer = chat([...long.messages, { role: "assistant", content: "a" }, { role: "user", content: "r" }]);
       const [, two] = replayOpenAICache([long, longer], { countTokens: words });
       expect(two!.usage).to.deep.equal({ input: 1503 - 1408, cacheRead: 1408, cacheWrite: 0, output: 0 });
     });
 
     it("explicit breakpoints: a request reads the longest live entry at one of its breakpoints and writes its new ones at 1.25×", () => {
-      const first = explicit([{ role: "developer", content: marked(text(1500, "b")) }, { role: "user", content: marked("q one") }]);
+      const first = explicit([
+        { role: "developer", content: marked(text(1500, "b")) },
+        { role: "user", content: marked("q one") },
+      ]);
       const second = explicit([
         ...first.messages,
         { role: "assistant", content: "answer" },
@@ -155,7 +176,10 @@ describe("cache model", () => {
     });
 
     it("explicit breakpoints: an entry lives 30 minutes", () => {
-      const body = explicit([{ role: "developer", content: marked(text(1500, "b")) }, { role: "user", content: "q" }]);
+      const body = explicit([
+        { role: "developer", content: marked(text(1500, "b")) },
+        { role: "user", content: "q" },
+      ]);
       const replay = replayOpenAICache([body, body, body], { countTokens: words, at: [0, 29 * minute, 60 * minute] });
       expect(replay.map((each) => each.usage.cacheRead)).to.deep.equal([0, 1500, 0]);
       expect(replay[2]!.miss?.reason).to.equal("expired");
