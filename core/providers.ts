@@ -33,7 +33,7 @@ export {
   replayOpenAICache,
 } from "./providers/cache-model.ts";
 export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./providers/capabilities.ts";
-export { explainPrefix, type PrefixDivergence, type PrefixExplanation } from "./providers/explain-prefix.ts";
+export { explainPrefix, type PrefixDivergence, type PrefixExplanation, type PrefixKind } from "./providers/explain-prefix.ts";
 export {
   lowerOpenAI,
   type OpenAIChatBody,

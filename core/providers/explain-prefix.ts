@@ -4,6 +4,7 @@
 // cache, or a break within one epoch, which must never happen.
 
 import type { ProviderRequest, RequestMessage } from "../session/provider.ts";
+import { type CacheCostOptions, type CachedRequest, replayCache } from "./cache-model.ts";
 
 /** Where the shared prefix ends. */
 export interface PrefixDivergence {
@@ -25,8 +26,11 @@ export interface PrefixDivergence {
   readonly nextLine: string;
 }
 
-/** The explanation. */
-export type PrefixExplanation =
+/** The explanation, with what `next` reads and writes in the provider's cache when asked (`explainPrefix`'s `cache`). */
+export type PrefixExplanation = PrefixKind & { readonly cache?: CachedRequest };
+
+/** Whether and where the prefix holds. */
+export type PrefixKind =
   | { readonly kind: "extends" }
   | {
       readonly kind: "new-epoch";
@@ -103,8 +107,18 @@ function firstBreak(previous: ProviderRequest, next: ProviderRequest): PrefixDiv
  * different epoch number is a `new-epoch` with the reason it began (a provider or model
  * change without epochs counts as `switch`, a leading summary as `compaction`); the
  * same epoch is a `break-within-epoch`, a defect the runtime must never produce.
+ *
+ * With `cache` (an API and a model), the cache model replays the two requests lowered for
+ * that model and tells what `next` reads from cache, writes and pays, and, when it does not
+ * read what `previous` cached, why (`CachedRequest.miss`).
  */
-export function explainPrefix(previous: ProviderRequest, next: ProviderRequest): PrefixExplanation {
+export function explainPrefix(previous: ProviderRequest, next: ProviderRequest, cache?: CacheCostOptions): PrefixExplanation {
+  const kind = explainKind(previous, next);
+  if (cache === undefined) return kind;
+  return { ...kind, cache: replayCache([previous, next], cache)[1] as CachedRequest };
+}
+
+function explainKind(previous: ProviderRequest, next: ProviderRequest): PrefixKind {
   const at = firstBreak(previous, next);
   if (at === undefined) return { kind: "extends" };
   if (previous.epoch !== undefined && next.epoch !== undefined) {

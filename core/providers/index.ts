@@ -49,7 +49,7 @@ export {
 } from "./cache-model.ts";
 export { type CapabilityTable, capabilitiesFor, type ModelRule } from "./capabilities.ts";
 export { ApiKeyMissing, ProviderRejected, ProviderTimedOut, ProviderUnavailable } from "./errors.ts";
-export { explainPrefix, type PrefixDivergence, type PrefixExplanation } from "./explain-prefix.ts";
+export { explainPrefix, type PrefixDivergence, type PrefixExplanation, type PrefixKind } from "./explain-prefix.ts";
 export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "./openai-compatible-provider.ts";
 export {
   lowerOpenAI,

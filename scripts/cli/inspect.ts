@@ -4,9 +4,12 @@
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { escapeControl } from "../../core/base/diagnostics.ts";
+import { type CachedRequest, replayCache } from "../../core/providers/cache-model.ts";
 import { costOf, priceOf } from "../../core/providers/pricing.ts";
-import type { TokenUsage } from "../../core/session/provider.ts";
+import { projectHistory } from "../../core/session/projection.ts";
+import type { ProviderRequest, TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import type { EpochRecord, StoredMessage } from "../../core/session/store/store.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
 export interface InspectArgs {
@@ -19,6 +22,8 @@ export interface InspectArgs {
   /** `--list`: the stored sessions, one line each, instead of one session. */
   readonly list: boolean;
   readonly json: boolean;
+  /** `--model M`: replay the active epoch's requests through the cache model as sent to M (`claude-…`: Anthropic's rules, others OpenAI's). */
+  readonly model?: string;
 }
 
 const fail = (reason: string) => new UsageInvalid({ command: "inspect", reason });
@@ -34,6 +39,7 @@ export function parseInspectArgs(args: readonly string[], cwd: string): InspectA
   let sessionId: string | undefined;
   let json = false;
   let list = false;
+  let model: string | undefined;
   const setSession = (id: string) => {
     if (sessionId !== undefined) throw fail(`one session id expected, got also ${JSON.stringify(id)}`);
     sessionId = id;
@@ -44,13 +50,21 @@ export function parseInspectArgs(args: readonly string[], cwd: string): InspectA
     else if (arg === "--list") list = true;
     else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "inspect"));
     else if (arg === "--session") setSession(optionValue(args, ++i, arg, "a session id", "inspect"));
+    else if (arg === "--model") model = optionValue(args, ++i, arg, "a model id", "inspect");
     else if (arg.startsWith("-")) throw fail(`unknown option ${arg}`);
     else if (file === undefined && isFile(path.resolve(cwd, arg))) file = path.resolve(cwd, arg);
     else setSession(arg);
   }
   if (list && sessionId !== undefined) throw fail("--list lists every session: give no session id with it");
   if (!list && sessionId === undefined) throw fail("inspect needs a session id (or --list)");
-  return { dataDir, ...(file === undefined ? {} : { file }), sessionId: sessionId ?? "", list, json };
+  return {
+    dataDir,
+    ...(file === undefined ? {} : { file }),
+    sessionId: sessionId ?? "",
+    list,
+    json,
+    ...(model === undefined ? {} : { model }),
+  };
 }
 
 function isFile(candidate: string): boolean {
@@ -70,6 +84,43 @@ const add = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
   output: a.output + b.output,
 });
 
+/**
+ * The requests the active epoch sent (or will send next): its system parts and the
+ * projected history up to each reply of the epoch, and the whole history when it does
+ * not end with a reply.
+ */
+function epochRequests(
+  session: { id: string; provider: string; model: string },
+  messages: readonly StoredMessage[],
+  epoch: EpochRecord,
+): ProviderRequest[] {
+  const system = [...(typeof epoch.systemPrompt === "string" ? [epoch.systemPrompt] : []), epoch.baseline];
+  const request = (before: readonly StoredMessage[]): ProviderRequest => ({
+    provider: session.provider,
+    model: session.model,
+    system,
+    sessionId: session.id,
+    messages: projectHistory(before, epoch),
+  });
+  const requests = messages.flatMap((message, index) =>
+    message.role === "assistant" && message.seq >= epoch.startedSeq ? [request(messages.slice(0, index))] : [],
+  );
+  if (messages.at(-1)?.role !== "assistant") requests.push(request(messages));
+  return requests;
+}
+
+/** The cache model's view of the active epoch's requests on `model`. */
+function cacheReplay(model: string, requests: readonly ProviderRequest[]): readonly CachedRequest[] {
+  return replayCache(requests, { api: model.startsWith("claude-") ? "anthropic" : "openai", model });
+}
+
+function describeCache(index: number, replayed: CachedRequest): string {
+  const { input, cacheRead, cacheWrite } = replayed.usage;
+  const usd = replayed.usd === undefined ? "" : `, $${replayed.usd.toFixed(4)}`;
+  const miss = replayed.miss === undefined ? "" : `; not read: ${replayed.miss.tokens} tokens (${replayed.miss.reason})`;
+  return `  request ${index + 1}: cache read ${cacheRead}, cache write ${cacheWrite}, in ${input}${usd}${miss}`;
+}
+
 /** Prints the session; exit 0, or 1 when the data folder has no sessions file. */
 export async function inspect(args: InspectArgs & { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
   const file = args.file ?? sessionsFile(args.dataDir);
@@ -86,8 +137,13 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
     const total = messages.reduce((sum, message) => (message.usage === undefined ? sum : add(sum, message.usage)), zero);
     const row = priceOf(session.model);
     const usd = row === undefined ? undefined : costOf(total, row.price);
+    const cache =
+      args.model === undefined || epoch === undefined
+        ? undefined
+        : cacheReplay(args.model, epochRequests(session, messages, epoch));
     if (args.json) {
-      args.out(JSON.stringify({ session, epoch: epoch ?? null, messages, total, usd: usd ?? null }, null, 2));
+      const replay = cache === undefined ? {} : { cache: { model: args.model, requests: cache } };
+      args.out(JSON.stringify({ session, epoch: epoch ?? null, messages, total, usd: usd ?? null, ...replay }, null, 2));
       return 0;
     }
     args.out(`session ${session.id}: ${session.provider}/${session.model} in ${session.location}`);
@@ -115,6 +171,16 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
       `total: in ${total.input}, cache read ${total.cacheRead}, cache write ${total.cacheWrite}, out ${total.output}` +
         (usd === undefined || row === undefined ? "" : `; $${usd.toFixed(4)} at ${row.source} (${row.date})`),
     );
+    if (cache !== undefined) {
+      args.out(
+        `the active epoch's requests on ${args.model}, by the cache model (tokens estimated at about four characters each; tools not counted):`,
+      );
+      cache.forEach((replayed, index) => {
+        args.out(describeCache(index, replayed));
+      });
+      const sum = cache.reduce((a, b) => a + (b.usd ?? 0), 0);
+      if (cache.some((each) => each.usd !== undefined)) args.out(`  in all: $${sum.toFixed(4)}`);
+    }
     return 0;
   } finally {
     await store.close();

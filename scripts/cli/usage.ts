@@ -68,8 +68,8 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   here, when there is one), and runs the conformance checks; one line per finding:
   file:line [plugin key] check: what is wrong — how to fix it
   exit codes: 0 every check passed (warnings allowed); 1 a check failed; 64 bad usage`,
-  inspect: `usage: context-host inspect [DB] SESSION [--data DIR] [--json]
-       context-host inspect [DB] --session ID [--data DIR] [--json]
+  inspect: `usage: context-host inspect [DB] SESSION [--data DIR] [--model M] [--json]
+       context-host inspect [DB] --session ID [--data DIR] [--model M] [--json]
        context-host inspect [DB] --list [--data DIR] [--json]
 
   Prints a stored session: its active Context Epoch (reason, Baseline, Context Snapshot),
@@ -79,7 +79,10 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   --data DIR        the data folder (default ./.context-host)
   --session ID      the session (or give it as SESSION)
   --list            list the stored sessions (id, provider/model, location, messages)
-  --json            print { session, epoch, messages, total, usd } ({ sessions } with --list)`,
+  --model M         what the active epoch's requests cost or would cost on model M, by the
+                    cache model: cache read, write, input, dollars, and why a cached prefix
+                    went unread (claude-* by Anthropic's rules, others by OpenAI's)
+  --json            print { session, epoch, messages, total, usd[, cache] } ({ sessions } with --list)`,
   help: `usage: context-host help [COMMAND]
 
   Prints the usage of COMMAND, or of every command.`,

@@ -47,6 +47,39 @@ describe("context-host inspect", () => {
     expect(text.join("\n")).to.include("cache read 1200, cache write 60, out 25").and.include("total: in 8");
   });
 
+  it("--model replays the active epoch's requests through the cache model on that model, with each request's cost", async () => {
+    const provider = scriptedProvider([{ text: "reply 0" }, { text: "reply 1" }, { text: "reply 2" }]);
+    const systemPrompt = `You are a test agent. ${"Follow the project's conventions. ".repeat(200)}`;
+    const host = await openHost(dir, { core: [], providers: { scripted: provider }, systemPrompt });
+    const id = await host.createSession({ location: dir, provider: "scripted", model: "claude-opus-4-8" });
+    for (const text of ["one", "two", "three"]) {
+      await host.prompt(id, text);
+      await host.step(id);
+    }
+    await host.close();
+    for (const model of ["claude-opus-4-8", "gpt-5.6-terra"]) {
+      const out: string[] = [];
+      const args = ["inspect", id, "--data", dir, "--model", model, "--json"];
+      expect(await main(args, { cwd: dir, out: (t) => out.push(t), err: () => {} })).to.equal(0);
+      const printed = JSON.parse(out.join("\n")) as {
+        cache: { model: string; requests: { usage: { cacheRead: number; cacheWrite: number }; usd: number }[] };
+      };
+      expect(printed.cache.model).to.equal(model);
+      const [first, second, third] = printed.cache.requests;
+      expect(printed.cache.requests).to.have.length(3);
+      expect(first!.usage.cacheRead, model).to.equal(0);
+      expect(first!.usage.cacheWrite, model).to.be.above(1024);
+      // Each later request reads what the one before it wrote: the system prompt and more.
+      expect(second!.usage.cacheRead, model).to.equal(first!.usage.cacheWrite);
+      expect(third!.usage.cacheRead, model).to.equal(first!.usage.cacheWrite + second!.usage.cacheWrite);
+      expect(second!.usd, model).to.be.below(first!.usd);
+    }
+    const text: string[] = [];
+    const args = ["inspect", id, "--data", dir, "--model", "claude-opus-4-8"];
+    expect(await main(args, { cwd: dir, out: (t) => text.push(t), err: () => {} })).to.equal(0);
+    expect(text.join("\n")).to.include("the active epoch's requests on claude-opus-4-8").and.match(/request 3: cache read \d+/);
+  });
+
   it("--list lists the stored sessions oldest first, with provider, model, location and message count", async () => {
     const host = await openHost(dir, { core: [], providers: { scripted: scriptedProvider() } });
     const first = await host.createSession({ location: dir, provider: "scripted", model: "m1" });

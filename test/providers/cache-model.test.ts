@@ -8,7 +8,7 @@
 
 import { expect } from "chai";
 import type { AnthropicMessagesBody, OpenAIChatBody } from "../../core/providers/index.ts";
-import { priceOf, replayAnthropicCache, replayCache, replayOpenAICache } from "../../core/providers/index.ts";
+import { explainPrefix, priceOf, replayAnthropicCache, replayCache, replayOpenAICache } from "../../core/providers/index.ts";
 
 /** One token per word: counts are exact and easy to read. */
 const words = (text: string) => (text === "" ? 0 : text.split(" ").length);
@@ -209,5 +209,27 @@ describe("cache model", () => {
     // OpenAI joins the two system parts into one message ("careful.\n\nc0" is one word here).
     const [, openAI] = replayCache(requests, { api: "openai", model: "gpt-5.6-terra", countTokens: words });
     expect(openAI!.usage).to.deep.equal({ input: 0, cacheRead: 2003, cacheWrite: 4, output: 0 });
+  });
+
+  it("explainPrefix tells what the next request reads and pays on a chosen model, and why a cached prefix went unread", () => {
+    const system = ["You are careful.", text(2000, "c")];
+    const previous = { provider: "p", model: "m", system, messages: [{ role: "user" as const, text: "hi" }] };
+    const next = {
+      ...previous,
+      messages: [...previous.messages, { role: "assistant" as const, text: "hello" }, { role: "user" as const, text: "more" }],
+    };
+    const explained = explainPrefix(previous, next, { api: "anthropic", model: "claude-opus-4-8", countTokens: words });
+    expect(explained.kind).to.equal("extends");
+    expect(explained.cache!.usage).to.deep.equal({ input: 0, cacheRead: 2004, cacheWrite: 2, output: 0 });
+    expect(explained.cache!.usd).to.be.a("number");
+    expect(explainPrefix(previous, next)).to.not.have.property("cache");
+    // Ten minutes later the 5-minute entries are gone.
+    const late = explainPrefix(previous, next, {
+      api: "anthropic",
+      countTokens: words,
+      model: "claude-opus-4-8",
+      at: [0, 10 * minute],
+    });
+    expect(late.cache!.miss).to.deep.equal({ reason: "expired", tokens: 2004 });
   });
 });
