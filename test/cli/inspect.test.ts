@@ -77,7 +77,9 @@ describe("context-host inspect", () => {
     const text: string[] = [];
     const args = ["inspect", id, "--data", dir, "--model", "claude-opus-4-8"];
     expect(await main(args, { cwd: dir, out: (t) => text.push(t), err: () => {} })).to.equal(0);
-    expect(text.join("\n")).to.include("the active epoch's requests on claude-opus-4-8").and.match(/request 3: cache read \d+/);
+    expect(text.join("\n"))
+      .to.include("the active epoch's requests on claude-opus-4-8")
+      .and.match(/request 3: cache read \d+/);
   });
 
   it("--list lists the stored sessions oldest first, with provider, model, location and message count", async () => {

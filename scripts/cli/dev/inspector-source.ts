@@ -50,6 +50,7 @@ function requestsOf(session: DevSession): RequestView[] {
       newBytes: request.newBytes,
       prefix,
       ...(prefix === "new-epoch" && epoch !== undefined ? { reason: epoch.reason } : {}),
+      ...(request.cache === undefined ? {} : { cache: request.cache }),
     };
   });
 }

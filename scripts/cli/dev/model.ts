@@ -37,6 +37,7 @@ import type { PluginInfo } from "../../../core/plugins/plugin-set.ts";
 import type { ProviderRequest } from "../../../core/session/provider.ts";
 import type { EpochReason, StoredMessage } from "../../../core/session/store/store.ts";
 import type { Snapshot } from "../../../core/system-context/index.ts";
+import { type CacheFigures, cacheFigures } from "../cache-figures.ts";
 
 /** One Context Epoch of a session. */
 export interface DevEpoch {
@@ -83,6 +84,8 @@ export interface DevRequest {
   readonly newBytes: number;
   /** `reusedBytes / bytes`, 0 for the first request. */
   readonly share: number;
+  /** What it read from and wrote to the provider's cache on the session's model (claude-* and gpt-* models). */
+  readonly cache?: CacheFigures;
 }
 
 export interface DevSession {
@@ -156,6 +159,12 @@ export function requestBytes(request: ProviderRequest): Buffer {
 interface SessionState {
   session: DevSession;
   lastRequest: Buffer | undefined;
+  lastProviderRequest?: ProviderRequest;
+}
+
+function cacheOf(previous: ProviderRequest | undefined, next: ProviderRequest): { cache?: CacheFigures } {
+  const cache = cacheFigures(previous, next);
+  return cache === undefined ? {} : { cache };
 }
 
 /** The dev command's writable model. */
@@ -217,7 +226,11 @@ export class DevModelStore implements DevModel {
       ...known?.session,
       ...info,
     });
-    this.#sessions.set(info.id, { session, lastRequest: known?.lastRequest });
+    this.#sessions.set(info.id, {
+      session,
+      lastRequest: known?.lastRequest,
+      ...(known?.lastProviderRequest === undefined ? {} : { lastProviderRequest: known.lastProviderRequest }),
+    });
     this.#emit("session", { session });
   }
 
@@ -271,6 +284,7 @@ export class DevModelStore implements DevModel {
       reusedBytes,
       newBytes: bytes.length - reusedBytes,
       share: bytes.length === 0 ? 0 : reusedBytes / bytes.length,
+      ...cacheOf(state.lastProviderRequest, boundary.request),
     });
     const rows = new Map(previous.snapshot.map((row) => [row.key, row]));
     const snapshot = Object.entries(boundary.epoch.snapshot).map(([key, entry]): DevSnapshotRow => {
@@ -285,7 +299,7 @@ export class DevModelStore implements DevModel {
       snapshot: Object.freeze(snapshot),
       requests: Object.freeze([...previous.requests, request]),
     });
-    this.#sessions.set(id, { session, lastRequest: bytes });
+    this.#sessions.set(id, { session, lastRequest: bytes, lastProviderRequest: boundary.request });
     const payload = { session, ...(epochStarted === undefined ? {} : { epochStarted }), admitted, request };
     this.#emit("boundary", payload);
     return payload;

@@ -8,6 +8,7 @@ import type { Host } from "../../../core/host/host.ts";
 import { explainPrefix } from "../../../core/providers/explain-prefix.ts";
 import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
 import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/session/store/store.ts";
+import { cacheFigures } from "../cache-figures.ts";
 import type {
   EpochView,
   InspectorEvent,
@@ -99,6 +100,11 @@ export function prefixShare(previous: ProviderRequest | undefined, next: Provide
   return explanation.kind === "new-epoch"
     ? { bytes, reusedBytes, prefix: "new-epoch", reason: explanation.reason }
     : { bytes, reusedBytes, prefix: "break-within-epoch" };
+}
+
+function cacheOf(previous: ProviderRequest | undefined, next: ProviderRequest): { cache?: RequestView["cache"] } {
+  const cache = cacheFigures(previous, next);
+  return cache === undefined ? {} : { cache };
 }
 
 export interface HostInspectorSourceOptions {
@@ -296,6 +302,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
             newBytes: share.bytes - share.reusedBytes,
             prefix: share.prefix,
             ...(share.reason === undefined ? {} : { reason: share.reason }),
+            ...cacheOf(requests[i - 1]?.request, recorded.request),
           };
         }),
       } satisfies SessionView;

@@ -146,8 +146,17 @@ export const pageScript = String.raw`"use strict";
       ]);
       var label = "#" + request.index + " · " + share + "% of " + size(request.bytes) + " reused" +
         (request.prefix === "new-epoch" ? " · new epoch" : request.prefix === "break-within-epoch" ? " · BREAK" : "");
+      var parts = [el("span", {}, label), chart];
+      // The cache model's figures on the session's model: tokens read, written and uncached, the price, and a miss's reason.
+      var cache = request.cache;
+      if (cache) {
+        parts.push(el("span", { class: "cache", "data-cache-read": String(cache.read) },
+          cache.model + ": cache read " + cache.read + ", write " + cache.written + ", in " + cache.uncached +
+          (cache.usd === undefined ? "" : " · $" + cache.usd.toFixed(4)) +
+          (cache.miss ? " · unread " + cache.miss.tokens + " (" + cache.miss.reason + ")" : "")));
+      }
       return el("li", { "data-request": String(request.index), "data-prefix": request.prefix,
-        "data-reused": String(request.reusedBytes), "data-new": String(request.newBytes) }, [el("span", {}, label), chart]);
+        "data-reused": String(request.reusedBytes), "data-new": String(request.newBytes) }, parts);
     }));
   }
 

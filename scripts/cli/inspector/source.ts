@@ -3,6 +3,8 @@
 // is); `subscribe` says that something changed, and the page reads again. A dev host's
 // in-memory model is adapted to it, and `hostInspectorSource` builds one from a real host.
 
+import type { CacheFigures } from "../cache-figures.ts";
+
 /** A value now, or once a read finishes (an in-memory model answers at once, a store does not). */
 export type Readable<T> = T | Promise<T>;
 
@@ -71,6 +73,8 @@ export interface RequestView {
   /** `first`, `extends`, `new-epoch` (with `reason`) or `break-within-epoch` (a defect). */
   readonly prefix: "first" | "extends" | "new-epoch" | "break-within-epoch";
   readonly reason?: string;
+  /** What it read from and wrote to the provider's cache on its model, by the cache model (claude-* and gpt-* models). */
+  readonly cache?: CacheFigures;
 }
 
 /** Everything the page shows of one session. */
