@@ -1,4 +1,4 @@
-// The session benches (cache-prefix, cache-prefix-wire, boundary, session-length) in quick mode: each
+// The session benches (cache-prefix, cache-prefix-wire, boundary, session-length, cost) in quick mode: each
 // runs in a child process as the bench runner starts it, exits on its own, prints only
 // well-formed bench lines (the six fields in order, ratio = value / baseline) and leaves
 // no temp folder behind. All run at once to keep this suite short.
@@ -22,6 +22,7 @@ describe("session benches (quick mode)", function () {
   let cachePrefixWire: Promise<{ stdout: string }>;
   let boundary: Promise<{ stdout: string }>;
   let sessionLength: Promise<{ stdout: string }>;
+  let cost: Promise<{ stdout: string }>;
 
   before(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), "context-host-session-bench-test-"));
@@ -40,10 +41,11 @@ describe("session benches (quick mode)", function () {
     cachePrefixWire = bench("cache-prefix-wire.bench.ts");
     boundary = bench("boundary.bench.ts");
     sessionLength = bench("session-length.bench.ts");
+    cost = bench("cost.bench.ts");
   });
 
   after(async () => {
-    await Promise.allSettled([cachePrefix, cachePrefixWire, boundary, sessionLength]);
+    await Promise.allSettled([cachePrefix, cachePrefixWire, boundary, sessionLength, cost]);
     rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -87,5 +89,28 @@ describe("session benches (quick mode)", function () {
   it("all removed their temp folders", async () => {
     await Promise.all([cachePrefix, cachePrefixWire, boundary, sessionLength]);
     expect(readdirSync(tmp)).to.deep.equal([]);
+  });
+
+  it("cost prints each model's dollars against the naive host, the single-breakpoint placement and the floor beside", async () => {
+    const lines = benchLinesOf((await cost).stdout);
+    const opus = "usd-per-session-claude-opus-4-8";
+    expect(lines.map((l) => l.metric)).to.deep.equal([
+      opus,
+      `${opus}-single-breakpoint`,
+      `${opus}-floor`,
+      `${opus}-vs-env-details`,
+      "cache-hit-share",
+      "usd-per-session-gpt-5",
+      "usd-per-session-gpt-5-vs-env-details",
+      "usd-per-session-gpt-5.6",
+      "usd-per-session-gpt-5.6-vs-env-details",
+    ]);
+    const value = (metric: string) => lines.find((l) => l.metric === metric)!.value;
+    // The breakpoints of decision 100 pay less than one moving breakpoint, and no prefix cache pays less than the floor.
+    expect(value(opus)).to.be.below(value(`${opus}-single-breakpoint`));
+    expect(value(opus)).to.be.at.least(value(`${opus}-floor`));
+    expect(lines.filter((l) => l.unit === "USD").every((l) => l.ratio < 1)).to.equal(true);
+    // The share of input read from cache is higher than with one moving breakpoint.
+    expect(lines.find((l) => l.metric === "cache-hit-share")!.ratio).to.be.above(1);
   });
 });
