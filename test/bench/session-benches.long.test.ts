@@ -105,12 +105,12 @@ describe("session benches (quick mode)", function () {
       "usd-per-session-gpt-5.6",
       "usd-per-session-gpt-5.6-vs-env-details",
     ]);
-    const value = (metric: string) => lines.find((l) => l.metric === metric)!.value;
+    const value = (metric: string) => lines.find((l) => l.metric === metric)!.value as number;
     // The breakpoints of decision 100 pay less than one moving breakpoint, and no prefix cache pays less than the floor.
     expect(value(opus)).to.be.below(value(`${opus}-single-breakpoint`));
     expect(value(opus)).to.be.at.least(value(`${opus}-floor`));
-    expect(lines.filter((l) => l.unit === "USD").every((l) => l.ratio < 1)).to.equal(true);
+    expect(lines.filter((l) => l.unit === "USD").every((l) => (l.ratio as number) < 1)).to.equal(true);
     // The share of input read from cache is higher than with one moving breakpoint.
-    expect(lines.find((l) => l.metric === "cache-hit-share")!.ratio).to.be.above(1);
+    expect(lines.find((l) => l.metric === "cache-hit-share")!.ratio as number).to.be.above(1);
   });
 });
