@@ -11,16 +11,8 @@ import { withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { ProjectFiles } from "../sources/instructions/service.ts";
-import {
-  type Generation,
-  InitializationBlocked,
-  initialize,
-  reconcile,
-  replaceOrReconcile,
-  type Snapshot,
-  type SnapshotEntry,
-  type SystemContext,
-} from "../system-context/index.ts";
+import type { Generation, Snapshot, SnapshotEntry, SystemContext } from "../system-context/index.ts";
+import { decideBoundary } from "./boundary-decision.ts";
 import {
   BoundaryContended,
   LocationInvalid,
@@ -469,38 +461,25 @@ export class SessionRuntime {
     pending: readonly PendingPrompt[],
   ): Promise<{ kind: "commit"; commit: BoundaryCommit } | { kind: "blocked"; keys: readonly string[] }> {
     const systemPrompt = this.#options.systemPrompt ?? null;
-    if (epoch === undefined) {
-      try {
-        return startEpoch(await initialize(context), "initial", systemPrompt, pending);
-      } catch (error) {
-        if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
-        throw error;
-      }
-    }
     // A host system prompt other than the one the epoch began with needs a new epoch too.
     const due =
-      session.epochDue ?? (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined);
-    // A due transition and the epoch's continuation are decided from one observation.
-    let next: Awaited<ReturnType<typeof reconcile>>;
-    if (due !== undefined) {
-      const decided = await replaceOrReconcile(context, epoch.snapshot);
-      if (decided.kind === "replaced") return startEpoch(decided.generation, due, systemPrompt, pending);
-      // Blocked by unavailable admitted context: the epoch continues.
-      next = decided.reconciled;
-    } else {
-      next = await reconcile(context, epoch.snapshot);
-    }
-    switch (next.kind) {
+      epoch === undefined
+        ? undefined
+        : (session.epochDue ??
+          (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined));
+    const decided = await decideBoundary(context, epoch, due);
+    switch (decided.kind) {
+      case "blocked":
+        return decided;
+      case "new-epoch":
+        return startEpoch(decided.generation, decided.reason, systemPrompt, pending);
       case "unchanged":
-      case "replacement-blocked":
         return { kind: "commit", commit: { promote: pending, settlesEpochDue: false } };
-      case "updated":
+      case "update":
         return {
           kind: "commit",
-          commit: { promote: pending, systemUpdate: { text: next.text, snapshot: next.snapshot }, settlesEpochDue: false },
+          commit: { promote: pending, systemUpdate: { text: decided.text, snapshot: decided.snapshot }, settlesEpochDue: false },
         };
-      case "replaced":
-        return startEpoch(next.generation, due ?? "replacement", systemPrompt, pending);
     }
   }
 

@@ -1,0 +1,307 @@
+// Owns the context engine (decision 102): the Context Sources of a host and a durable
+// ledger per session, for an agent loop that owns its history, its provider calls and its
+// tools. The loop calls `boundary` right before each provider call; the engine answers
+// with the epoch's Baseline and the Mid-Conversation System Messages admitted so far, each
+// with its position in the caller's history. Epochs and admission are decided by the same
+// `decideBoundary` as the Host's sessions.
+
+import { createHash } from "node:crypto";
+import path from "node:path";
+import type { Clock, Logger } from "../base/clock.ts";
+import type { Diagnostic } from "../base/diagnostics.ts";
+import { Scope } from "../base/scope.ts";
+import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
+import { type BoundaryDecision, decideBoundary } from "../session/boundary-decision.ts";
+import { BoundaryContended } from "../session/errors.ts";
+import { checkLocation } from "../session/runtime.ts";
+import {
+  type AdmittedUpdate,
+  type EngineLedger,
+  type LedgerCommit,
+  type LedgerRecord,
+  ledgerFile,
+  SqliteEngineLedger,
+} from "../session/store/engine-ledger.ts";
+import type { EpochReason } from "../session/store/store.ts";
+import { RevisionConflict } from "../session/store/store.ts";
+import type { CoreSource } from "../sources/core-source.ts";
+import type { InstructionSettings } from "../sources/instructions/service.ts";
+import { InitializationBlocked, type Snapshot } from "../system-context/index.ts";
+import { startContextSources } from "./context-sources.ts";
+import { checkSettings } from "./settings.ts";
+
+export type { AdmittedUpdate, EngineLedger } from "../session/store/engine-ledger.ts";
+
+/** Options of `createContextEngine`: a host's, less what belongs to the caller's loop (providers, tools, system prompt). */
+export interface ContextEngineOptions {
+  /** Data folder; the ledger is `<dataDir>/engine.db`. Default `.context-host` in the working folder. */
+  readonly dataDir?: string;
+  /** A ledger other than the default SQLite file. */
+  readonly ledger?: EngineLedger;
+  /** Core Context Sources, in order. */
+  readonly core?: readonly CoreSource[];
+  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
+  readonly plugins?: readonly string[];
+  /** Hot reload plugins on file changes (default true). */
+  readonly watch?: boolean;
+  /** Plugin settings by plugin name, checked against each plugin's `config` schema. */
+  readonly pluginSettings?: Readonly<Record<string, unknown>>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Plugin reload debounce (default 50 ms). */
+  readonly debounceMs?: number;
+  /** Default plugin loader deadline (default 2 s). */
+  readonly deadlineMs?: number;
+  /** How long a plugin's module code and `setup` may run (default 10 s). */
+  readonly setupDeadlineMs?: number;
+  /** How long a plugin generation's disposers may run (default 5 s). */
+  readonly disposeDeadlineMs?: number;
+  /** IANA time zone of `core/date`; host-local when unset. */
+  readonly timeZone?: string;
+  /** The instruction service: global file, project discovery switch, size limit. */
+  readonly instructions?: InstructionSettings;
+  /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
+  readonly builtins?: boolean;
+  /** Where plugin code runs: each plugin in its own worker (default) or the host's thread (decision 060). */
+  readonly isolation?: "worker" | "none";
+}
+
+/** What the loop tells the engine at a boundary. */
+export interface EngineBoundaryInput {
+  /** The folder the session works in (an absolute path of an existing folder). */
+  readonly location: string;
+  /** The provider and model the loop is about to call: a change starts a new Context Epoch. */
+  readonly provider: string;
+  readonly model: string;
+  /** The caller's history, oldest first, as it will send it (opaque to the engine). */
+  readonly messages: readonly unknown[];
+  /** A stable digest of one message (default: SHA-256 of its JSON). */
+  readonly digest?: (message: unknown) => string;
+}
+
+/** What the loop sends: the Baseline and the updates, each after the caller's message number `position`. */
+export interface EngineBoundary {
+  /** The Baseline System Context, verbatim for the epoch. */
+  readonly baseline: string;
+  /** The epoch's Mid-Conversation System Messages, oldest first. */
+  readonly updates: readonly AdmittedUpdate[];
+  readonly epoch: { readonly number: number; readonly reason: EpochReason };
+}
+
+/** The active Context Epoch of an engine session. */
+export interface EngineEpoch {
+  readonly number: number;
+  readonly reason: EpochReason;
+  readonly baseline: string;
+  readonly snapshot: Snapshot;
+}
+
+/** What the next boundary of a session would decide, observed now and admitted never. */
+export type EnginePreview =
+  | { readonly kind: "new-epoch"; readonly reason: EpochReason; readonly baseline: string; readonly snapshot: Snapshot }
+  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
+  | { readonly kind: "unchanged"; readonly snapshot: Snapshot }
+  | { readonly kind: "blocked"; readonly keys: readonly string[] };
+
+/** The context engine: Context Sources and a durable ledger, for any agent loop. */
+export interface ContextEngine {
+  /**
+   * Runs a Safe Provider-Turn Boundary of `sessionId` right before a provider call: the
+   * first call renders the Baseline; a later one admits changed sources after the caller's
+   * newest message; a retry with the same messages admits nothing and answers the same; a
+   * changed provider, model or location, or a history that no longer extends the one seen,
+   * starts a new epoch. Throws `InitializationBlocked` when core sources block the first Baseline.
+   */
+  boundary(sessionId: string, input: EngineBoundaryInput): Promise<EngineBoundary>;
+  /** What the next boundary would decide at `location` (default the session's), admitting nothing. */
+  preview(sessionId: string, options?: { readonly location?: string }): Promise<EnginePreview>;
+  /** The active Context Epoch of a session; none before its first boundary. */
+  epoch(sessionId: string): Promise<EngineEpoch | undefined>;
+  /** Active plugins. */
+  plugins(): PluginInfo[];
+  /** Every distinct diagnostic so far, oldest first. */
+  readonly diagnostics: readonly Diagnostic[];
+  /** The problems that still hold. */
+  currentDiagnostics(): Diagnostic[];
+  /** Plugin events and every new distinct diagnostic. Returns an unsubscribe. */
+  onPluginEvent(listener: (event: PluginEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** SHA-256 of a message's JSON: the default digest. */
+function jsonDigest(message: unknown): string {
+  return createHash("sha256")
+    .update(JSON.stringify(message) ?? "undefined")
+    .digest("hex");
+}
+
+/** The chained digest of a list of message digests. */
+function chain(digests: readonly string[], count = digests.length): string {
+  let digest = "";
+  for (let i = 0; i < count; i++)
+    digest = createHash("sha256")
+      .update(digest)
+      .update(digests[i] as string)
+      .digest("hex");
+  return digest;
+}
+
+/** Runs work one at a time per key, in call order. */
+class PerKeyQueue {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key);
+    const result = previous === undefined ? work() : previous.then(work, work);
+    const tail = result.catch(() => {});
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+}
+
+const maxReplans = 8;
+
+function answer(record: LedgerRecord): EngineBoundary {
+  return {
+    baseline: record.epoch.baseline,
+    updates: record.updates,
+    epoch: { number: record.epoch.number, reason: record.epoch.reason },
+  };
+}
+
+/** Why the caller's call starts a new epoch, if it does. */
+function dueOf(record: LedgerRecord, input: EngineBoundaryInput, digests: readonly string[]): EpochReason | undefined {
+  if (record.provider !== input.provider || record.model !== input.model) return "switch";
+  if (record.location !== input.location) return "move";
+  const extendsSeen = digests.length >= record.seenCount && chain(digests, record.seenCount) === record.seenDigest;
+  return extendsSeen ? undefined : "compaction";
+}
+
+/** Creates a context engine: starts the sources and opens the ledger. */
+export async function createContextEngine(options: ContextEngineOptions = {}): Promise<ContextEngine> {
+  checkSettings(options);
+  const scope = new Scope("context engine");
+  try {
+    const cwd = process.cwd();
+    const ledger =
+      options.ledger ?? new SqliteEngineLedger(ledgerFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
+    void scope.add(() => ledger.close());
+    const sources = await startContextSources({ cwd, ...sourceOptions(options) }, scope);
+    const queue = new PerKeyQueue();
+
+    const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
+      checkLocation(input.location);
+      const digest = input.digest ?? jsonDigest;
+      const digests = input.messages.map((message) => digest(message));
+      const seenDigest = chain(digests);
+      for (let round = 0; round < maxReplans; round++) {
+        const record = await ledger.read(id);
+        const same =
+          record !== undefined &&
+          record.seenCount === digests.length &&
+          record.seenDigest === seenDigest &&
+          record.provider === input.provider &&
+          record.model === input.model &&
+          record.location === input.location;
+        // A retry of the same call: the same answer, nothing admitted twice.
+        if (same) return answer(record);
+        const due = record === undefined ? undefined : dueOf(record, input, digests);
+        const context = await sources.compose({ location: input.location, sessionId: id });
+        const decided = await decideBoundary(context, record?.epoch, due);
+        if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
+        try {
+          return answer(
+            await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, digests.length, seenDigest)),
+          );
+        } catch (error) {
+          if (error instanceof RevisionConflict) continue; // another process committed first: decide again
+          throw error;
+        }
+      }
+      throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
+    };
+
+    return {
+      boundary: (id, input) => queue.run(id, () => boundary(id, input)),
+      preview: (id, previewOptions) =>
+        queue.run(id, async () => {
+          const record = await ledger.read(id);
+          const location = previewOptions?.location ?? record?.location;
+          if (location === undefined) throw new TypeError(`preview of a new session ${id} needs a location`);
+          const due = record !== undefined && location !== record.location ? "move" : undefined;
+          const decided = await decideBoundary(await sources.compose({ location, sessionId: id }), record?.epoch, due);
+          switch (decided.kind) {
+            case "new-epoch":
+              return { kind: "new-epoch", reason: decided.reason, ...decided.generation };
+            case "update":
+              return decided;
+            case "unchanged":
+              return { kind: "unchanged", snapshot: record?.epoch.snapshot ?? {} };
+            case "blocked":
+              return decided;
+          }
+        }),
+      epoch: async (id) => (await ledger.read(id))?.epoch,
+      plugins: () => sources.plugins.plugins(),
+      get diagnostics() {
+        return sources.diagnostics.history;
+      },
+      currentDiagnostics: () => sources.diagnostics.current(),
+      onPluginEvent: (listener) => sources.subscribe(listener),
+      close: () => scope.close(),
+    };
+  } catch (error) {
+    await scope.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** The ledger commit of a decision: a blocked transition keeps the session's old provider, model and location, so it stays due. */
+function commitOf(
+  decided: Exclude<BoundaryDecision, { kind: "blocked" }>,
+  record: LedgerRecord | undefined,
+  input: EngineBoundaryInput,
+  due: EpochReason | undefined,
+  seenCount: number,
+  seenDigest: string,
+): LedgerCommit {
+  const keepOld = decided.kind !== "new-epoch" && due !== undefined && record !== undefined;
+  const where = keepOld
+    ? { provider: record.provider, model: record.model, location: record.location }
+    : { provider: input.provider, model: input.model, location: input.location };
+  const seen = { ...where, seenCount, seenDigest };
+  switch (decided.kind) {
+    case "new-epoch":
+      return { ...seen, newEpoch: { reason: decided.reason, ...decided.generation } };
+    case "update":
+      return { ...seen, update: { position: seenCount, text: decided.text, snapshot: decided.snapshot } };
+    case "unchanged":
+      return seen;
+  }
+}
+
+function sourceOptions(options: ContextEngineOptions) {
+  const picked: Record<string, unknown> = {};
+  for (const name of [
+    "core",
+    "builtins",
+    "plugins",
+    "watch",
+    "pluginSettings",
+    "clock",
+    "logger",
+    "debounceMs",
+    "deadlineMs",
+    "setupDeadlineMs",
+    "disposeDeadlineMs",
+    "timeZone",
+    "instructions",
+    "isolation",
+  ] as const) {
+    if (options[name] !== undefined) picked[name] = options[name];
+  }
+  return picked as Omit<Parameters<typeof startContextSources>[0], "cwd">;
+}

@@ -1,0 +1,65 @@
+// Owns what a Safe Provider-Turn Boundary decides from one observation of the sources:
+// the first Baseline, a new epoch when one is due, one Mid-Conversation System Message,
+// or nothing. The Host's session runtime and the context engine both decide here, so
+// epochs and admission are decided once, whatever ledger keeps them.
+
+import {
+  type Generation,
+  InitializationBlocked,
+  initialize,
+  reconcile,
+  replaceOrReconcile,
+  type Snapshot,
+  type SystemContext,
+} from "../system-context/index.ts";
+import type { EpochReason } from "./store/store.ts";
+
+/** The one outcome of a boundary. */
+export type BoundaryDecision =
+  /** A new Context Epoch: its Baseline and snapshot, and why it began. */
+  | { readonly kind: "new-epoch"; readonly generation: Generation; readonly reason: EpochReason }
+  /** One Mid-Conversation System Message, advancing the snapshot. */
+  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
+  /** Nothing to admit (or a due replacement blocked by unavailable admitted context: the epoch continues). */
+  | { readonly kind: "unchanged" }
+  /** The first Baseline is blocked by these unavailable core sources. */
+  | { readonly kind: "blocked"; readonly keys: readonly string[] };
+
+/**
+ * Decides a boundary: without an active epoch, the first Baseline (`initial`); with one,
+ * a due transition (`due`: compaction, switch, move, replacement) replaces it unless
+ * unavailable admitted context blocks that, and otherwise the epoch is reconciled.
+ */
+export async function decideBoundary(
+  context: SystemContext,
+  active: { readonly snapshot: Snapshot } | undefined,
+  due: EpochReason | undefined,
+): Promise<BoundaryDecision> {
+  if (active === undefined) {
+    try {
+      return { kind: "new-epoch", generation: await initialize(context), reason: "initial" };
+    } catch (error) {
+      if (error instanceof InitializationBlocked) return { kind: "blocked", keys: error.keys };
+      throw error;
+    }
+  }
+  // A due transition and the epoch's continuation are decided from one observation.
+  let next: Awaited<ReturnType<typeof reconcile>>;
+  if (due !== undefined) {
+    const decided = await replaceOrReconcile(context, active.snapshot);
+    if (decided.kind === "replaced") return { kind: "new-epoch", generation: decided.generation, reason: due };
+    // Blocked by unavailable admitted context: the epoch continues.
+    next = decided.reconciled;
+  } else {
+    next = await reconcile(context, active.snapshot);
+  }
+  switch (next.kind) {
+    case "unchanged":
+    case "replacement-blocked":
+      return { kind: "unchanged" };
+    case "updated":
+      return { kind: "update", text: next.text, snapshot: next.snapshot };
+    case "replaced":
+      return { kind: "new-epoch", generation: next.generation, reason: due ?? "replacement" };
+  }
+}

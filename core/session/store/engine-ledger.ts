@@ -1,0 +1,221 @@
+// Owns the context engine's durable ledger (decision 102): per session of a caller's own
+// agent loop, the active Context Epoch (Baseline verbatim, snapshot, reason), how much of
+// the caller's history the engine has seen (a count and a chained digest) and the
+// Mid-Conversation System Messages admitted in the epoch, each with its position in the
+// caller's history. One SQLite file through better-sqlite3 (WAL); every commit is one
+// transaction guarded by the session's revision, so two processes admit a change once.
+
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { messageOf } from "../../base/errors.ts";
+import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import { RevisionConflict, SessionCorrupt, StoreFailed } from "../errors.ts";
+import type { EpochReason } from "./store.ts";
+
+/** A Mid-Conversation System Message admitted by the engine: it belongs after the caller's message number `position`. */
+export interface AdmittedUpdate {
+  /** How many of the caller's messages come before it. */
+  readonly position: number;
+  readonly text: string;
+}
+
+/** One session as the engine's ledger keeps it. */
+export interface LedgerRecord {
+  readonly id: string;
+  /** Advances with every commit; a commit names the revision it read. */
+  readonly revision: number;
+  readonly provider: string;
+  readonly model: string;
+  readonly location: string;
+  readonly epoch: {
+    readonly number: number;
+    readonly reason: EpochReason;
+    readonly baseline: string;
+    readonly snapshot: Snapshot;
+  };
+  /** How many of the caller's messages the last boundary saw, and their chained digest. */
+  readonly seenCount: number;
+  readonly seenDigest: string;
+  /** The epoch's admitted updates, by position. */
+  readonly updates: readonly AdmittedUpdate[];
+}
+
+/** What one boundary commits: the session's new state, and a new epoch or one more update. */
+export interface LedgerCommit {
+  readonly provider: string;
+  readonly model: string;
+  readonly location: string;
+  readonly seenCount: number;
+  readonly seenDigest: string;
+  /** A fresh epoch (its updates start empty). */
+  readonly newEpoch?: { readonly reason: EpochReason; readonly baseline: string; readonly snapshot: Snapshot };
+  /** One more update of the active epoch, with the snapshot it advances to. */
+  readonly update?: AdmittedUpdate & { readonly snapshot: Snapshot };
+}
+
+/** The port the engine keeps its ledger through. */
+export interface EngineLedger {
+  read(id: string): Promise<LedgerRecord | undefined>;
+  /**
+   * Commits a boundary against `revision` (the one read; `undefined`: the session is new).
+   * Throws `RevisionConflict` when another writer committed first.
+   */
+  commit(id: string, revision: number | undefined, commit: LedgerCommit): Promise<LedgerRecord>;
+  close(): Promise<void>;
+}
+
+const schema = `
+  CREATE TABLE engine_sessions (
+    id TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    location TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    reason TEXT NOT NULL CHECK (reason IN ('initial', 'compaction', 'switch', 'move', 'replacement')),
+    baseline TEXT NOT NULL,
+    snapshot TEXT NOT NULL,
+    seen_count INTEGER NOT NULL,
+    seen_digest TEXT NOT NULL
+  ) STRICT;
+  CREATE TABLE engine_updates (
+    session_id TEXT NOT NULL REFERENCES engine_sessions(id) ON DELETE CASCADE,
+    epoch INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (session_id, epoch, ordinal)
+  ) STRICT;`;
+
+interface SessionRow {
+  id: string;
+  revision: number;
+  provider: string;
+  model: string;
+  location: string;
+  epoch: number;
+  reason: EpochReason;
+  baseline: string;
+  snapshot: string;
+  seen_count: number;
+  seen_digest: string;
+}
+
+/** The engine's ledger file in a data folder. */
+export function ledgerFile(dataDir: string): string {
+  return path.join(dataDir, "engine.db");
+}
+
+/** The engine's ledger in one SQLite file. */
+export class SqliteEngineLedger implements EngineLedger {
+  readonly #db: Database.Database;
+  readonly #file: string;
+
+  constructor(file: string) {
+    this.#file = file;
+    try {
+      if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+      this.#db = new Database(file);
+      this.#db.pragma("journal_mode = WAL");
+      this.#db.pragma("foreign_keys = ON");
+      this.#db.pragma("busy_timeout = 1000");
+      if (this.#db.pragma("user_version", { simple: true }) === 0) {
+        this.#db.transaction(() => {
+          this.#db.exec(schema);
+          this.#db.pragma("user_version = 1");
+        })();
+      }
+    } catch (error) {
+      throw new StoreFailed({
+        file,
+        operation: "open the context engine's ledger (check that the data folder is writable and the file is this ledger's)",
+        cause: error,
+      });
+    }
+  }
+
+  async read(id: string): Promise<LedgerRecord | undefined> {
+    const row = this.#db.prepare("SELECT * FROM engine_sessions WHERE id = ?").get(id) as SessionRow | undefined;
+    if (row === undefined) return undefined;
+    const updates = this.#db
+      .prepare("SELECT position, text FROM engine_updates WHERE session_id = ? AND epoch = ? ORDER BY ordinal")
+      .all(id, row.epoch) as AdmittedUpdate[];
+    return this.#record(row, updates);
+  }
+
+  async commit(id: string, revision: number | undefined, commit: LedgerCommit): Promise<LedgerRecord> {
+    return this.#db.transaction((): LedgerRecord => {
+      const current = this.#db.prepare("SELECT * FROM engine_sessions WHERE id = ?").get(id) as SessionRow | undefined;
+      if ((current?.revision ?? undefined) !== revision) throw new RevisionConflict({ sessionId: id, expected: revision ?? -1 });
+      if (current === undefined && commit.newEpoch === undefined) {
+        throw new SessionCorrupt({ sessionId: id, reason: "a new session's first boundary must start an epoch" });
+      }
+      const epoch = commit.newEpoch === undefined ? (current as SessionRow).epoch : (current?.epoch ?? 0) + 1;
+      const next: SessionRow = {
+        id,
+        revision: (current?.revision ?? -1) + 1,
+        provider: commit.provider,
+        model: commit.model,
+        location: commit.location,
+        epoch,
+        reason: commit.newEpoch?.reason ?? (current as SessionRow).reason,
+        baseline: commit.newEpoch?.baseline ?? (current as SessionRow).baseline,
+        snapshot: JSON.stringify(
+          commit.newEpoch?.snapshot ?? commit.update?.snapshot ?? parseSnapshot(JSON.parse((current as SessionRow).snapshot)),
+        ),
+        seen_count: commit.seenCount,
+        seen_digest: commit.seenDigest,
+      };
+      this.#db
+        .prepare(
+          `INSERT INTO engine_sessions (id, revision, provider, model, location, epoch, reason, baseline, snapshot, seen_count, seen_digest)
+           VALUES (@id, @revision, @provider, @model, @location, @epoch, @reason, @baseline, @snapshot, @seen_count, @seen_digest)
+           ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, provider = excluded.provider, model = excluded.model,
+             location = excluded.location, epoch = excluded.epoch, reason = excluded.reason, baseline = excluded.baseline,
+             snapshot = excluded.snapshot, seen_count = excluded.seen_count, seen_digest = excluded.seen_digest`,
+        )
+        .run(next);
+      if (commit.update !== undefined) {
+        const { n } = this.#db
+          .prepare("SELECT count(*) AS n FROM engine_updates WHERE session_id = ? AND epoch = ?")
+          .get(id, epoch) as { n: number };
+        this.#db
+          .prepare("INSERT INTO engine_updates (session_id, epoch, ordinal, position, text) VALUES (?, ?, ?, ?, ?)")
+          .run(id, epoch, n, commit.update.position, commit.update.text);
+      }
+      const updates = this.#db
+        .prepare("SELECT position, text FROM engine_updates WHERE session_id = ? AND epoch = ? ORDER BY ordinal")
+        .all(id, epoch) as AdmittedUpdate[];
+      return this.#record(next, updates);
+    })();
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+
+  #record(row: SessionRow, updates: readonly AdmittedUpdate[]): LedgerRecord {
+    let snapshot: Snapshot;
+    try {
+      snapshot = parseSnapshot(JSON.parse(row.snapshot));
+    } catch (cause) {
+      throw new SessionCorrupt({
+        sessionId: row.id,
+        reason: `the Context Snapshot in ${this.#file} is corrupt: ${messageOf(cause)}`,
+        cause,
+      });
+    }
+    return {
+      id: row.id,
+      revision: row.revision,
+      provider: row.provider,
+      model: row.model,
+      location: row.location,
+      epoch: { number: row.epoch, reason: row.reason, baseline: row.baseline, snapshot },
+      seenCount: row.seen_count,
+      seenDigest: row.seen_digest,
+      updates: updates.map((update) => ({ position: update.position, text: update.text })),
+    };
+  }
+}
