@@ -13,6 +13,17 @@
 
 export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/diagnostics.ts";
 export { ContextHostError, DisposersFailed, SettingInvalid } from "./base/errors.ts";
+export {
+  type AdmittedUpdate,
+  type ContextEngine,
+  type ContextEngineOptions,
+  createContextEngine,
+  type EngineBoundary,
+  type EngineBoundaryInput,
+  type EngineEpoch,
+  type EngineLedger,
+  type EnginePreview,
+} from "./host/engine.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
 export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/events.ts";
