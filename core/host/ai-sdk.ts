@@ -8,7 +8,6 @@
 // text in the adjacent user message. The AI SDK is not imported: its types are matched by
 // shape, so `ai` and `@ai-sdk/provider` stay optional peers.
 
-import { createHash } from "node:crypto";
 import { SettingInvalid } from "../base/errors.ts";
 import { anthropicCapabilities } from "../providers/anthropic-lowering.ts";
 import { openAICapabilities, openAIModels } from "../providers/openai-lowering.ts";
@@ -84,8 +83,6 @@ function sessionOf(params: CallOptionsLike): ContextCallOptions | undefined {
   return { sessionId, ...(location === undefined ? {} : { location }) };
 }
 
-const digestOf = (message: unknown) => createHash("sha256").update(JSON.stringify(message)).digest("hex");
-
 const text = (value: string) => ({ type: "text", text: value });
 
 /**
@@ -106,7 +103,6 @@ export function contextMiddleware(engine: ContextEngine, options: ContextMiddlew
         provider: model.provider,
         model: model.modelId,
         messages: prompt,
-        digest: digestOf,
       });
       const leading = prompt.findIndex((message) => message.role !== "system");
       const split = leading === -1 ? prompt.length : leading;

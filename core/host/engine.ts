@@ -128,22 +128,23 @@ export interface ContextEngine {
   close(): Promise<void>;
 }
 
-/** SHA-256 of a message's JSON: the default digest. */
-function jsonDigest(message: unknown): string {
-  return createHash("sha256")
-    .update(JSON.stringify(message) ?? "undefined")
-    .digest("hex");
-}
-
-/** The chained digest of a list of message digests. */
-function chain(digests: readonly string[], count = digests.length): string {
-  let digest = "";
-  for (let i = 0; i < count; i++)
-    digest = createHash("sha256")
-      .update(digest)
-      .update(digests[i] as string)
-      .digest("hex");
-  return digest;
+/**
+ * The digest of the caller's history and of its first `prefix` messages, in one pass: one
+ * SHA-256 over each message's digest (`digest`) or, by default, its JSON (JSON values are
+ * self-delimiting, so the concatenation names the list). `prefix` beyond the history: none.
+ */
+function historyDigests(
+  messages: readonly unknown[],
+  digest: ((message: unknown) => string) | undefined,
+  prefix: number | undefined,
+): { all: string; prefix: string | undefined } {
+  const hash = createHash("sha256");
+  let atPrefix: string | undefined = prefix === 0 ? hash.copy().digest("hex") : undefined;
+  messages.forEach((message, index) => {
+    hash.update(digest === undefined ? (JSON.stringify(message) ?? "null") : `${digest(message)}\n`);
+    if (index + 1 === prefix) atPrefix = hash.copy().digest("hex");
+  });
+  return { all: hash.digest("hex"), prefix: atPrefix };
 }
 
 /** Runs work one at a time per key, in call order. */
@@ -172,12 +173,11 @@ function answer(record: LedgerRecord): EngineBoundary {
   };
 }
 
-/** Why the caller's call starts a new epoch, if it does. */
-function dueOf(record: LedgerRecord, input: EngineBoundaryInput, digests: readonly string[]): EpochReason | undefined {
+/** Why the caller's call starts a new epoch, if it does: `seenPrefix` is the digest of its first `record.seenCount` messages. */
+function dueOf(record: LedgerRecord, input: EngineBoundaryInput, seenPrefix: string | undefined): EpochReason | undefined {
   if (record.provider !== input.provider || record.model !== input.model) return "switch";
   if (record.location !== input.location) return "move";
-  const extendsSeen = digests.length >= record.seenCount && chain(digests, record.seenCount) === record.seenDigest;
-  return extendsSeen ? undefined : "compaction";
+  return seenPrefix === record.seenDigest ? undefined : "compaction";
 }
 
 /** Creates a context engine: starts the sources and opens the ledger. */
@@ -194,27 +194,31 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
 
     const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
       checkLocation(input.location);
-      const digest = input.digest ?? jsonDigest;
-      const digests = input.messages.map((message) => digest(message));
-      const seenDigest = chain(digests);
+      const count = input.messages.length;
+      let digests: { all: string; prefix: string | undefined; seen: number | undefined } | undefined;
       for (let round = 0; round < maxReplans; round++) {
         const record = await ledger.read(id);
+        // One pass over the history gives its digest and that of the part the ledger saw.
+        if (digests === undefined || digests.seen !== record?.seenCount) {
+          digests = { ...historyDigests(input.messages, input.digest, record?.seenCount), seen: record?.seenCount };
+        }
+        const seenDigest = digests.all;
         const same =
           record !== undefined &&
-          record.seenCount === digests.length &&
+          record.seenCount === count &&
           record.seenDigest === seenDigest &&
           record.provider === input.provider &&
           record.model === input.model &&
           record.location === input.location;
         // A retry of the same call: the same answer, nothing admitted twice.
         if (same) return answer(record);
-        const due = record === undefined ? undefined : dueOf(record, input, digests);
+        const due = record === undefined ? undefined : dueOf(record, input, digests.prefix);
         const context = await sources.compose({ location: input.location, sessionId: id });
         const decided = await decideBoundary(context, record?.epoch, due);
         if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
         try {
           return answer(
-            await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, digests.length, seenDigest)),
+            await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, count, seenDigest)),
           );
         } catch (error) {
           if (error instanceof RevisionConflict) continue; // another process committed first: decide again

@@ -111,6 +111,12 @@ export function ledgerFile(dataDir: string): string {
 export class SqliteEngineLedger implements EngineLedger {
   readonly #db: Database.Database;
   readonly #file: string;
+  /** Per session, the record last read or written (its revision says whether it is current). */
+  readonly #known = new Map<string, LedgerRecord>();
+  readonly #select: Database.Statement;
+  readonly #updates: Database.Statement;
+  readonly #upsert: Database.Statement;
+  readonly #insertUpdate: Database.Statement;
 
   constructor(file: string) {
     this.#file = file;
@@ -126,6 +132,20 @@ export class SqliteEngineLedger implements EngineLedger {
           this.#db.pragma("user_version = 1");
         })();
       }
+      this.#select = this.#db.prepare("SELECT * FROM engine_sessions WHERE id = ?");
+      this.#updates = this.#db.prepare(
+        "SELECT position, text FROM engine_updates WHERE session_id = ? AND epoch = ? ORDER BY ordinal",
+      );
+      this.#upsert = this.#db.prepare(
+        `INSERT INTO engine_sessions (id, revision, provider, model, location, epoch, reason, baseline, snapshot, seen_count, seen_digest)
+         VALUES (@id, @revision, @provider, @model, @location, @epoch, @reason, @baseline, @snapshot, @seen_count, @seen_digest)
+         ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, provider = excluded.provider, model = excluded.model,
+           location = excluded.location, epoch = excluded.epoch, reason = excluded.reason, baseline = excluded.baseline,
+           snapshot = excluded.snapshot, seen_count = excluded.seen_count, seen_digest = excluded.seen_digest`,
+      );
+      this.#insertUpdate = this.#db.prepare(
+        "INSERT INTO engine_updates (session_id, epoch, ordinal, position, text) VALUES (?, ?, ?, ?, ?)",
+      );
     } catch (error) {
       throw new StoreFailed({
         file,
@@ -136,23 +156,31 @@ export class SqliteEngineLedger implements EngineLedger {
   }
 
   async read(id: string): Promise<LedgerRecord | undefined> {
-    const row = this.#db.prepare("SELECT * FROM engine_sessions WHERE id = ?").get(id) as SessionRow | undefined;
+    const row = this.#select.get(id) as SessionRow | undefined;
     if (row === undefined) return undefined;
-    const updates = this.#db
-      .prepare("SELECT position, text FROM engine_updates WHERE session_id = ? AND epoch = ? ORDER BY ordinal")
-      .all(id, row.epoch) as AdmittedUpdate[];
-    return this.#record(row, updates);
+    // The record last read or written at this revision is still the session's.
+    const known = this.#known.get(id);
+    if (known !== undefined && known.revision === row.revision) return known;
+    return this.#remember(this.#record(row, this.#updates.all(id, row.epoch) as AdmittedUpdate[]));
   }
 
   async commit(id: string, revision: number | undefined, commit: LedgerCommit): Promise<LedgerRecord> {
     return this.#db.transaction((): LedgerRecord => {
-      const current = this.#db.prepare("SELECT * FROM engine_sessions WHERE id = ?").get(id) as SessionRow | undefined;
-      if ((current?.revision ?? undefined) !== revision) throw new RevisionConflict({ sessionId: id, expected: revision ?? -1 });
+      const current = this.#select.get(id) as SessionRow | undefined;
+      if (current?.revision !== revision) throw new RevisionConflict({ sessionId: id, expected: revision ?? -1 });
       if (current === undefined && commit.newEpoch === undefined) {
         throw new SessionCorrupt({ sessionId: id, reason: "a new session's first boundary must start an epoch" });
       }
+      const known = this.#known.get(id);
+      const before =
+        current === undefined
+          ? undefined
+          : known !== undefined && known.revision === current.revision
+            ? known
+            : this.#record(current, this.#updates.all(id, current.epoch) as AdmittedUpdate[]);
       const epoch = commit.newEpoch === undefined ? (current as SessionRow).epoch : (current?.epoch ?? 0) + 1;
-      const next: SessionRow = {
+      const snapshot = commit.newEpoch?.snapshot ?? commit.update?.snapshot;
+      const row: SessionRow = {
         id,
         revision: (current?.revision ?? -1) + 1,
         provider: commit.provider,
@@ -161,34 +189,38 @@ export class SqliteEngineLedger implements EngineLedger {
         epoch,
         reason: commit.newEpoch?.reason ?? (current as SessionRow).reason,
         baseline: commit.newEpoch?.baseline ?? (current as SessionRow).baseline,
-        snapshot: JSON.stringify(
-          commit.newEpoch?.snapshot ?? commit.update?.snapshot ?? parseSnapshot(JSON.parse((current as SessionRow).snapshot)),
-        ),
+        snapshot: snapshot === undefined ? (current as SessionRow).snapshot : JSON.stringify(snapshot),
         seen_count: commit.seenCount,
         seen_digest: commit.seenDigest,
       };
-      this.#db
-        .prepare(
-          `INSERT INTO engine_sessions (id, revision, provider, model, location, epoch, reason, baseline, snapshot, seen_count, seen_digest)
-           VALUES (@id, @revision, @provider, @model, @location, @epoch, @reason, @baseline, @snapshot, @seen_count, @seen_digest)
-           ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, provider = excluded.provider, model = excluded.model,
-             location = excluded.location, epoch = excluded.epoch, reason = excluded.reason, baseline = excluded.baseline,
-             snapshot = excluded.snapshot, seen_count = excluded.seen_count, seen_digest = excluded.seen_digest`,
-        )
-        .run(next);
+      this.#upsert.run(row);
+      const updates = commit.newEpoch === undefined ? [...(before?.updates ?? [])] : [];
       if (commit.update !== undefined) {
-        const { n } = this.#db
-          .prepare("SELECT count(*) AS n FROM engine_updates WHERE session_id = ? AND epoch = ?")
-          .get(id, epoch) as { n: number };
-        this.#db
-          .prepare("INSERT INTO engine_updates (session_id, epoch, ordinal, position, text) VALUES (?, ?, ?, ?, ?)")
-          .run(id, epoch, n, commit.update.position, commit.update.text);
+        this.#insertUpdate.run(id, epoch, updates.length, commit.update.position, commit.update.text);
+        updates.push({ position: commit.update.position, text: commit.update.text });
       }
-      const updates = this.#db
-        .prepare("SELECT position, text FROM engine_updates WHERE session_id = ? AND epoch = ? ORDER BY ordinal")
-        .all(id, epoch) as AdmittedUpdate[];
-      return this.#record(next, updates);
+      return this.#remember({
+        id,
+        revision: row.revision,
+        provider: row.provider,
+        model: row.model,
+        location: row.location,
+        epoch: {
+          number: epoch,
+          reason: row.reason,
+          baseline: row.baseline,
+          snapshot: snapshot ?? (before as LedgerRecord).epoch.snapshot,
+        },
+        seenCount: row.seen_count,
+        seenDigest: row.seen_digest,
+        updates,
+      });
     })();
+  }
+
+  #remember(record: LedgerRecord): LedgerRecord {
+    this.#known.set(record.id, record);
+    return record;
   }
 
   async close(): Promise<void> {
