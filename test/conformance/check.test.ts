@@ -2,7 +2,7 @@
 // naming the plugin (and the source key where one is at fault); the first-party plugins
 // and a good plugin pass; exit codes 0, 1 and 64.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -169,8 +169,38 @@ describe("context-host check", function () {
     expect((await cli(["check", "configured.ts", "--settings", "missing.json"])).code).to.equal(64);
   });
 
-  it("bad usage exits 64: no plugin, a missing file, an unknown option", async () => {
-    expect((await cli(["check"])).code).to.equal(64);
+  it("with no plugin named, check checks ./plugins as render loads it; without that folder it exits 64", async () => {
+    const none = await cli(["check"]);
+    expect(none.code).to.equal(64);
+    expect(none.err).to.contain("no plugin given and no plugins folder here");
+    mkdirSync(path.join(dir, "plugins"));
+    writeFileSync(
+      path.join(dir, "plugins", "bad.ts"),
+      good().replace(
+        'update: (_p, v) => "Weather in " + v.city + " is now " + v.celsius + " °C."',
+        'update: () => "The weather changed."',
+      ),
+    );
+    const found = await cli(["check"]);
+    expect(found.code, found.out).to.equal(1);
+    expect(found.out).to.match(/^plugins\/bad\.ts \[good good\/weather\] update-new-state: /m);
+  });
+
+  it("a throwing loader's finding gives its line and column and the code frame, as render does", async () => {
+    plugin(
+      "throws",
+      good().replace('load: () => ({ city: "Oslo", celsius: 4 }),', 'load: () => { throw new Error("no sky today"); },'),
+    );
+    const { code, out } = await cli(["check", "throws.ts"]);
+    expect(code).to.equal(1);
+    expect(out.split("\n").slice(0, 3)).to.deep.equal([
+      "throws.ts:11:27 [good good/weather] loader-settles: the loader threw: no sky today — settle within 2000 ms; return SystemContext.unavailable when the value cannot be observed now instead of throwing or hanging",
+      '10 |       load: () => { throw new Error("no sky today"); },',
+      "   |                           ^",
+    ]);
+  });
+
+  it("bad usage exits 64: a missing file, an unknown option", async () => {
     expect((await cli(["check", "nope.ts"])).err).to.contain("no such file");
     expect((await cli(["check", "--frobnicate"])).code).to.equal(64);
   });
