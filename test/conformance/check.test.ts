@@ -194,7 +194,7 @@ describe("context-host check", function () {
     const { code, out } = await cli(["check", "throws.ts"]);
     expect(code).to.equal(1);
     expect(out.split("\n").slice(0, 3)).to.deep.equal([
-      "throws.ts:11:27 [good good/weather] loader-settles: the loader threw: no sky today — settle within 2000 ms; return SystemContext.unavailable when the value cannot be observed now instead of throwing or hanging",
+      "throws.ts:10:27 [good good/weather] loader-settles: the loader threw: no sky today — settle within 2000 ms; return SystemContext.unavailable when the value cannot be observed now instead of throwing or hanging",
       '10 |       load: () => { throw new Error("no sky today"); },',
       "   |                           ^",
     ]);
