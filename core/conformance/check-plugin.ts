@@ -16,7 +16,7 @@ import { evaluateBundle, locationsOf } from "../plugins/evaluate.ts";
 import { type ActivatedGeneration, activateGeneration } from "../plugins/generation.ts";
 import { type CheckHooks, type FindingLocation, keepingAlive } from "./progress.ts";
 import type { CheckName } from "./rules.ts";
-import { type CheckedSource, checkSource, type Finding } from "./source-checks.ts";
+import { type CheckedSource, checkSourceWith, type Finding } from "./source-checks.ts";
 
 export type { CheckName } from "./rules.ts";
 /** Checks of the plugin as a whole, besides the per-source ones. */
@@ -93,6 +93,7 @@ export function checkPlugin(file: string, options: CheckPluginOptions = {}): Pro
 /**
  * `checkPlugin` telling `hooks` the step under way and each finding as it is made (the
  * isolated check's worker posts them, so its runner can name what never returned).
+ * @internal
  */
 export function runPluginChecks(
   file: string,
@@ -206,7 +207,7 @@ async function checkInThisThread(
 
   const firstLocate = locate;
   for (const source of first.activated.sources) {
-    await checkSource(
+    await checkSourceWith(
       source as CheckedSource,
       {
         env: { location: options.location ?? process.cwd() },

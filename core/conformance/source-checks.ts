@@ -14,7 +14,7 @@ import { absent, canonicalJson, type Json, toPlainJson, unavailable } from "../s
 import { arrivalChecks } from "../system-context/prerendered.ts";
 import { type Source, SourceCodec } from "../system-context/source.ts";
 import { samplesOf } from "./arbitrary.ts";
-import { type CheckHooks, type CheckStep, type FindingLocation, keepingAlive } from "./progress.ts";
+import { type CheckHooks, type CheckStep, keepingAlive } from "./progress.ts";
 import type { CheckName as RuleName } from "./rules.ts";
 
 /** The checks of one source, by name, as findings print them. */
@@ -29,8 +29,8 @@ export interface Finding {
   readonly message: string;
   /** How to fix it. */
   readonly fix: string;
-  /** Where the plugin's code threw, when a finding is about an error it threw. */
-  readonly location?: FindingLocation;
+  /** Where the plugin's code threw (line 1-based, column 0-based), when a finding is about an error it threw. */
+  readonly location?: { readonly file: string; readonly line: number; readonly column: number; readonly lineText?: string };
 }
 
 /** A source as the checks see it: a plugin source (with its optional `examples`). */
@@ -178,10 +178,18 @@ function watchingClock<T>(fn: () => T): { result: T; readsClock: boolean } {
 }
 
 /** Runs every check of `source`; findings in check order, each at most once per check. */
-export function checkSource(
+export function checkSource(source: CheckedSource, options: SourceCheckOptions): Promise<Finding[]> {
+  return checkSourceWith(source, options, {});
+}
+
+/**
+ * `checkSource` telling `hooks` each step and finding, and locating errors in the plugin's files.
+ * @internal
+ */
+export function checkSourceWith(
   source: CheckedSource,
   options: SourceCheckOptions,
-  hooks: CheckHooks<Finding> = {},
+  hooks: CheckHooks<Finding>,
 ): Promise<Finding[]> {
   return keepingAlive(() => runSourceChecks(source, options, hooks));
 }

@@ -211,6 +211,7 @@ function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText 
  * must find their faults before the host does (`context-host check`): a value as owned plain
  * JSON within the depth and size limits (else `ValueRejected` naming the path), and a text
  * as a `Rendering` (non-empty, within the length limit, well-formed).
+ * @internal
  */
 export const arrivalChecks = {
   value: (key: Key, value: unknown, limits: { readonly maxDepth?: number; readonly maxValueBytes?: number } = {}): Json =>
