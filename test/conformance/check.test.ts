@@ -105,6 +105,26 @@ describe("context-host check", function () {
     });
   }
 
+  it("the defects of issue 34 fail with exit 1, each naming its key and its rule", async () => {
+    const defects = path.resolve("test/conformance/fixtures/defects");
+    const { code, out, err } = await cli([
+      "check",
+      ...["value-mismatch", "codec-lossy", "loader-never-settles"].map((name) => path.join(defects, `${name}.ts`)),
+    ]);
+    expect(code, out).to.equal(1);
+    expect(err).to.contain("3 plugin(s) checked: 3 error(s)");
+    expect(out).to.match(
+      / \[value-mismatch value-mismatch\/count\] value-schema: the host rejects the loaded value 42: .*must be string/,
+    );
+    expect(out).to.match(
+      / \[codec-lossy codec-lossy\/name\] round-trip: decode\(encode\(v\)\) differs from v at \/: " x" encodes to " {7}x" and decodes to "x"/,
+    );
+    expect(out).to.match(
+      / \[loader-never-settles loader-never-settles\/value\] loader-settles: the loader missed its deadline of 2000 ms/,
+    );
+    expect(out).to.not.contain("exit code");
+  });
+
   it("a plugin named for a namespace the host's built-in sources own fails plugin-loads, as the host refuses it", async () => {
     plugin("instructions", good("", "instructions"));
     const findings = await checkPlugin(path.join(dir, "instructions.ts"));
