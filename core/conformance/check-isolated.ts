@@ -1,7 +1,10 @@
-// Owns checking a plugin the way the host runs it (decision 083): in a worker thread of its
-// own, with a heap limit and a deadline on the host's clock. What the plugin does to its
-// thread (a loop, `process.exit`, an uncaught throw, running out of memory) becomes a
-// `plugin-loads` finding naming the plugin; the caller goes on with the next plugin.
+// Owns checking a plugin the way the host runs it (decisions 083, 110): in a worker thread of
+// its own, with a heap limit and deadlines on the host's clock. The worker says which plugin
+// code runs (module code, setup, a loader, a renderer, the disposers) with the host's deadline
+// for it; what the plugin does to its thread there (a busy loop past the deadline,
+// `process.exit`, an uncaught throw, running out of memory) becomes a finding of that step's
+// rule naming the key; the caller goes on with the next plugin. Checking several plugins
+// together also finds two that declare one namespace, as a host loading both would.
 
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -73,6 +76,59 @@ function stepRule(step: CheckStep): { check: CheckName; what: string; fix: strin
 
 /** Runs `checkPlugin` on one plugin in a worker of its own; never rejects for what the plugin does. */
 export async function checkPluginIsolated(file: string, options: IsolatedCheckOptions = {}): Promise<PluginFinding[]> {
+  return (await checkInWorker(file, options)).findings;
+}
+
+/**
+ * Checks plugins as one host would load them together, each in a worker of its own (at most
+ * `concurrency` at once, default 1): besides each plugin's findings, two files declaring the same
+ * plugin name, of which a host loads only the one whose path sorts first (its `namespace`
+ * diagnostic), are a `plugin-loads` finding of every other. Findings in the order of `files`.
+ * @internal
+ */
+export async function checkPluginsIsolated(
+  files: readonly string[],
+  options: IsolatedCheckOptions & { readonly concurrency?: number } = {},
+): Promise<PluginFinding[]> {
+  const { concurrency = 1, ...checkOptions } = options;
+  const results: Array<{ findings: PluginFinding[]; name: string | undefined }> = new Array(files.length);
+  let next = 0;
+  const work = async (): Promise<void> => {
+    while (next < files.length) {
+      const index = next++;
+      results[index] = await checkInWorker(files[index] as string, checkOptions);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, work));
+  const holders = new Map<string, string>();
+  for (const [index, file] of files.entries()) {
+    const name = results[index]?.name;
+    if (name === undefined) continue;
+    const holder = holders.get(name);
+    if (holder === undefined || file < holder) holders.set(name, file);
+  }
+  return files.flatMap((file, index) => {
+    const { findings, name } = results[index] as { findings: PluginFinding[]; name: string | undefined };
+    const holder = name === undefined ? undefined : holders.get(name);
+    if (name === undefined || holder === undefined || holder === file) return findings;
+    return [
+      ...findings,
+      {
+        file,
+        plugin: name,
+        check: "plugin-loads" as const,
+        severity: "error" as const,
+        message: `the namespace "${name}" is also declared by ${holder}, whose path sorts first: a host loading both loads that file and refuses this one`,
+        fix: "give each plugin a name of its own",
+      },
+    ];
+  });
+}
+
+async function checkInWorker(
+  file: string,
+  options: IsolatedCheckOptions,
+): Promise<{ findings: PluginFinding[]; name: string | undefined }> {
   const { checkDeadlineMs = 60_000, heapMb = 256, ...checkOptions } = options;
   program ??= bundleWorkerProgram(entryFile, ["esbuild"]).catch((error: unknown) => {
     program = undefined;
@@ -80,7 +136,8 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
   });
   const code = await program;
   let plugin = provisionalPluginName(file);
-  return new Promise<PluginFinding[]>((resolve) => {
+  let name: string | undefined;
+  return new Promise((resolve) => {
     let settled = false;
     let lastError: unknown;
     /** The step under way, and the findings made so far: what is known if the worker never reports. */
@@ -107,7 +164,7 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
       stopTimer(timer);
       stopTimer(stepTimer);
       void worker.terminate().catch(() => {});
-      resolve(findings);
+      resolve({ findings, name });
     };
     const timer = startTimer(
       () =>
@@ -139,7 +196,10 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
     };
     worker.on("message", (message: WorkerMessage) => {
       if (message.type === "step") onStep(message.step);
-      else if (message.type === "finding") {
+      else if (message.type === "named") {
+        name = message.plugin;
+        plugin = message.plugin;
+      } else if (message.type === "finding") {
         made.push(message.finding);
         plugin = message.finding.plugin;
       } else if (message.type === "done" && Array.isArray(message.findings)) finish(message.findings);
@@ -178,6 +238,7 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
 
 /** What the check's worker posts (check-worker.ts). */
 type WorkerMessage =
+  | { readonly type: "named"; readonly plugin: string }
   | { readonly type: "step"; readonly step: CheckStep }
   | { readonly type: "finding"; readonly finding: PluginFinding }
   | { readonly type: "done"; readonly findings: PluginFinding[] }

@@ -196,6 +196,7 @@ async function checkInThisThread(
     return findings;
   }
   plugin = first.activated.name;
+  hooks.named?.(plugin);
   if (first.afterImport.length > 0) {
     add({
       check: "import-side-effects",

@@ -9,6 +9,7 @@ import { type CheckPluginOptions, runPluginChecks } from "./check-plugin.ts";
 const { file, options } = workerData as { readonly file: string; readonly options: CheckPluginOptions };
 const post = parentPort?.postMessage.bind(parentPort);
 runPluginChecks(file, options, {
+  named: (plugin) => post?.({ type: "named", plugin }),
   step: (step) => post?.({ type: "step", step }),
   finding: (finding) => post?.({ type: "finding", finding }),
 }).then(

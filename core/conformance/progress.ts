@@ -22,6 +22,8 @@ export type FindingLocation = Location;
 
 /** What a check reports while it runs (all optional; the in-process face passes none but `locate`). */
 export interface CheckHooks<F = unknown> {
+  /** The plugin's name, once its definition is read. */
+  named?(plugin: string): void;
   step?(step: CheckStep): void;
   finding?(finding: F): void;
   locate?(error: unknown): FindingLocation | undefined;

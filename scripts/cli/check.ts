@@ -5,7 +5,7 @@
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
+import { checkPluginsIsolated } from "../../core/conformance/check-isolated.ts";
 import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
 import { loadSettings } from "./settings.ts";
@@ -75,10 +75,11 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
 export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
-  const findings: PluginFinding[] = [];
   // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
-  for (const plugin of args.plugins)
-    findings.push(...(await checkPluginIsolated(plugin, { location: args.location, pluginSettings: args.pluginSettings })));
+  const findings: PluginFinding[] = await checkPluginsIsolated(args.plugins, {
+    location: args.location,
+    pluginSettings: args.pluginSettings,
+  });
   const failed = findings.some((finding) => finding.severity === "error");
   if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
   else {
