@@ -5,7 +5,6 @@
 // what is wrong and how to fix it. Nothing here is timed by the clock it watches: the
 // deadline is the host's own (`withinDeadline`).
 
-import { Value } from "typebox/value";
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
 import type { PluginSource } from "../plugins/define.ts";
@@ -409,7 +408,7 @@ async function runSourceChecks(source: CheckedSource, options: SourceCheckOption
     // Two new values that differ in one field only: an update that leaves that field out
     // says nothing when only it changes.
     if (withOne !== undefined) {
-      for (const variant of leafVariants(one, values, source.schema)) {
+      for (const variant of leafVariants(one, values, codec)) {
         const withVariant = render("update", [structuredClone(previous), structuredClone(variant.value)]);
         if (withVariant !== undefined && withVariant === withOne) {
           find(
@@ -457,12 +456,12 @@ function at(value: unknown, path: readonly string[]): { readonly found: boolean;
 
 /**
  * Copies of `value` with one leaf replaced by the same leaf of another of `donors`, for
- * each leaf where some donor differs — each still a value of `schema`.
+ * each leaf where some donor differs — each still a value the host's encoding accepts.
  */
 function leafVariants(
   value: unknown,
   donors: readonly unknown[],
-  schema: PluginSource["schema"],
+  codec: SourceCodec,
 ): Array<{ readonly path: string; readonly value: unknown }> {
   const variants: Array<{ path: string; value: unknown }> = [];
   for (const path of leafPaths(value, 16)) {
@@ -474,13 +473,7 @@ function leafVariants(
       let parent = variant;
       for (const key of path.slice(0, -1)) parent = parent[key] as Record<string, unknown>;
       parent[path[path.length - 1] as string] = structuredClone(theirs.value);
-      let valid: boolean;
-      try {
-        valid = Value.Check(schema, Value.Encode(schema, variant));
-      } catch {
-        valid = false;
-      }
-      if (valid) {
+      if (safely(() => codec.encode(variant)) !== undefined) {
         variants.push({ path: `/${path.join("/")}`, value: variant });
         break;
       }
