@@ -125,6 +125,23 @@ describe("context-host check", function () {
     expect(out).to.not.contain("exit code");
   });
 
+  it("a loader that never settles is a loader-settles deadline naming its key, whatever the worker's event loop does afterwards", async () => {
+    const never = (top: string, load: string, name: string) =>
+      good(top, name).replace('load: () => ({ city: "Oslo", celsius: 4 }),', `load: ${load},`);
+    const cases: Array<[string, string, string]> = [
+      ["idle", "", "() => new Promise(() => {})"],
+      ["busy", "let ticks = 0;", "() => { const t = setInterval(() => { ticks++; }, 5); void t; return new Promise(() => {}); }"],
+      ["blocked", "", "() => { setTimeout(() => { for (;;) {} }, 20); return new Promise(() => {}); }"],
+    ];
+    for (const [name, top, load] of cases) {
+      plugin(name, never(top, load, name));
+      const findings = await checkPluginIsolated(path.join(dir, `${name}.ts`), { deadlineMs: 300 });
+      const errors = findings.filter((f) => f.severity === "error");
+      expect(errors[0], `${name}: ${JSON.stringify(findings)}`).to.include({ check: "loader-settles", key: `${name}/weather` });
+      expect(errors[0]?.message, name).to.match(/deadline of 300 ms|within 300 ms/);
+    }
+  });
+
   it("a plugin named for a namespace the host's built-in sources own fails plugin-loads, as the host refuses it", async () => {
     plugin("instructions", good("", "instructions"));
     const findings = await checkPlugin(path.join(dir, "instructions.ts"));
