@@ -1,8 +1,9 @@
 // Owns `check` of one plugin file: load it as the host loads a plugin (bundle →
 // evaluate → activate, refusing the namespaces the host's built-in sources own), check
 // the definition, that setup runs again cleanly in a new generation, that nothing starts
-// at import time or keeps running after dispose, then run the source checks on every
-// source. Findings carry the plugin's file.
+// at import time or keeps running after dispose and that disposers settle within the
+// host's deadline, then run the source checks on every source. Findings carry the file,
+// line and column where the plugin's code threw, when it did.
 
 import path from "node:path";
 import { asValue, createContainer } from "awilix";

@@ -2,8 +2,9 @@
 // `describePluginConformance` run against every source a plugin declares. Each check
 // drives the source's own loader and renderers (with the values it loads, its
 // `examples`, and values generated from its schema) and reports findings that say
-// what is wrong and how to fix it. Nothing here is timed by the clock it watches: the
-// deadline is the host's own (`withinDeadline`).
+// what is wrong and how to fix it. Values go through the host's own codec and arrival
+// checks, so what the host would reject is found here first (decision 110). Nothing here
+// is timed by the clock it watches: the deadline is the host's own (`withinDeadline`).
 
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
