@@ -20,6 +20,16 @@ describe("describePluginConformance with a runner of its own", () => {
     expect(failed.map((title) => title.split(":")[0])).to.deep.equal(["update-new-state"]);
   });
 
+  it("checks in a worker as check does: a loader that never returns fails exactly the loader-settles case", async () => {
+    const suite = collectSuite();
+    describePluginConformance(path.resolve("test/conformance/fixtures/defects/loader-spins.ts"), {
+      runner: suite.runner,
+      deadlineMs: 300,
+    });
+    const failed = await suite.failed();
+    expect(failed.map((title) => title.split(":")[0])).to.deep.equal(["loader-settles"]);
+  });
+
   it("without mocha's globals or a runner, declaring the suite throws ConformanceSetupInvalid", () => {
     const globals = globalThis as { before?: unknown };
     const savedBefore = globals.before;
