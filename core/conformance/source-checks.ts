@@ -257,7 +257,9 @@ async function runSourceChecks(source: CheckedSource, options: SourceCheckOption
         "value-schema",
         "error",
         `the host rejects the loaded value ${show(value)}: ${messageOf(error)}`,
-        `return values of the source's schema exactly (nothing is converted: 42 is not "42"), plain JSON once encoded, within ${limits.maxValueBytes} bytes and 64 levels`,
+        /larger than the limit|deeper than the limit/.test(messageOf(error))
+          ? `keep the value within ${limits.maxValueBytes} bytes and 64 levels: leave out what the model need not be told`
+          : `return values of the source's schema exactly (nothing is converted: 42 is not "42"), plain JSON once encoded`,
         error,
       );
     } finally {
