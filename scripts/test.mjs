@@ -47,6 +47,7 @@ const slowest = [
   "test/package/consumer.test.ts",
   "test/plugins/isolation.test.ts",
   "test/conformance/check.test.ts",
+  "test/conformance/pairing.test.ts",
   "test/plugins/hot-reload.test.ts",
   "test/plugins/worker-lifecycle.test.ts",
   "test/session/crash/crash.test.ts",

@@ -1,28 +1,37 @@
 // Owns `check` of one plugin file: load it as the host loads a plugin (bundle →
 // evaluate → activate, refusing the namespaces the host's built-in sources own), check
 // the definition, that setup runs again cleanly in a new generation, that nothing starts
-// at import time or keeps running after dispose, then run the source checks on every
-// source. Findings carry the plugin's file.
+// at import time or keeps running after dispose and that disposers settle within the
+// host's deadline, then run the source checks on every source. Findings carry the file,
+// line and column where the plugin's code threw, when it did.
 
 import path from "node:path";
 import { asValue, createContainer } from "awilix";
 import { silentLogger, systemClock } from "../base/clock.ts";
+import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
+import { escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import { builtinNamespaces } from "../host/context-sources.ts";
 import { bundlePlugin, type PluginBundle } from "../plugins/bundle.ts";
-import { evaluateBundle } from "../plugins/evaluate.ts";
+import { evaluateBundle, locationsOf } from "../plugins/evaluate.ts";
 import { type ActivatedGeneration, activateGeneration } from "../plugins/generation.ts";
-import { type CheckedSource, checkSource, type CheckName as SourceCheckName } from "./source-checks.ts";
+import { type CheckHooks, type FindingLocation, keepingAlive } from "./progress.ts";
+import type { CheckName } from "./rules.ts";
+import { type CheckedSource, checkSourceWith, type Finding } from "./source-checks.ts";
 
+export type { CheckName } from "./rules.ts";
 /** Checks of the plugin as a whole, besides the per-source ones. */
 export type PluginCheckName = "plugin-loads" | "setup-repeats" | "import-side-effects" | "dispose-releases";
-/** Every check `context-host check` runs, by the name its findings print. */
-export type CheckName = PluginCheckName | SourceCheckName;
 
 /** One finding of `check`. */
 export interface PluginFinding {
+  /** The plugin's file, or the file of its own where the error was thrown. */
   readonly file: string;
   readonly line?: number;
+  /** 0-based, as diagnostics keep it (printed 1-based). */
+  readonly column?: number;
+  /** The line of code at `line`, for a code frame. */
+  readonly lineText?: string;
   readonly plugin: string;
   readonly key?: string;
   readonly check: CheckName;
@@ -39,9 +48,18 @@ export interface CheckPluginOptions {
   readonly settings?: unknown;
   /** Settings by plugin name, as a host's `pluginSettings` (a settings file's); `settings` wins when given. */
   readonly pluginSettings?: Readonly<Record<string, unknown>>;
+  /** Default loader deadline, ms (the host's default 2000; a source's own `deadlineMs` wins). */
   readonly deadlineMs?: number;
+  /** How long module code and setup may run, ms (the host's default 10 000). */
   readonly setupDeadlineMs?: number;
+  /** How long a generation's disposers may run, ms (the host's default 5000). */
+  readonly disposeDeadlineMs?: number;
+  /** How long the renderers of one boundary may run, ms (the host's default 1000). */
+  readonly renderDeadlineMs?: number;
+  /** Longest accepted rendering (the host's default 64 KiB). */
   readonly maxTextLength?: number;
+  /** Largest accepted value, UTF-8 bytes of its JSON (the host's default 1 MiB). */
+  readonly maxValueBytes?: number;
   readonly samples?: number;
   readonly seed?: number;
 }
@@ -69,10 +87,45 @@ export function provisionalPluginName(file: string): string {
 }
 
 /** Checks one plugin file; findings in check order. Never throws for anything the plugin does. */
-export async function checkPlugin(file: string, options: CheckPluginOptions = {}): Promise<PluginFinding[]> {
+export function checkPlugin(file: string, options: CheckPluginOptions = {}): Promise<PluginFinding[]> {
+  return runPluginChecks(file, options, {});
+}
+
+/**
+ * `checkPlugin` telling `hooks` the step under way and each finding as it is made (the
+ * isolated check's worker posts them, so its runner can name what never returned).
+ * @internal
+ */
+export function runPluginChecks(
+  file: string,
+  options: CheckPluginOptions,
+  hooks: Omit<CheckHooks<PluginFinding>, "locate">,
+): Promise<PluginFinding[]> {
+  return keepingAlive(() => checkInThisThread(file, options, hooks));
+}
+
+async function checkInThisThread(
+  file: string,
+  options: CheckPluginOptions,
+  hooks: Omit<CheckHooks<PluginFinding>, "locate">,
+): Promise<PluginFinding[]> {
   const findings: PluginFinding[] = [];
   let plugin = provisionalPluginName(file);
-  const add = (finding: Omit<PluginFinding, "file" | "plugin">) => findings.push({ file, plugin, ...finding });
+  let locate: (error: unknown) => FindingLocation | undefined = () => undefined;
+  const add = (finding: Omit<PluginFinding, "file" | "plugin">, location?: FindingLocation) => {
+    const at =
+      location === undefined
+        ? {}
+        : {
+            line: location.line,
+            column: location.column,
+            ...(location.lineText === undefined ? {} : { lineText: location.lineText }),
+          };
+    const full: PluginFinding = { file: location?.file ?? file, plugin, ...finding, ...at };
+    findings.push(full);
+    hooks.finding?.(full);
+  };
+  const setupDeadlineMs = options.setupDeadlineMs ?? 10_000;
   const container = createContainer();
   container.register({
     clock: asValue(systemClock),
@@ -82,21 +135,36 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
   // Evaluate and activate stay apart here (not `loadGeneration`): import-side-effects measures between them.
   const reservedNamespaces = new Set(builtinNamespaces);
   const load = async (bundle: PluginBundle, generation: number) => {
+    const locations = locationsOf(bundle, generation);
+    locate = (error) => {
+      try {
+        return locations.locate(error);
+      } catch {
+        return undefined;
+      }
+    };
     const before = resources();
+    hooks.step?.({ kind: "evaluate", generation, ms: setupDeadlineMs });
     const exports = evaluateBundle(bundle, generation);
+    hooks.step?.({ kind: "checks" });
     await settle();
     const afterImport = grown(before, resources());
-    const activated = await activateGeneration({
-      exports,
-      generation,
-      container,
-      settings:
-        options.settings === undefined ? (options.pluginSettings ?? {}) : { [pluginNameOf(exports) ?? ""]: options.settings },
-      setupDeadlineMs: options.setupDeadlineMs ?? 10_000,
-      // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
-      reservedNamespaces,
-    });
-    return { activated, afterImport, before };
+    hooks.step?.({ kind: "setup", generation, ms: setupDeadlineMs });
+    try {
+      const activated = await activateGeneration({
+        exports,
+        generation,
+        container,
+        settings:
+          options.settings === undefined ? (options.pluginSettings ?? {}) : { [pluginNameOf(exports) ?? ""]: options.settings },
+        setupDeadlineMs,
+        // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
+        reservedNamespaces,
+      });
+      return { activated, afterImport, before };
+    } finally {
+      hooks.step?.({ kind: "checks" });
+    }
   };
 
   let bundle: PluginBundle;
@@ -105,21 +173,31 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
     bundle = await bundlePlugin(file);
     first = await load(bundle, 1);
   } catch (error) {
-    const location = (error as { location?: { line?: number } }).location;
+    const bundled = (error as { location?: { file?: string; line?: number; column?: number; lineText?: string } }).location;
     const named = (error as { plugin?: unknown }).plugin;
     if (typeof named === "string") plugin = named;
-    add({
-      check: "plugin-loads",
-      severity: "error",
-      ...(location?.line === undefined ? {} : { line: location.line }),
-      ...((error as { key?: string }).key === undefined ? {} : { key: (error as { key: string }).key }),
-      message: `the plugin does not load: ${messageOf(error)}`,
-      fix: "fix what the message names; `context-host render --plugins` shows the same error with its code frame",
-    });
+    const location =
+      bundled?.line === undefined
+        ? locate(error)
+        : { file: bundled.file ?? file, line: bundled.line, column: bundled.column ?? 0, lineText: bundled.lineText };
+    add(
+      {
+        check: "plugin-loads",
+        severity: "error",
+        ...((error as { key?: string }).key === undefined ? {} : { key: (error as { key: string }).key }),
+        message: `the plugin does not load: ${messageOf(error)}`,
+        fix:
+          error instanceof DeadlineExceeded || (error as { cause?: unknown }).cause instanceof DeadlineExceeded
+            ? `let setup settle within ${setupDeadlineMs} ms: start slow work in loaders, not in setup`
+            : "fix what the message names; `context-host render --plugins` shows the same error with its code frame",
+      },
+      location,
+    );
     await container.dispose();
     return findings;
   }
   plugin = first.activated.name;
+  hooks.named?.(plugin);
   if (first.afterImport.length > 0) {
     add({
       check: "import-side-effects",
@@ -129,15 +207,25 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
     });
   }
 
+  const firstLocate = locate;
   for (const source of first.activated.sources) {
-    const sourceFindings = await checkSource(source as CheckedSource, {
-      env: { location: options.location ?? process.cwd() },
-      deadlineMs: source.deadlineMs ?? options.deadlineMs ?? 2000,
-      maxTextLength: options.maxTextLength ?? 64 * 1024,
-      ...(options.samples === undefined ? {} : { samples: options.samples }),
-      ...(options.seed === undefined ? {} : { seed: options.seed }),
-    });
-    for (const finding of sourceFindings) add(finding);
+    await checkSourceWith(
+      source as CheckedSource,
+      {
+        env: { location: options.location ?? process.cwd() },
+        deadlineMs: source.deadlineMs ?? options.deadlineMs ?? 2000,
+        maxTextLength: options.maxTextLength ?? 64 * 1024,
+        ...(options.maxValueBytes === undefined ? {} : { maxValueBytes: options.maxValueBytes }),
+        ...(options.renderDeadlineMs === undefined ? {} : { renderDeadlineMs: options.renderDeadlineMs }),
+        ...(options.samples === undefined ? {} : { samples: options.samples }),
+        ...(options.seed === undefined ? {} : { seed: options.seed }),
+      },
+      {
+        locate: firstLocate,
+        finding: ({ location, ...finding }: Finding) => add(finding, location),
+        ...(hooks.step === undefined ? {} : { step: hooks.step }),
+      },
+    );
   }
 
   // A new generation of the same bundle, as a reload makes it: the same sources, cleanly.
@@ -154,25 +242,43 @@ export async function checkPlugin(file: string, options: CheckPluginOptions = {}
       });
     }
   } catch (error) {
-    add({
-      check: "setup-repeats",
-      severity: "error",
-      message: `setup fails in a second generation: ${messageOf(error)}`,
-      fix: "release in api.onDispose whatever setup takes (ports, files, globals), so a reload can take it again",
-    });
+    add(
+      {
+        check: "setup-repeats",
+        severity: "error",
+        message: `setup fails in a second generation: ${messageOf(error)}`,
+        fix: "release in api.onDispose whatever setup takes (ports, files, globals), so a reload can take it again",
+      },
+      locate(error),
+    );
   }
 
-  for (const generation of [first, second]) {
+  const disposeDeadlineMs = options.disposeDeadlineMs ?? 5000;
+  for (const [index, generation] of [first, second].entries()) {
     if (generation === undefined) continue;
+    const { scope } = generation.activated;
+    hooks.step?.({ kind: "dispose", generation: index + 1, ms: disposeDeadlineMs });
     try {
-      await generation.activated.scope.close();
+      await withinDeadline(() => scope.close(), disposeDeadlineMs, `disposers of ${scope.name}`);
     } catch (error) {
-      add({
-        check: "dispose-releases",
-        severity: "error",
-        message: `a disposer threw: ${messageOf(error)}`,
-        fix: "make disposers total",
-      });
+      const errors = (error as { errors?: unknown[] }).errors;
+      add(
+        {
+          check: "dispose-releases",
+          severity: "error",
+          message:
+            error instanceof DeadlineExceeded
+              ? `the disposers of generation ${index + 1} did not settle within ${disposeDeadlineMs} ms`
+              : `a disposer threw: ${messageOf(errors?.[0] ?? error)}`,
+          fix:
+            error instanceof DeadlineExceeded
+              ? `let every disposer settle within ${disposeDeadlineMs} ms (close with a timeout; do not await what may never end)`
+              : "make disposers total",
+        },
+        index === 0 ? firstLocate(errors?.[0] ?? error) : locate(errors?.[0] ?? error),
+      );
+    } finally {
+      hooks.step?.({ kind: "checks" });
     }
   }
   await settle();
@@ -194,11 +300,20 @@ function pluginNameOf(exports: Record<string, unknown>): string | undefined {
   return typeof candidate?.name === "string" ? candidate.name : undefined;
 }
 
-/** One printable line: `file:line [plugin key] check: what is wrong — how to fix it`. */
+/**
+ * One printable finding: `file:line:column [plugin key] check: what is wrong — how to fix it`,
+ * then, when the plugin's own code threw, the line and a caret under the column (the code
+ * frame `render` prints for the same error). Control characters escaped.
+ */
 export function formatFinding(finding: PluginFinding, cwd = process.cwd()): string {
-  const where = finding.file.startsWith(`${cwd}/`) ? finding.file.slice(cwd.length + 1) : finding.file;
-  const line = finding.line === undefined ? "" : `:${finding.line}`;
-  const key = finding.key === undefined ? "" : ` ${finding.key}`;
+  const where = escapeControl(finding.file.startsWith(`${cwd}/`) ? finding.file.slice(cwd.length + 1) : finding.file);
+  const line =
+    finding.line === undefined ? "" : `:${finding.line}${finding.column === undefined ? "" : `:${finding.column + 1}`}`;
+  const key = finding.key === undefined ? "" : ` ${escapeControl(finding.key)}`;
   const level = finding.severity === "warning" ? " (warning)" : "";
-  return `${where}${line} [${finding.plugin}${key}] ${finding.check}${level}: ${finding.message} — ${finding.fix}`;
+  const head = `${where}${line} [${escapeControl(finding.plugin)}${key}] ${finding.check}${level}: ${escapeControl(finding.message)} — ${finding.fix}`;
+  if (finding.line === undefined || finding.lineText === undefined) return head;
+  const gutter = `${finding.line} | `;
+  const caret = `${" ".repeat(gutter.length - 2)}| ${" ".repeat(Math.max(0, finding.column ?? 0))}^`;
+  return `${head}\n${gutter}${escapeControl(finding.lineText)}\n${caret}`;
 }

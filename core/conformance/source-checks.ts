@@ -2,31 +2,23 @@
 // `describePluginConformance` run against every source a plugin declares. Each check
 // drives the source's own loader and renderers (with the values it loads, its
 // `examples`, and values generated from its schema) and reports findings that say
-// what is wrong and how to fix it. Nothing here is timed by the clock it watches: the
-// deadline is the host's own (`withinDeadline`).
+// what is wrong and how to fix it. Values go through the host's own codec and arrival
+// checks, so what the host would reject is found here first (decision 110). Nothing here
+// is timed by the clock it watches: the deadline is the host's own (`withinDeadline`).
 
-import { Value } from "typebox/value";
-import { withinDeadline } from "../base/deadline.ts";
+import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
 import type { PluginSource } from "../plugins/define.ts";
 import type { SourceEnv } from "../registry/registry.ts";
-import { absent, canonicalJson, toPlainJson, unavailable, ValueNotPlainJson } from "../system-context/index.ts";
+import { absent, canonicalJson, type Json, toPlainJson, unavailable } from "../system-context/index.ts";
+import { arrivalChecks } from "../system-context/prerendered.ts";
+import { type Source, SourceCodec } from "../system-context/source.ts";
 import { samplesOf } from "./arbitrary.ts";
+import { type CheckHooks, type CheckStep, keepingAlive } from "./progress.ts";
+import type { CheckName as RuleName } from "./rules.ts";
 
-/** The checks, by name, as findings print them. */
-export type CheckName =
-  | "loader-settles"
-  | "value-schema"
-  | "round-trip"
-  | "volatile-value"
-  | "removal-renderer"
-  | "renderer-throws"
-  | "renderer-text"
-  | "renderer-pure"
-  | "renderer-mutates"
-  | "renderer-clock"
-  | "update-new-state"
-  | "update-repeats-previous";
+/** The checks of one source, by name, as findings print them. */
+export type CheckName = Exclude<RuleName, "plugin-loads" | "import-side-effects" | "setup-repeats" | "dispose-releases">;
 
 /** One thing a check found. An `error` fails `check`; a `warning` does not. */
 export interface Finding {
@@ -37,12 +29,14 @@ export interface Finding {
   readonly message: string;
   /** How to fix it. */
   readonly fix: string;
+  /** Where the plugin's code threw (line 1-based, column 0-based), when a finding is about an error it threw. */
+  readonly location?: { readonly file: string; readonly line: number; readonly column: number; readonly lineText?: string };
 }
 
 /** A source as the checks see it: a plugin source (with its optional `examples`). */
 export type CheckedSource = PluginSource;
 
-/** How `checkSource` drives a source: its env, deadline, text limit and generated inputs. */
+/** How `checkSource` drives a source: its env, deadlines, the host's limits and generated inputs. */
 export interface SourceCheckOptions {
   /** The env the loader is called with. */
   readonly env: SourceEnv;
@@ -50,12 +44,71 @@ export interface SourceCheckOptions {
   readonly deadlineMs: number;
   /** Longest accepted rendering. */
   readonly maxTextLength: number;
+  /** Largest accepted value, UTF-8 bytes of its JSON (default 1 MiB, the host's). */
+  readonly maxValueBytes?: number;
+  /** How long the renderers of one boundary may take (default 1000 ms, the host's). */
+  readonly renderDeadlineMs?: number;
   /** How many loads to compare for volatile values (default 3). */
   readonly loads?: number;
   /** Generated values per check (default 20). */
   readonly samples?: number;
   /** Seed of the generated values (default 1). */
   readonly seed?: number;
+}
+
+// Taken when this module loads: a renderer's time is measured with the clock it cannot swap.
+const now = performance.now.bind(performance);
+
+function safely<T>(work: () => T): T | undefined {
+  try {
+    return work();
+  } catch {
+    return undefined;
+  }
+}
+
+/** A short printable form of a value for a finding (JSON when it is, else its kind). */
+function show(value: unknown): string {
+  const text = safely(() => JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)));
+  const shown = text ?? (value instanceof Date ? `Date(${value.getTime()})` : Object.prototype.toString.call(value));
+  return shown.length > 120 ? `${shown.slice(0, 117)}...` : shown;
+}
+
+/** Whether two decoded values are the same value: by canonical JSON where both are JSON, else structurally. */
+function sameValue(a: unknown, b: unknown, depth = 0): boolean {
+  if (Object.is(a, b) || (typeof a === "number" && a === b)) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || depth > 64) return false;
+  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
+  if (a instanceof Date) return a.getTime() === (b as Date).getTime();
+  if (a instanceof Map) {
+    const other = b as Map<unknown, unknown>;
+    return a.size === other.size && [...a].every(([k, v]) => other.has(k) && sameValue(v, other.get(k), depth + 1));
+  }
+  if (a instanceof Set) return a.size === (b as Set<unknown>).size && [...a].every((item) => (b as Set<unknown>).has(item));
+  if (ArrayBuffer.isView(a)) return Buffer.compare(Buffer.from(a.buffer), Buffer.from((b as ArrayBufferView).buffer)) === 0;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every(
+    (k) => Object.hasOwn(b, k) && sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth + 1),
+  );
+}
+
+/**
+ * What the codec loses of `value` on the way to a snapshot and back, if anything: encoded as the
+ * host encodes a loaded value, then decoded as the host decodes a stored one. A value the
+ * host's encoding refuses is not a round trip's business (for a loaded value, `value-schema`'s).
+ */
+function roundTripLoss(codec: SourceCodec, value: unknown): string | undefined {
+  const stored = safely(() => codec.plain(codec.encode(value)));
+  if (stored === undefined) return undefined;
+  const back = codec.decodeStored(stored);
+  if (back === undefined) return `${show(value)} encodes to ${show(stored)}, which does not decode again under the schema`;
+  if (!sameValue(back.value, value)) {
+    const paths = safely(() => differingPaths(value, back.value)) ?? [];
+    const at = paths.length === 0 ? "" : ` at ${paths.slice(0, 3).join(", ")}`;
+    return `decode(encode(v)) differs from v${at}: ${show(value)} encodes to ${show(stored)} and decodes to ${show(back.value)}`;
+  }
+  return undefined;
 }
 
 type Renderer = "baseline" | "update" | "removed";
@@ -125,32 +178,64 @@ function watchingClock<T>(fn: () => T): { result: T; readsClock: boolean } {
 }
 
 /** Runs every check of `source`; findings in check order, each at most once per check. */
-export async function checkSource(source: CheckedSource, options: SourceCheckOptions): Promise<Finding[]> {
+export function checkSource(source: CheckedSource, options: SourceCheckOptions): Promise<Finding[]> {
+  return checkSourceWith(source, options, {});
+}
+
+/**
+ * `checkSource` telling `hooks` each step and finding, and locating errors in the plugin's files.
+ * @internal
+ */
+export function checkSourceWith(
+  source: CheckedSource,
+  options: SourceCheckOptions,
+  hooks: CheckHooks<Finding>,
+): Promise<Finding[]> {
+  return keepingAlive(() => runSourceChecks(source, options, hooks));
+}
+
+async function runSourceChecks(source: CheckedSource, options: SourceCheckOptions, hooks: CheckHooks<Finding>) {
   const findings: Finding[] = [];
   const seen = new Set<string>();
-  const find = (check: CheckName, severity: Finding["severity"], message: string, fix: string) => {
+  const { key } = source;
+  const find = (check: CheckName, severity: Finding["severity"], message: string, fix: string, error?: unknown) => {
     if (seen.has(check)) return;
     seen.add(check);
-    findings.push({ check, severity, key: source.key, message, fix });
+    const location = error === undefined ? undefined : hooks.locate?.(error);
+    const finding: Finding = { check, severity, key, message, fix, ...(location === undefined ? {} : { location }) };
+    findings.push(finding);
+    hooks.finding?.(finding);
   };
+  const renderDeadlineMs = options.renderDeadlineMs ?? 1000;
+  const step = (kind: CheckStep["kind"], ms?: number) => hooks.step?.(ms === undefined ? { kind, key } : { kind, key, ms });
+  const ownWork = () => hooks.step?.({ kind: "checks" });
   const deadlineMs = source.deadlineMs ?? options.deadlineMs;
+  // The host's own codec of this source: strict encoding (nothing converted), plain JSON, decoding of stored values.
+  const codec = new SourceCodec(source as unknown as Source, options.maxTextLength);
+  const limits = { maxValueBytes: options.maxValueBytes ?? 1024 * 1024 };
 
   // ── the loader ──────────────────────────────────────────────────────────
   const loaded: unknown[] = [];
   let sawAbsent = false;
   for (let i = 0; i < (options.loads ?? 3); i++) {
     let value: unknown;
+    step("load", deadlineMs);
     try {
-      value = await withinDeadline(() => source.load(options.env), deadlineMs, `loader ${source.key}`);
+      value = await withinDeadline(() => source.load(options.env), deadlineMs, `loader ${key}`);
     } catch (error) {
+      ownWork();
       find(
         "loader-settles",
         "error",
-        `the loader failed: ${messageOf(error)}`,
+        error instanceof DeadlineExceeded
+          ? `the loader missed its deadline of ${deadlineMs} ms: its promise did not settle (the host makes the source unavailable at every boundary)`
+          : `the loader threw: ${messageOf(error)}`,
         `settle within ${deadlineMs} ms; return SystemContext.unavailable when the value cannot be observed now instead of throwing or hanging`,
+        error,
       );
       break;
     }
+    ownWork();
     if (value === unavailable) continue;
     if (value === absent) {
       sawAbsent = true;
@@ -159,60 +244,26 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
     loaded.push(value);
   }
 
-  const encoded: unknown[] = [];
+  // ── the loaded values, as the host takes them ───────────────────────────
+  const admitted: unknown[] = [];
+  const encoded: Json[] = [];
   for (const value of loaded) {
-    let encodedValue: unknown;
+    step("value", renderDeadlineMs);
     try {
-      encodedValue = Value.Encode(source.schema, value);
+      encoded.push(arrivalChecks.value(key, codec.plain(codec.encode(value)), limits));
+      admitted.push(value);
     } catch (error) {
       find(
         "value-schema",
         "error",
-        `a loaded value does not match the schema: ${messageOf(error)}`,
-        "return values of the source's schema, or fix the schema",
+        `the host rejects the loaded value ${show(value)}: ${messageOf(error)}`,
+        /larger than the limit|deeper than the limit/.test(messageOf(error))
+          ? `keep the value within ${limits.maxValueBytes} bytes and 64 levels: leave out what the model need not be told`
+          : `return values of the source's schema exactly (nothing is converted: 42 is not "42"), plain JSON once encoded`,
+        error,
       );
-      continue;
-    }
-    if (!Value.Check(source.schema, encodedValue)) {
-      const first = [...Value.Errors(source.schema, encodedValue)][0];
-      find(
-        "value-schema",
-        "error",
-        `a loaded value is rejected by the schema at ${first?.instancePath || "/"}: ${first?.message ?? "invalid"}`,
-        "return values of the source's schema, or fix the schema",
-      );
-      continue;
-    }
-    try {
-      toPlainJson(encodedValue);
-    } catch (error) {
-      if (!(error instanceof ValueNotPlainJson)) throw error;
-      find(
-        "value-schema",
-        "error",
-        `a loaded value is not plain JSON once encoded, at ${error.path || "/"}: ${error.reason}`,
-        "return plain JSON (no Date, Map, class instances, NaN or cycles), or give the schema a codec that encodes to it",
-      );
-      continue;
-    }
-    encoded.push(encodedValue);
-    try {
-      const again = Value.Encode(source.schema, Value.Decode(source.schema, encodedValue));
-      if (!same(again, encodedValue)) {
-        find(
-          "round-trip",
-          "error",
-          `encode → decode → encode changes the value at ${differingPaths(encodedValue, again).join(", ")}`,
-          "make the schema's codec a lossless pair (decode(encode(v)) equals v)",
-        );
-      }
-    } catch (error) {
-      find(
-        "round-trip",
-        "error",
-        `the encoded value does not decode again: ${messageOf(error)}`,
-        "make the codec's decode accept what its encode produces",
-      );
+    } finally {
+      ownWork();
     }
   }
   for (let i = 1; i < encoded.length; i++) {
@@ -236,29 +287,64 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
     );
   }
 
+  // ── the codec: decode(encode(v)) equals v ───────────────────────────────
+  // Generated values are of the schema's encoded form: decoded, they are values a loader may
+  // return. Under a codec, a generated value that encodes is a candidate as it is, too.
+  const generated = samplesOf(source.schema, options.samples ?? 20, options.seed ?? 1);
+  const decoded: unknown[] = [];
+  for (const sample of generated) {
+    step("value", renderDeadlineMs);
+    const back = safely(() => codec.decodeStored(toPlainJson(sample)));
+    ownWork();
+    if (back !== undefined) decoded.push(back.value);
+  }
+  const candidates = [...admitted, ...(source.examples ?? []), ...decoded, ...(codec.hasCodec ? generated : [])];
+  for (const value of candidates) {
+    step("value", renderDeadlineMs);
+    const lost = roundTripLoss(codec, value);
+    ownWork();
+    if (lost !== undefined) {
+      find(
+        "round-trip",
+        "error",
+        lost,
+        "make the schema's codec a lossless pair: decode(encode(v)) must equal v for every value encode accepts",
+      );
+      break;
+    }
+  }
+
   // ── the renderers ───────────────────────────────────────────────────────
-  const values = [...loaded, ...(source.examples ?? []), ...samplesOf(source.schema, options.samples ?? 20, options.seed ?? 1)];
+  const values = [...admitted, ...(source.examples ?? []), ...decoded];
   const render = (renderer: Renderer, args: readonly unknown[]): string | undefined => {
     const fn = source[renderer] as ((...a: unknown[]) => unknown) | undefined;
     if (fn === undefined) return undefined;
-    const before = args.map((arg) => {
-      try {
-        return canonicalJson(arg as never);
-      } catch {
-        return undefined;
-      }
-    });
+    const before = args.map((arg) => safely(() => canonicalJson(arg as never)));
     let outcome: { result: unknown; readsClock: boolean };
+    step(renderer, renderDeadlineMs);
+    const startedAt = now();
     try {
       outcome = watchingClock(() => fn.apply(source, args as unknown[]));
     } catch (error) {
       find(
         "renderer-throws",
         "error",
-        `${renderer} threw for ${JSON.stringify(args)}: ${messageOf(error)}`,
+        `${renderer} threw for ${show(args)}: ${messageOf(error)}`,
         `make ${renderer} total over every value of the schema`,
+        error,
       );
       return undefined;
+    } finally {
+      ownWork();
+    }
+    const tookMs = now() - startedAt;
+    if (tookMs > renderDeadlineMs) {
+      find(
+        "renderer-settles",
+        "error",
+        `${renderer} took ${Math.round(tookMs)} ms for ${show(args)}; the host gives the renderers of one boundary ${renderDeadlineMs} ms, then stops the plugin's worker`,
+        `render from the value alone, without waiting or heavy work; do slow work in the loader`,
+      );
     }
     if (outcome.readsClock) {
       find(
@@ -269,33 +355,26 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
       );
     }
     args.forEach((arg, i) => {
-      try {
-        if (before[i] !== undefined && canonicalJson(arg as never) !== before[i])
-          find("renderer-mutates", "error", `${renderer} changed its input`, `treat the value ${renderer} gets as read-only`);
-      } catch {
+      const after = safely(() => canonicalJson(arg as never));
+      if (before[i] !== undefined && after !== before[i])
         find("renderer-mutates", "error", `${renderer} changed its input`, `treat the value ${renderer} gets as read-only`);
-      }
     });
     const text = outcome.result;
-    if (typeof text !== "string" || text.trim() === "") {
+    const checked = arrivalChecks.text(key, renderer, text, options.maxTextLength);
+    if (!checked.ok || checked.text.trim() === "") {
       find(
         "renderer-text",
         "error",
-        `${renderer} returned ${typeof text === "string" ? "empty text" : typeof text}`,
-        `return non-empty text from ${renderer}`,
+        checked.ok
+          ? `${renderer} returned only white space for ${show(args)}`
+          : `${renderer} ${checked.error.reason} for ${show(args)}`,
+        typeof text === "string" && text.length > options.maxTextLength
+          ? "say less, or split the source"
+          : `return non-empty, well-formed text from ${renderer}`,
       );
       return undefined;
     }
-    if (text.length > options.maxTextLength) {
-      find(
-        "renderer-text",
-        "error",
-        `${renderer} returned ${text.length} characters, over the limit of ${options.maxTextLength}`,
-        "say less, or split the source",
-      );
-      return undefined;
-    }
-    return text;
+    return checked.text;
   };
   const renderTwice = (renderer: Renderer, args: readonly unknown[]): string | undefined => {
     const first = render(renderer, args);
@@ -332,7 +411,7 @@ export async function checkSource(source: CheckedSource, options: SourceCheckOpt
     // Two new values that differ in one field only: an update that leaves that field out
     // says nothing when only it changes.
     if (withOne !== undefined) {
-      for (const variant of leafVariants(one, values, source.schema)) {
+      for (const variant of leafVariants(one, values, codec)) {
         const withVariant = render("update", [structuredClone(previous), structuredClone(variant.value)]);
         if (withVariant !== undefined && withVariant === withOne) {
           find(
@@ -380,12 +459,12 @@ function at(value: unknown, path: readonly string[]): { readonly found: boolean;
 
 /**
  * Copies of `value` with one leaf replaced by the same leaf of another of `donors`, for
- * each leaf where some donor differs — each still a value of `schema`.
+ * each leaf where some donor differs — each still a value the host's encoding accepts.
  */
 function leafVariants(
   value: unknown,
   donors: readonly unknown[],
-  schema: PluginSource["schema"],
+  codec: SourceCodec,
 ): Array<{ readonly path: string; readonly value: unknown }> {
   const variants: Array<{ path: string; value: unknown }> = [];
   for (const path of leafPaths(value, 16)) {
@@ -397,13 +476,7 @@ function leafVariants(
       let parent = variant;
       for (const key of path.slice(0, -1)) parent = parent[key] as Record<string, unknown>;
       parent[path[path.length - 1] as string] = structuredClone(theirs.value);
-      let valid: boolean;
-      try {
-        valid = Value.Check(schema, Value.Encode(schema, variant));
-      } catch {
-        valid = false;
-      }
-      if (valid) {
+      if (safely(() => codec.encode(variant)) !== undefined) {
         variants.push({ path: `/${path.join("/")}`, value: variant });
         break;
       }

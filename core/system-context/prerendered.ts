@@ -206,6 +206,25 @@ function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText 
   return { ok: true, text };
 }
 
+/**
+ * The arrival checks of a pre-rendered observation, as the host applies them, for whoever
+ * must find their faults before the host does (`context-host check`): a value as owned plain
+ * JSON within the depth and size limits (else `ValueRejected` naming the path), and a text
+ * as a `Rendering` (non-empty, within the length limit, well-formed).
+ * @internal
+ */
+export const arrivalChecks = {
+  value: (key: Key, value: unknown, limits: { readonly maxDepth?: number; readonly maxValueBytes?: number } = {}): Json =>
+    checkedValue(value, {
+      key,
+      maxTextLength: Number.POSITIVE_INFINITY,
+      maxDepth: limits.maxDepth ?? 64,
+      maxValueBytes: limits.maxValueBytes ?? 1024 * 1024,
+    }),
+  text: (key: Key, renderer: Renderer, text: unknown, maxTextLength: number): Rendering =>
+    checkedText({ key, maxTextLength, maxDepth: 64, maxValueBytes: 0 }, renderer, { ok: true, text }),
+};
+
 /** The arrived value as owned plain JSON within the depth and size limits, or `ValueRejected` naming the path. */
 function checkedValue(value: unknown, checks: Checks): Json {
   const budget = { left: checks.maxValueBytes };

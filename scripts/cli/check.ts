@@ -1,11 +1,11 @@
-// Owns `context-host check PLUGIN…`: load each plugin as the host does (in a worker of
-// its own, decision 083), run every
-// conformance check, print one line per finding, exit 0 (all pass; warnings allowed),
-// 1 (a check failed) or 64 (bad usage).
+// Owns `context-host check [PLUGIN…]` (default `./plugins`, as `render`): load each plugin as
+// the host does (in a worker of its own, decision 083), run every conformance rule, print one
+// line per finding (with a code frame where the plugin's code threw), exit 0 (all pass;
+// warnings allowed), 1 (a rule failed) or 64 (bad usage).
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
+import { checkPluginsIsolated } from "../../core/conformance/check-isolated.ts";
 import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
 import { loadSettings } from "./settings.ts";
@@ -21,7 +21,11 @@ export interface CheckArgs {
   readonly pluginSettings: Readonly<Record<string, unknown>>;
 }
 
-/** Parses `check` arguments: `PLUGIN... [--json] [--location DIR] [--settings FILE]`; a PLUGIN is a file, a plugin folder or a folder of plugins. */
+/**
+ * Parses `check` arguments: `[PLUGIN...] [--json] [--location DIR] [--settings FILE]`; a PLUGIN
+ * is a file, a plugin folder or a folder of plugins. With none, the working folder's `plugins/`,
+ * as `render` loads it.
+ */
 export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
   const given: string[] = [];
   let json = false;
@@ -38,7 +42,15 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     else if (arg.startsWith("-")) throw new UsageInvalid({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
     else given.push(path.resolve(cwd, arg));
   }
-  if (given.length === 0) throw new UsageInvalid({ command: "check", reason: "check needs at least one plugin file or folder" });
+  if (given.length === 0) {
+    const folder = path.join(cwd, "plugins");
+    if (!existsSync(folder))
+      throw new UsageInvalid({
+        command: "check",
+        reason: `no plugin given and no plugins folder here (${folder}): name a plugin file or folder`,
+      });
+    given.push(folder);
+  }
   const plugins: string[] = [];
   for (const target of given) {
     if (!existsSync(target)) throw new UsageInvalid({ command: "check", reason: `no such file or folder: ${target}` });
@@ -63,10 +75,11 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
 export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
-  const findings: PluginFinding[] = [];
   // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
-  for (const plugin of args.plugins)
-    findings.push(...(await checkPluginIsolated(plugin, { location: args.location, pluginSettings: args.pluginSettings })));
+  const findings: PluginFinding[] = await checkPluginsIsolated(args.plugins, {
+    location: args.location,
+    pluginSettings: args.pluginSettings,
+  });
   const failed = findings.some((finding) => finding.severity === "error");
   if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
   else {

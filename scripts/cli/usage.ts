@@ -61,13 +61,14 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
                     --config FILE is the same
   exit codes: 0 every plugin loaded; 2 a plugin failed (the rest still render);
               3 initialization blocked (the keys on stderr); 64 bad usage`,
-  check: `usage: context-host check PLUGIN... [--json] [--location DIR] [--settings FILE]
+  check: `usage: context-host check [PLUGIN...] [--json] [--location DIR] [--settings FILE]
 
-  Loads each PLUGIN (a file, a plugin folder, or a folder of plugins) as the host does, in a
-  worker of its own, with its settings from FILE's pluginSettings (default: context-host.json
-  here, when there is one), and runs the conformance checks; one line per finding:
-  file:line [plugin key] check: what is wrong — how to fix it
-  exit codes: 0 every check passed (warnings allowed); 1 a check failed; 64 bad usage`,
+  Loads each PLUGIN (a file, a plugin folder, or a folder of plugins; default ./plugins, as
+  render) as the host does, in a worker of its own, with its settings from FILE's
+  pluginSettings (default: context-host.json here, when there is one), and runs the
+  conformance rules; one line per finding, and the code frame where the plugin's code threw:
+  file:line:column [plugin key] rule: what is wrong — how to fix it
+  exit codes: 0 every rule passed (warnings allowed); 1 a rule failed; 64 bad usage`,
   inspect: `usage: context-host inspect [DB] SESSION [--data DIR] [--model M] [--json]
        context-host inspect [DB] --session ID [--data DIR] [--model M] [--json]
        context-host inspect [DB] --list [--data DIR] [--json]

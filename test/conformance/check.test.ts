@@ -2,7 +2,7 @@
 // naming the plugin (and the source key where one is at fault); the first-party plugins
 // and a good plugin pass; exit codes 0, 1 and 64.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -93,7 +93,7 @@ describe("context-host check", function () {
       plugin("bad", code);
       const { code: exit, out } = await cli(["check", "bad.ts"]);
       expect(exit, out).to.equal(1);
-      expect(out).to.match(new RegExp(`^bad\\.ts(:\\d+)? \\[[a-z]+[^\\]]*\\] ${check}: `, "m"));
+      expect(out).to.match(new RegExp(`^bad\\.ts(:\\d+:\\d+)? \\[[a-z]+[^\\]]*\\] ${check}: `, "m"));
       if (
         !check.startsWith("plugin-") &&
         check !== "import-side-effects" &&
@@ -104,6 +104,43 @@ describe("context-host check", function () {
       }
     });
   }
+
+  it("the defects of issue 34 fail with exit 1, each naming its key and its rule", async () => {
+    const defects = path.resolve("test/conformance/fixtures/defects");
+    const { code, out, err } = await cli([
+      "check",
+      ...["value-mismatch", "codec-lossy", "loader-never-settles"].map((name) => path.join(defects, `${name}.ts`)),
+    ]);
+    expect(code, out).to.equal(1);
+    expect(err).to.contain("3 plugin(s) checked: 3 error(s)");
+    expect(out).to.match(
+      / \[value-mismatch value-mismatch\/count\] value-schema: the host rejects the loaded value 42: .*must be string/,
+    );
+    expect(out).to.match(
+      / \[codec-lossy codec-lossy\/name\] round-trip: decode\(encode\(v\)\) differs from v at \/: " x" encodes to " {7}x" and decodes to "x"/,
+    );
+    expect(out).to.match(
+      / \[loader-never-settles loader-never-settles\/value\] loader-settles: the loader missed its deadline of 2000 ms/,
+    );
+    expect(out).to.not.contain("exit code");
+  });
+
+  it("a loader that never settles is a loader-settles deadline naming its key, whatever the worker's event loop does afterwards", async () => {
+    const never = (top: string, load: string, name: string) =>
+      good(top, name).replace('load: () => ({ city: "Oslo", celsius: 4 }),', `load: ${load},`);
+    const cases: Array<[string, string, string]> = [
+      ["idle", "", "() => new Promise(() => {})"],
+      ["busy", "let ticks = 0;", "() => { const t = setInterval(() => { ticks++; }, 5); void t; return new Promise(() => {}); }"],
+      ["blocked", "", "() => { setTimeout(() => { for (;;) {} }, 20); return new Promise(() => {}); }"],
+    ];
+    for (const [name, top, load] of cases) {
+      plugin(name, never(top, load, name));
+      const findings = await checkPluginIsolated(path.join(dir, `${name}.ts`), { deadlineMs: 300 });
+      const errors = findings.filter((f) => f.severity === "error");
+      expect(errors[0], `${name}: ${JSON.stringify(findings)}`).to.include({ check: "loader-settles", key: `${name}/weather` });
+      expect(errors[0]?.message, name).to.match(/deadline of 300 ms|within 300 ms/);
+    }
+  });
 
   it("a plugin named for a namespace the host's built-in sources own fails plugin-loads, as the host refuses it", async () => {
     plugin("instructions", good("", "instructions"));
@@ -143,7 +180,7 @@ describe("context-host check", function () {
     expect(code, out).to.equal(1);
     expect(err).to.contain("2 plugin(s) checked: 1 error(s), 0 warning(s)");
     expect(out).to.match(
-      /^exits\.ts \[exits\] plugin-loads: the plugin's worker ended with exit code 0 before its check finished/m,
+      /^exits\.ts \[exits\] plugin-loads: the plugin's worker ended with exit code 0 while the module code ran/m,
     );
     expect(out).to.not.contain("fine");
     const looped = await checkPluginIsolated(path.join(dir, "loops.ts"), { checkDeadlineMs: 500 });
@@ -169,8 +206,38 @@ describe("context-host check", function () {
     expect((await cli(["check", "configured.ts", "--settings", "missing.json"])).code).to.equal(64);
   });
 
-  it("bad usage exits 64: no plugin, a missing file, an unknown option", async () => {
-    expect((await cli(["check"])).code).to.equal(64);
+  it("with no plugin named, check checks ./plugins as render loads it; without that folder it exits 64", async () => {
+    const none = await cli(["check"]);
+    expect(none.code).to.equal(64);
+    expect(none.err).to.contain("no plugin given and no plugins folder here");
+    mkdirSync(path.join(dir, "plugins"));
+    writeFileSync(
+      path.join(dir, "plugins", "bad.ts"),
+      good().replace(
+        'update: (_p, v) => "Weather in " + v.city + " is now " + v.celsius + " °C."',
+        'update: () => "The weather changed."',
+      ),
+    );
+    const found = await cli(["check"]);
+    expect(found.code, found.out).to.equal(1);
+    expect(found.out).to.match(/^plugins\/bad\.ts \[good good\/weather\] update-new-state: /m);
+  });
+
+  it("a throwing loader's finding gives its line and column and the code frame, as render does", async () => {
+    plugin(
+      "throws",
+      good().replace('load: () => ({ city: "Oslo", celsius: 4 }),', 'load: () => { throw new Error("no sky today"); },'),
+    );
+    const { code, out } = await cli(["check", "throws.ts"]);
+    expect(code).to.equal(1);
+    expect(out.split("\n").slice(0, 3)).to.deep.equal([
+      "throws.ts:10:27 [good good/weather] loader-settles: the loader threw: no sky today — settle within 2000 ms; return SystemContext.unavailable when the value cannot be observed now instead of throwing or hanging",
+      '10 |       load: () => { throw new Error("no sky today"); },',
+      "   |                           ^",
+    ]);
+  });
+
+  it("bad usage exits 64: a missing file, an unknown option", async () => {
     expect((await cli(["check", "nope.ts"])).err).to.contain("no such file");
     expect((await cli(["check", "--frobnicate"])).code).to.equal(64);
   });

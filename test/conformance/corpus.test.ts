@@ -1,7 +1,7 @@
 // A corpus of buggy plugins of the kinds authors write, beyond the one-per-check fixtures
-// of check.test.ts: each is run through `checkPlugin` and must fail (an error finding)
-// naming its source key — or, for a plugin-level bug, its plugin — while its good twin
-// passes. The bugs hide where a single sample would miss them: only some values, only
+// of check.test.ts and the one-per-phase fixtures of pairing.test.ts: each is run through
+// `checkPlugin` and must fail (an error finding) naming its source key — or, for a
+// plugin-level bug, its plugin — while its good twin passes. The bugs hide where a single sample would miss them: only some values, only
 // every other call, only nested fields.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -129,6 +129,66 @@ const corpus: Array<[string, Parameters<typeof plugin>[0], string | string[]]> =
     "an update that ignores the size",
     { update: '(_p, v) => "Item " + v.name + " changed, tags " + v.tags.join(", ")' },
     "update-new-state",
+  ],
+  [
+    "a loader returning a number for a string field (the host does not convert it)",
+    { load: "() => ({ name: 7, tags: [], size: 1 })" },
+    "value-schema",
+  ],
+  [
+    "a loader returning a value nested deeper than the host's 64 levels",
+    {
+      schema: "Type.Object({ name: Type.String(), tree: Type.Unknown() })",
+      load: '() => { let tree = {}; for (let i = 0; i < 70; i++) tree = { tree }; return { name: "deep", tree }; }',
+      baseline: '(v) => "Tree " + v.name',
+      update: '(_p, v) => "Tree now " + v.name + " " + JSON.stringify(v.tree).length',
+      removed: '(p) => "No tree " + p.name',
+    },
+    "value-schema",
+  ],
+  [
+    "a loader returning a string with a lone surrogate",
+    { load: '() => ({ name: "alpha\\ud800", tags: [], size: 1 })' },
+    "value-schema",
+  ],
+  [
+    "a codec whose Encode throws for some values",
+    {
+      top: 'const Size = Type.Codec(Type.Integer({ minimum: 0, maximum: 1000 })).Decode((n) => n).Encode((n) => { if (n > 2) throw new Error("too big to store"); return n; });',
+      schema: "Type.Object({ name: Type.String({ minLength: 1 }), tags: Type.Array(Type.String()), size: Size })",
+    },
+    "value-schema",
+  ],
+  [
+    "a codec that lower-cases on Decode",
+    {
+      top: "const Name = Type.Codec(Type.String({ minLength: 1 })).Decode((s) => s.toLowerCase()).Encode((s) => s);",
+      schema: "Type.Object({ name: Name, tags: Type.Array(Type.String()), size: Type.Integer({ minimum: 0, maximum: 1000 }) })",
+      load: '() => ({ name: "Alpha", tags: [], size: 1 })',
+    },
+    "round-trip",
+  ],
+  [
+    "a Date codec that drops the milliseconds",
+    {
+      top: "const When = Type.Codec(Type.Integer({ minimum: 0, maximum: 2e12 })).Decode((n) => new Date(n)).Encode((d) => Math.floor(d.getTime() / 1000) * 1000);",
+      schema: "Type.Object({ name: Type.String({ minLength: 1 }), at: When })",
+      load: '() => ({ name: "alpha", at: new Date(1_700_000_000_123) })',
+      baseline: '(v) => "Item " + v.name + " at " + v.at.getTime()',
+      update: '(_p, v) => "Item " + v.name + " now at " + v.at.getTime()',
+      removed: '(p) => "Item " + p.name + " gone"',
+    },
+    "round-trip",
+  ],
+  [
+    "a loader that resolves only after its deadline",
+    { load: '() => new Promise((resolve) => setTimeout(() => resolve({ name: "late", tags: [], size: 1 }), 1500))' },
+    "loader-settles",
+  ],
+  [
+    "a baseline ending in half a surrogate pair",
+    { baseline: '(v) => ("Item " + v.name + " (" + v.size + ") " + v.tags.join(", ") + " \\ud83d").trim()' },
+    "renderer-text",
   ],
   ["a key outside the plugin's namespace", { key: "other/item" }, "plugin-loads"],
   ["a key in upper case", { key: "corpus/Item" }, "plugin-loads"],

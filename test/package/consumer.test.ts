@@ -5,7 +5,8 @@
 // in node_modules/.bin that npx finds (as a package.json script runs it; npx itself costs
 // ~0.7 s of CPU a run). A second project, a copy of
 // examples/third-party-plugin, gets the same tarball and runs its author's own test
-// (`describePluginConformance` under mocha) and `tsc`.
+// (`describePluginConformance` under mocha) and `tsc`; a third, a copy of
+// examples/third-party-registry, runs `describeRegistryConformance` on its own registry and `tsc`.
 //
 // Installing is done the way npm lays a tarball out, without the network and without
 // rebuilding better-sqlite3 (50 s): the tarball is unpacked into node_modules/context-host,
@@ -30,11 +31,13 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
+import { checkNames } from "../../core/conformance/rules.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "../..");
 const fixture = path.join(import.meta.dirname, "consumer");
 const thirdParty = path.join(root, "examples", "third-party-plugin");
+const thirdPartyRegistry = path.join(root, "examples", "third-party-registry");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { name: string; version: string };
 
 interface PackedFile {
@@ -133,7 +136,7 @@ describe("package: a consumer project using the packed tarball", function () {
   let installed: Installed;
   /** The consumer's commands, started together once installed (each never rejects); the tests check their results. */
   let runs: Record<
-    "host" | "internal" | "tsc" | "version" | "render" | "check" | "pluginTest" | "pluginTsc",
+    "host" | "internal" | "tsc" | "version" | "render" | "check" | "pluginTest" | "pluginTsc" | "registryTest" | "registryTsc",
     ReturnType<typeof inProject>
   >;
 
@@ -147,6 +150,10 @@ describe("package: a consumer project using the packed tarball", function () {
     cpSync(thirdParty, plugin, { recursive: true });
     await install(packed.tarball, plugin);
     for (const tool of ["mocha", "tsx", "@types/node"]) linkDevDependency(plugin, tool);
+    const registry = path.join(folder, "third-party-registry");
+    cpSync(thirdPartyRegistry, registry, { recursive: true });
+    await install(packed.tarball, registry);
+    for (const tool of ["mocha", "tsx", "@types/node"]) linkDevDependency(registry, tool);
     installed = { folder, project, files: packed.files, unpackedSize: packed.unpackedSize };
     const bin = path.join(project, "node_modules", ".bin", "context-host");
     runs = {
@@ -166,6 +173,12 @@ describe("package: a consumer project using the packed tarball", function () {
         "dot",
       ]),
       pluginTsc: typecheck(plugin, "third-party-plugin"),
+      registryTest: inProject(registry, process.execPath, [
+        path.join("node_modules", "mocha", "bin", "mocha.js"),
+        "--reporter",
+        "dot",
+      ]),
+      registryTsc: typecheck(registry, "third-party-registry"),
     };
     await Promise.all(Object.values(runs));
   });
@@ -267,10 +280,21 @@ describe("package: a consumer project using the packed tarball", function () {
   it("examples/third-party-plugin, with the tarball installed, passes its own describePluginConformance test and tsc", async () => {
     const test = await runs.pluginTest;
     expect(test.code, test.stdout + test.stderr).to.equal(0);
-    // One passing test per check of `context-host check`, none failing.
-    expect(test.stdout).to.match(/\b16 passing\b/);
+    // One passing test per rule of `context-host check`, none failing.
+    expect(test.stdout).to.match(new RegExp(`\\b${checkNames.length} passing\\b`));
     expect(test.stdout).not.to.contain("failing");
     const tsc = await runs.pluginTsc;
+    expect(tsc.stdout + tsc.stderr).to.equal("");
+    expect(tsc.code).to.equal(0);
+  });
+
+  it("examples/third-party-registry, with the tarball installed, passes its own describeRegistryConformance test and tsc", async () => {
+    const test = await runs.registryTest;
+    expect(test.code, test.stdout + test.stderr).to.equal(0);
+    // One passing test per registry rule, none failing.
+    expect(test.stdout).to.match(/\b9 passing\b/);
+    expect(test.stdout).not.to.contain("failing");
+    const tsc = await runs.registryTsc;
     expect(tsc.stdout + tsc.stderr).to.equal("");
     expect(tsc.code).to.equal(0);
   });

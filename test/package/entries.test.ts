@@ -31,6 +31,8 @@ const shared: Readonly<Record<string, readonly string[]>> = {
   Json: ["./plugin", "./system-context"],
   Key: ["./plugin", "./system-context"],
   Loaded: ["./plugin", "./system-context"],
+  // What a registry's `compose` and each registration's `load` get: with the other types a registry implements (decision 113).
+  SourceEnv: ["./plugin", "./conformance"],
 };
 
 interface Exported {
