@@ -10,8 +10,9 @@ import type { CoreSource } from "../../core/sources/core-source.ts";
 import * as SystemContext from "../../core/system-context.ts";
 
 /** N core sources whose values live in `values`; change a value to change a source. */
-export function benchSources(count: number): { values: string[]; core: CoreSource[] } {
+export function benchSources(count: number): { values: string[]; core: CoreSource[]; context: SystemContext.SystemContext } {
   const values = Array.from({ length: count }, (_, i) => `value ${i}`);
+  const made: SystemContext.SystemContext[] = [];
   const core = values.map((_, i): CoreSource => {
     const key = `core/s${String(i).padStart(3, "0")}`;
     // Made once, as a host's core source would be: each boundary loads it again.
@@ -22,9 +23,10 @@ export function benchSources(count: number): { values: string[]; core: CoreSourc
       baseline: (value: string) => `${key}: ${value}`,
       update: (_previous: string, value: string) => `${key} is now ${value}`,
     });
+    made.push(source);
     return { key, load: () => source };
   });
-  return { values, core };
+  return { values, core, context: SystemContext.combine(made) };
 }
 
 export async function benchEngine(dataDir: string, core: readonly CoreSource[]): Promise<ContextEngine> {
