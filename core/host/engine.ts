@@ -217,9 +217,7 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
         const decided = await decideBoundary(context, record?.epoch, due);
         if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
         try {
-          return answer(
-            await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, count, seenDigest)),
-          );
+          return answer(await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, count, seenDigest)));
         } catch (error) {
           if (error instanceof RevisionConflict) continue; // another process committed first: decide again
           throw error;
