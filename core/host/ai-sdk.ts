@@ -91,7 +91,14 @@ const text = (value: string) => ({ type: "text", text: value });
  * names no session passes through unchanged.
  */
 export function contextMiddleware(engine: ContextEngine, options: ContextMiddlewareOptions = {}): ContextMiddleware {
-  const native = options.nativeSystemMessages ?? defaultNative;
+  const decide = options.nativeSystemMessages ?? defaultNative;
+  const decided = new Map<string, boolean>();
+  const native = (model: ModelLike) => {
+    const key = `${model.provider}\u0000${model.modelId}`;
+    let isNative = decided.get(key);
+    if (isNative === undefined) decided.set(key, (isNative = decide(model)));
+    return isNative;
+  };
   return {
     specificationVersion: "v4",
     async transformParams({ params, model }) {

@@ -117,6 +117,9 @@ export class SqliteEngineLedger implements EngineLedger {
   readonly #updates: Database.Statement;
   readonly #upsert: Database.Statement;
   readonly #insertUpdate: Database.Statement;
+  /** A boundary within the epoch: the row's head, and the snapshot only when an update changed it. */
+  readonly #advance: Database.Statement;
+  readonly #advanceWithSnapshot: Database.Statement;
 
   constructor(file: string) {
     this.#file = file;
@@ -143,6 +146,10 @@ export class SqliteEngineLedger implements EngineLedger {
            location = excluded.location, epoch = excluded.epoch, reason = excluded.reason, baseline = excluded.baseline,
            snapshot = excluded.snapshot, seen_count = excluded.seen_count, seen_digest = excluded.seen_digest`,
       );
+      const head =
+        "revision = @revision, provider = @provider, model = @model, location = @location, seen_count = @seen_count, seen_digest = @seen_digest";
+      this.#advance = this.#db.prepare(`UPDATE engine_sessions SET ${head} WHERE id = @id`);
+      this.#advanceWithSnapshot = this.#db.prepare(`UPDATE engine_sessions SET ${head}, snapshot = @snapshot WHERE id = @id`);
       this.#insertUpdate = this.#db.prepare(
         "INSERT INTO engine_updates (session_id, epoch, ordinal, position, text) VALUES (?, ?, ?, ?, ?)",
       );
@@ -193,7 +200,9 @@ export class SqliteEngineLedger implements EngineLedger {
         seen_count: commit.seenCount,
         seen_digest: commit.seenDigest,
       };
-      this.#upsert.run(row);
+      if (current === undefined || commit.newEpoch !== undefined) this.#upsert.run(row);
+      else if (snapshot !== undefined) this.#advanceWithSnapshot.run(row);
+      else this.#advance.run(row);
       const updates = commit.newEpoch === undefined ? [...(before?.updates ?? [])] : [];
       if (commit.update !== undefined) {
         this.#insertUpdate.run(id, epoch, updates.length, commit.update.position, commit.update.text);
