@@ -31,7 +31,7 @@ export interface ContextSourcesOptions {
   readonly core?: readonly CoreSource[];
   /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
   readonly builtins?: boolean;
-  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
+  /** Plugin folders, plugin files and installed plugin package names (resolved from `cwd`); they replace the default `plugins/` folder of the working folder. */
   readonly plugins?: readonly string[];
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;

@@ -28,7 +28,11 @@ export interface HostOptions {
   readonly systemPrompt?: string;
   /** Core Context Sources, in order. */
   readonly core?: readonly CoreSource[];
-  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
+  /**
+   * Where plugins are: folders of plugins, plugin files, and names of plugin packages
+   * installed in the working folder's `node_modules` (resolved as Node resolves packages).
+   * They replace the default `plugins/` folder of the working folder.
+   */
   readonly plugins?: readonly string[];
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;

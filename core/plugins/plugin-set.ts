@@ -13,8 +13,8 @@ import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
-import { discoverPlugins } from "./discover.ts";
-import type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
+import type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
+import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
 import type { Guard } from "./guarded-source.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { IsolatedPlugin } from "./isolated.ts";
@@ -22,13 +22,21 @@ import type { LoadContext, LoadFault } from "./load.ts";
 import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "./loader.ts";
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
+import { hostPackageVersion, type PluginPackage } from "./packages.ts";
 import { PluginWatcher } from "./watching.ts";
 
-export type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
+export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
 export interface PluginSetOptions {
-  /** Plugin folders (absolute or relative to the working folder). */
+  /**
+   * Where the plugins are: folders of plugins, plugin files (absolute or relative to
+   * `projectRoot`), and names of installed plugin packages (decisions 130, 131).
+   */
   readonly folders: readonly string[];
+  /** The host project: relative entries and package names resolve from here (default: the `location` service, else the working folder). */
+  readonly projectRoot?: string;
+  /** The host's version that packages' peer ranges of context-host are checked against (default: this package's version). */
+  readonly hostVersion?: string;
   readonly registry: Registry;
   /** The host's awilix container with `clock`, `logger` and `location` registered. */
   readonly container: AwilixContainer;
@@ -93,6 +101,8 @@ interface Active {
 interface PluginEntry {
   readonly id: string;
   readonly file: string;
+  /** Its folder, or its package and the version last found. */
+  origin: PluginOrigin;
   /** The plugin's worker handle (isolation `worker`), made at its first load. */
   isolated: IsolatedPlugin | undefined;
   /** The first load of a plugin found by a scan, started at once so that setups run concurrently. */
@@ -129,7 +139,15 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
+  /** The `plugins` entries as given; `#folders` the paths among them, which the watcher watches. */
+  readonly #entrySpecs: readonly string[];
   readonly #folders: readonly string[];
+  readonly #projectRoot: string;
+  readonly #hostVersion: string;
+  /** The packages the last scan found, by name: a changed package.json reloads their plugins. */
+  #packages = new Map<string, PluginPackage>();
+  /** The package problems the last scan reported, by diagnostic identity. */
+  #packageProblems = new Map<string, Diagnostic>();
   readonly #entries = new Map<string, PluginEntry>();
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
@@ -149,7 +167,16 @@ export class PluginSet {
   private constructor(options: PluginSetOptions) {
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#folders = options.folders.map((folder) => path.resolve(folder));
+    this.#projectRoot = path.resolve(
+      options.projectRoot ??
+        (options.container.hasRegistration("location") ? String(options.container.resolve("location")) : process.cwd()),
+    );
+    this.#hostVersion = options.hostVersion ?? hostPackageVersion();
+    this.#entrySpecs = [...options.folders];
+    this.#folders = options.folders.flatMap((entry) => {
+      const spec = readPluginEntry(entry, this.#projectRoot);
+      return spec.kind === "path" ? [spec.path] : [];
+    });
     this.#loadContext = {
       container: options.container,
       settings: options.settings ?? {},
@@ -171,7 +198,11 @@ export class PluginSet {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
-        onFileChange: (file) => set.#inputs.changed(file),
+        onFileChange: (file) => {
+          // A package's package.json changed (an `npm update`): look its plugins up again.
+          if (set.#isManifest(file)) set.#scheduleRescan();
+          set.#inputs.changed(file);
+        },
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
         onError: (error) =>
           set.#emit({
@@ -223,6 +254,7 @@ export class PluginSet {
         infos.push({
           name: active.name,
           file: entry.file,
+          origin: entry.origin,
           generation: active.generation,
           keys: active.keys,
           loadMs: active.loadMs,
@@ -231,11 +263,17 @@ export class PluginSet {
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
-  /** Plugin files whose latest load failed, with the diagnostic that says why. */
+  /**
+   * Plugin files whose latest load failed, with the diagnostic that says why, and plugin
+   * packages that are not loaded (not installed, incompatible), by their package.json.
+   */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    return [...this.#entries.values()]
-      .filter((entry) => entry.failed !== undefined)
-      .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic }));
+    return [
+      ...[...this.#entries.values()]
+        .filter((entry) => entry.failed !== undefined)
+        .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic })),
+      ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic })),
+    ];
   }
 
   /** Resolves once no load is queued or running and no re-check is due. */
@@ -319,15 +357,22 @@ export class PluginSet {
     if (this.#isClosed) return;
     const seen = new Set<string>();
     const created = new Set<PluginEntry>();
-    for (const folder of this.#folders) {
-      for (const found of discoverPlugins(folder)) {
-        if (seen.has(found.file)) continue;
-        seen.add(found.file);
-        if (!this.#entries.has(found.file)) {
-          const entry = this.#newEntry(found.id, found.file);
-          this.#entries.set(found.file, entry);
-          created.add(entry);
+    const found = findPlugins(this.#entrySpecs, this.#projectRoot, this.#hostVersion);
+    const updated = this.#notePackages(found);
+    for (const plugin of found.plugins) {
+      seen.add(plugin.file);
+      const known = this.#entries.get(plugin.file);
+      if (known !== undefined) {
+        known.origin = plugin.origin;
+        // An updated package reloads its plugins even when their bundles are byte for byte the same.
+        if (plugin.origin.kind === "package" && updated.has(plugin.origin.name) && !known.isRemoved) {
+          known.attemptedHash = undefined;
+          void this.#markDirty(known, false);
         }
+      } else {
+        const entry = this.#newEntry(plugin.id, plugin.file, plugin.origin);
+        this.#entries.set(plugin.file, entry);
+        created.add(entry);
       }
     }
     // New plugins load one after another in sorted order of name, so their setups, events and
@@ -350,10 +395,55 @@ export class PluginSet {
     }
   }
 
-  #newEntry(id: string, file: string): PluginEntry {
+  /**
+   * Records the packages a scan found: their package.json files are watched, their problems
+   * reported (and earlier ones that no longer hold resolved). Returns the names of packages
+   * whose package.json changed since the last scan.
+   */
+  #notePackages(found: FoundPlugins): Set<string> {
+    const updated = new Set<string>();
+    const packages = new Map<string, PluginPackage>();
+    for (const found_ of found.packages) {
+      const before = this.#packages.get(found_.name);
+      if (before !== undefined && (before.manifestHash !== found_.manifestHash || before.root !== found_.root))
+        updated.add(found_.name);
+      packages.set(found_.name, found_);
+    }
+    this.#packages = packages;
+    this.#inputs.watchAlso(new Set([...packages.values()].map((p) => p.manifest)));
+    this.#reportPackageProblems(found.problems);
+    return updated;
+  }
+
+  #reportPackageProblems(problems: readonly PackageProblem[]) {
+    const next = new Map<string, Diagnostic>();
+    for (const problem of problems) {
+      const diagnostic: Diagnostic = {
+        origin: "plugin",
+        plugin: problem.package,
+        file: problem.file,
+        phase: "package",
+        message: problem.message,
+      };
+      next.set(diagnosticIdentity(diagnostic), diagnostic);
+    }
+    const gone = new Set([...this.#packageProblems.keys()].filter((id) => !next.has(id)));
+    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
+    const known = this.#packageProblems;
+    this.#packageProblems = next;
+    for (const [id, diagnostic] of next) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
+  }
+
+  #isManifest(file: string): boolean {
+    for (const found of this.#packages.values()) if (found.manifest === file) return true;
+    return false;
+  }
+
+  #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const entry: PluginEntry = {
       id,
       file,
+      origin,
       isolated: undefined,
       preload: undefined,
       active: undefined,
@@ -421,6 +511,7 @@ export class PluginSet {
       file: entry.file,
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
+      ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
       startedAt: performance.now(),
     };
     const place: LoadPlace =
