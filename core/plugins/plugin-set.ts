@@ -22,7 +22,7 @@ import type { LoadContext, LoadFault } from "./load.ts";
 import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "./loader.ts";
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
-import { hostPackageVersion, type PluginPackage } from "./packages.ts";
+import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
 import { PluginWatcher } from "./watching.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
@@ -160,6 +160,8 @@ export class PluginSet {
   readonly #location: string;
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
+  /** The quiet re-check after a package's package.json changed. */
+  #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
   /** Closes of displaced holders' scopes still under way (an entry may leave before its close ends). */
   readonly #closing = new Set<Promise<void>>();
@@ -200,7 +202,7 @@ export class PluginSet {
         onFolderChange: () => set.#scheduleRescan(),
         onFileChange: (file) => {
           // A package's package.json changed (an `npm update`): look its plugins up again.
-          if (set.#isManifest(file)) set.#scheduleRescan();
+          if (set.#isManifest(file)) set.#packageChanged();
           set.#inputs.changed(file);
         },
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
@@ -282,7 +284,7 @@ export class PluginSet {
       await Promise.all([...[...this.#entries.values()].map((entry) => entry.queue), ...this.#closing]);
       const isBusy =
         this.#inputs.isPending || this.#closing.size > 0 || [...this.#entries.values()].some((entry) => entry.isDirty);
-      if (!isBusy && this.#rescanTimer === undefined) return;
+      if (!isBusy && this.#rescanTimer === undefined && this.#packageRecheckTimer === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
@@ -301,6 +303,8 @@ export class PluginSet {
     this.#inputs.close();
     clearTimeout(this.#rescanTimer);
     this.#rescanTimer = undefined;
+    clearTimeout(this.#packageRecheckTimer);
+    this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
     for (const entry of this.#entries.values()) entry.isRemoved = true;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
@@ -434,6 +438,29 @@ export class PluginSet {
     for (const [id, diagnostic] of next) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
   }
 
+  /**
+   * A package's package.json changed (an `npm update` replaces the package's folder): look
+   * the packages up again now, and once more when the burst is quiet, since a watcher may
+   * drop the events of a second replacement that follows closely (as with plugin files).
+   */
+  #packageChanged() {
+    this.#scheduleRescan();
+    clearTimeout(this.#packageRecheckTimer);
+    this.#packageRecheckTimer = setTimeout(
+      () => {
+        this.#packageRecheckTimer = undefined;
+        this.#rescan();
+      },
+      Math.max(100, (this.#options.debounceMs ?? 50) * 2),
+    );
+  }
+
+  /** Whether package `name`, looked up now, is compatible and declares the entry's file. */
+  #isStillDeclared(entry: PluginEntry, name: string): boolean {
+    const lookup = lookUpPackage(name, this.#projectRoot, this.#hostVersion);
+    return lookup.kind === "found" && lookup.plugins.some((plugin) => plugin.file === entry.file);
+  }
+
   #isManifest(file: string): boolean {
     for (const found of this.#packages.values()) if (found.manifest === file) return true;
     return false;
@@ -507,6 +534,12 @@ export class PluginSet {
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
   async #load(entry: PluginEntry): Promise<Loaded> {
+    // A package may have been replaced since it was looked up (an update to a version this
+    // host is not for): its code is not run; the scan that follows says why.
+    if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
+      this.#scheduleRescan();
+      return { kind: "unchanged", inputs: entry.inputs.files };
+    }
     const request = {
       file: entry.file,
       generation: entry.attempts + 1,
