@@ -166,6 +166,12 @@ function pluginsAt(file: string): PluginEntryFile[] | undefined {
   return discoverPlugins(file);
 }
 
+/** The package.json of package `name` where Node finds it from `projectRoot`, or undefined when it is not installed. */
+export function installedManifest(name: string, projectRoot: string): string | undefined {
+  const found = resolveManifest(name, projectRoot);
+  return found.kind === "resolved" ? found.file : undefined;
+}
+
 /** Where Node finds `name`'s package.json from `projectRoot`, or why it finds none. */
 function resolveManifest(
   name: string,
@@ -187,7 +193,7 @@ function resolveManifest(
       kind: "missing",
       name,
       file: path.join(projectRoot, "node_modules", name),
-      problem: `${JSON.stringify(name)} is neither a file or folder nor an installed package (Node found no ${name} from ${projectRoot}; npm i ${name})`,
+      problem: `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`,
     };
   }
 }

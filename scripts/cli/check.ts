@@ -8,6 +8,8 @@ import path from "node:path";
 import { checkPluginIsolated } from "../../core/conformance/check-isolated.ts";
 import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
+import { readPluginEntry } from "../../core/plugins/find.ts";
+import { hostPackageVersion, lookUpPackage } from "../../core/plugins/packages.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
@@ -15,13 +17,19 @@ export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
 export interface CheckArgs {
   readonly plugins: readonly string[];
+  /** Why a named package's plugins (or some) cannot be checked: incompatible with this host, a declared file missing. */
+  readonly packageProblems?: readonly string[];
   readonly json: boolean;
   readonly location: string;
   /** Plugin settings by plugin name, from the settings file (`--settings FILE`, else `context-host.json`). */
   readonly pluginSettings: Readonly<Record<string, unknown>>;
 }
 
-/** Parses `check` arguments: `PLUGIN... [--json] [--location DIR] [--settings FILE]`; a PLUGIN is a file, a plugin folder or a folder of plugins. */
+/**
+ * Parses `check` arguments: `PLUGIN... [--json] [--location DIR] [--settings FILE]`; a PLUGIN
+ * is a file, a plugin folder, a folder of plugins, or the name of an installed plugin package
+ * (its declared plugins, decision 130).
+ */
 export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
   const given: string[] = [];
   let json = false;
@@ -36,11 +44,21 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       location = path.resolve(cwd, value);
     } else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "check");
     else if (arg.startsWith("-")) throw new UsageInvalid({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
-    else given.push(path.resolve(cwd, arg));
+    else given.push(arg);
   }
   if (given.length === 0) throw new UsageInvalid({ command: "check", reason: "check needs at least one plugin file or folder" });
   const plugins: string[] = [];
-  for (const target of given) {
+  const packageProblems: string[] = [];
+  for (const arg of given) {
+    const spec = readPluginEntry(arg, cwd);
+    if (spec.kind === "package") {
+      const lookup = lookUpPackage(spec.name, cwd, hostPackageVersion());
+      if (lookup.kind === "missing") throw new UsageInvalid({ command: "check", reason: lookup.problem });
+      plugins.push(...lookup.plugins.map((plugin) => plugin.file));
+      packageProblems.push(...lookup.problems);
+      continue;
+    }
+    const target = spec.path;
     if (!existsSync(target)) throw new UsageInvalid({ command: "check", reason: `no such file or folder: ${target}` });
     if (statSync(target).isFile()) {
       plugins.push(target);
@@ -58,7 +76,13 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       plugins.push(...found.map((entry) => entry.file));
     }
   }
-  return { plugins, json, location, pluginSettings: loadSettings(settingsFile, cwd, "check").pluginSettings ?? {} };
+  return {
+    plugins,
+    ...(packageProblems.length === 0 ? {} : { packageProblems }),
+    json,
+    location,
+    pluginSettings: loadSettings(settingsFile, cwd, "check").pluginSettings ?? {},
+  };
 }
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
@@ -67,9 +91,18 @@ export async function check(args: CheckArgs, io: { out: (text: string) => void; 
   // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
   for (const plugin of args.plugins)
     findings.push(...(await checkPluginIsolated(plugin, { location: args.location, pluginSettings: args.pluginSettings })));
-  const failed = findings.some((finding) => finding.severity === "error");
-  if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
+  const problems = args.packageProblems ?? [];
+  const failed = problems.length > 0 || findings.some((finding) => finding.severity === "error");
+  if (args.json)
+    io.out(
+      JSON.stringify(
+        { plugins: args.plugins, findings, ...(problems.length === 0 ? {} : { packageProblems: problems }) },
+        null,
+        2,
+      ),
+    );
   else {
+    for (const problem of problems) io.err(`context-host check: ${problem}`);
     for (const finding of findings) io.out(formatFinding(finding, args.location));
     const errors = findings.filter((f) => f.severity === "error").length;
     io.err(`${args.plugins.length} plugin(s) checked: ${errors} error(s), ${findings.length - errors} warning(s)`);

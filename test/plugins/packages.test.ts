@@ -114,7 +114,7 @@ describe("Plugin packages", () => {
     expect(messages).to.deep.equal([
       [
         "context-host-plugin-tide",
-        `"context-host-plugin-tide" is neither a file or folder nor an installed package (Node found no context-host-plugin-tide from ${project}; npm i context-host-plugin-tide)`,
+        `"context-host-plugin-tide": no such file or folder in ${project}, and no installed package context-host-plugin-tide (npm i context-host-plugin-tide)`,
       ],
     ]);
   });
