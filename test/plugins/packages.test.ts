@@ -8,47 +8,8 @@ import path from "node:path";
 import { expect } from "chai";
 import { findPlugins, formatOrigin, readPluginEntry } from "../../core/plugins/find.ts";
 import { checkPeerRange, hostPackageVersion } from "../../core/plugins/packages.ts";
+import { installPackage, type PackageShape, updatePackage } from "../support/plugin-packages.ts";
 import { baselineOf, diagnosticsLike, eventually, generationOf, textPlugin, usePluginHarness, write } from "./harness.ts";
-
-interface PackageShape {
-  readonly name: string;
-  readonly version: string;
-  /** `peerDependencies["context-host"]`; none when undefined. */
-  readonly peer?: string;
-  /** The `context-host` field's `plugins`; none when undefined. */
-  readonly declared?: readonly string[];
-  /** Files of the package by relative path. */
-  readonly files: Readonly<Record<string, string>>;
-}
-
-/** Lays a package out in `<project>/node_modules/<name>` as npm would install it; returns its folder. */
-function installPackage(project: string, shape: PackageShape): string {
-  const root = path.join(project, "node_modules", shape.name);
-  fs.rmSync(root, { recursive: true, force: true });
-  for (const [file, text] of Object.entries(shape.files)) write(path.join(root, file), text);
-  write(
-    path.join(root, "package.json"),
-    JSON.stringify({
-      name: shape.name,
-      version: shape.version,
-      ...(shape.peer === undefined ? {} : { peerDependencies: { "context-host": shape.peer } }),
-      ...(shape.declared === undefined ? {} : { "context-host": { plugins: shape.declared } }),
-    }),
-  );
-  return root;
-}
-
-/** Replaces an installed package the way `npm update` does: the new version extracted beside it, then moved in. */
-function updatePackage(project: string, shape: PackageShape): void {
-  const staging = path.join(project, "staging");
-  const root = installPackage(staging, shape);
-  const target = path.join(project, "node_modules", shape.name);
-  const retired = path.join(project, "node_modules", `.${shape.name}-retired`);
-  fs.renameSync(target, retired);
-  fs.renameSync(root, target);
-  fs.rmSync(retired, { recursive: true, force: true });
-  fs.rmSync(staging, { recursive: true, force: true });
-}
 
 const tides = (version: string, value: string, peer = "^1.0.0"): PackageShape => ({
   name: "context-host-plugin-tides",
