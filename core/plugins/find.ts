@@ -7,7 +7,7 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { discoverPlugins, type PluginEntryFile } from "./discover.ts";
 import type { PluginOrigin } from "./events.ts";
-import { isPackageName, lookUpPackage, type PluginPackage } from "./packages.ts";
+import { type InstallPlace, isPackageName, lookUpPackage, type PluginPackage } from "./packages.ts";
 
 /** One `plugins` entry, read: a path (folder or file), or a package name. */
 export type PluginEntrySpec =
@@ -34,6 +34,8 @@ export interface FoundPlugins {
   /** The packages found (installed and readable), compatible or not. */
   readonly packages: readonly PluginPackage[];
   readonly problems: readonly PackageProblem[];
+  /** Where an install or update of each named package would show, watched for hot reload. */
+  readonly installPlaces: ReadonlyArray<InstallPlace & { readonly package: string }>;
 }
 
 /**
@@ -53,6 +55,7 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
   const plugins: FoundPlugin[] = [];
   const packages: PluginPackage[] = [];
   const problems: PackageProblem[] = [];
+  const installPlaces: Array<InstallPlace & { readonly package: string }> = [];
   const seen = new Set<string>();
   const add = (found: readonly PluginEntryFile[], origin: PluginOrigin) => {
     for (const plugin of found) {
@@ -70,6 +73,7 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
       continue;
     }
     const lookup = lookUpPackage(spec.name, projectRoot, hostVersion);
+    if (lookup.installPlace !== undefined) installPlaces.push({ ...lookup.installPlace, package: spec.name });
     if (lookup.kind === "missing") {
       problems.push({ package: spec.name, file: lookup.file, message: lookup.problem });
       continue;
@@ -79,7 +83,7 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
     for (const message of lookup.problems) problems.push({ package: found.name, file: found.manifest, message });
     add(lookup.plugins, { kind: "package", name: found.name, version: found.version, root: found.root });
   }
-  return { plugins, packages, problems };
+  return { plugins, packages, problems, installPlaces };
 }
 
 function pathOrigin(at: string, isFile: boolean): PluginOrigin {

@@ -31,17 +31,33 @@ export interface PluginPackage {
   readonly peerRange: string | undefined;
 }
 
+/**
+ * Where an install, update or removal of a package shows: the entry `entry` of `folder`
+ * (`tides` in node_modules, or `@moon` in node_modules until node_modules/@moon exists).
+ * npm replaces a package's folder whole, with files as old as the tarball's, so watching
+ * the folder it is installed in is what sees an update (decision 131).
+ */
+export interface InstallPlace {
+  readonly folder: string;
+  readonly entry: string;
+}
+
 /** What looking a package up found: its plugins, and the problems that keep some or all of them out. */
 export type PackageLookup =
   /** Not installed where Node looks, or its package.json is unreadable: `file` is where it was looked for. */
-  | { readonly kind: "missing"; readonly name: string; readonly file: string; readonly problem: string }
-  /** Found; `plugins` are what it declares and has, `problems` what is wrong (an incompatible peer range loads nothing). */
-  | {
-      readonly kind: "found";
-      readonly package: PluginPackage;
-      readonly plugins: readonly PluginEntryFile[];
-      readonly problems: readonly string[];
-    };
+  (
+    | { readonly kind: "missing"; readonly name: string; readonly file: string; readonly problem: string }
+    /** Found; `plugins` are what it declares and has, `problems` what is wrong (an incompatible peer range loads nothing). */
+    | {
+        readonly kind: "found";
+        readonly package: PluginPackage;
+        readonly plugins: readonly PluginEntryFile[];
+        readonly problems: readonly string[];
+      }
+  ) & {
+    /** Where an install or update of it would show; undefined when no folder Node looks in exists. */
+    readonly installPlace: InstallPlace | undefined;
+  };
 
 // The fields of a plugin package's package.json the host reads; the rest is npm's.
 const PluginManifest = Type.Object({
@@ -67,6 +83,14 @@ export function isPackageName(text: string): boolean {
  * checks its peer range of context-host against `hostVersion`.
  */
 export function lookUpPackage(name: string, projectRoot: string, hostVersion: string): PackageLookup {
+  return { ...lookUpInstalled(name, projectRoot, hostVersion), installPlace: installPlaceOf(name, projectRoot) };
+}
+
+function lookUpInstalled(
+  name: string,
+  projectRoot: string,
+  hostVersion: string,
+): DistributiveOmit<PackageLookup, "installPlace"> {
   const found = resolveManifest(name, projectRoot);
   if (found.kind === "missing") return found;
   let text: string;
@@ -166,6 +190,18 @@ function pluginsAt(file: string): PluginEntryFile[] | undefined {
   return discoverPlugins(file);
 }
 
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** Where package `name` is installed as Node looks for it from `projectRoot`, else where `npm i` would put it. */
+function installPlaceOf(name: string, projectRoot: string): InstallPlace | undefined {
+  const folders = createRequire(path.join(projectRoot, "package.json")).resolve.paths(name) ?? [];
+  const base = folders.find((folder) => existsSync(path.join(folder, name))) ?? folders.find((folder) => existsSync(folder));
+  if (base === undefined) return undefined;
+  const [first, rest] = name.split("/") as [string, string | undefined];
+  if (rest !== undefined && existsSync(path.join(base, first))) return { folder: path.join(base, first), entry: rest };
+  return { folder: base, entry: first };
+}
+
 /** The package.json of package `name` where Node finds it from `projectRoot`, or undefined when it is not installed. */
 export function installedManifest(name: string, projectRoot: string): string | undefined {
   const found = resolveManifest(name, projectRoot);
@@ -176,7 +212,7 @@ export function installedManifest(name: string, projectRoot: string): string | u
 function resolveManifest(
   name: string,
   projectRoot: string,
-): { readonly kind: "resolved"; readonly file: string } | Extract<PackageLookup, { kind: "missing" }> {
+): { readonly kind: "resolved"; readonly file: string } | Omit<Extract<PackageLookup, { kind: "missing" }>, "installPlace"> {
   // The file need not exist: `createRequire` only takes the folder it resolves from.
   const require = createRequire(path.join(projectRoot, "package.json"));
   try {

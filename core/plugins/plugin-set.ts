@@ -146,6 +146,8 @@ export class PluginSet {
   readonly #hostVersion: string;
   /** The packages the last scan found, by name: a changed package.json reloads their plugins. */
   #packages = new Map<string, PluginPackage>();
+  /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */
+  readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
   #packageProblems = new Map<string, Diagnostic>();
   readonly #entries = new Map<string, PluginEntry>();
@@ -204,6 +206,10 @@ export class PluginSet {
           // A package's package.json changed (an `npm update`): look its plugins up again.
           if (set.#isManifest(file)) set.#packageChanged();
           set.#inputs.changed(file);
+        },
+        onPackageChange: (name) => {
+          set.#replacedPackages.add(name);
+          set.#packageChanged();
         },
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
         onError: (error) =>
@@ -368,9 +374,11 @@ export class PluginSet {
       const known = this.#entries.get(plugin.file);
       if (known !== undefined) {
         known.origin = plugin.origin;
-        // An updated package reloads its plugins even when their bundles are byte for byte the same.
-        if (plugin.origin.kind === "package" && updated.has(plugin.origin.name) && !known.isRemoved) {
-          known.attemptedHash = undefined;
+        const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
+        if (name !== undefined && !known.isRemoved && (updated.has(name) || this.#replacedPackages.has(name))) {
+          // An updated package reloads its plugins even when their bundles are byte for byte the
+          // same (its dependencies may have changed); a replaced one is loaded again if they differ.
+          if (updated.has(name)) known.attemptedHash = undefined;
           void this.#markDirty(known, false);
         }
       } else {
@@ -415,6 +423,7 @@ export class PluginSet {
     }
     this.#packages = packages;
     this.#inputs.watchAlso(new Set([...packages.values()].map((p) => p.manifest)));
+    this.#watcher?.watchInstallPlaces(found.installPlaces);
     this.#reportPackageProblems(found.problems);
     return updated;
   }
@@ -450,6 +459,7 @@ export class PluginSet {
       () => {
         this.#packageRecheckTimer = undefined;
         this.#rescan();
+        this.#replacedPackages.clear();
       },
       Math.max(100, (this.#options.debounceMs ?? 50) * 2),
     );

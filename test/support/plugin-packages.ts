@@ -17,9 +17,14 @@ export interface PackageShape {
   readonly files: Readonly<Record<string, string>>;
 }
 
+/** The time npm gives every file it packs, and so every file it installs. */
+const npmTime = new Date("1985-10-26T08:15:00.000Z");
+
 function write(file: string, text: string): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, text);
+  // As npm extracts it (read now, modified when npm packed it): a file's time says nothing of its version.
+  fs.utimesSync(file, new Date(), npmTime);
 }
 
 /** Lays a package out in `<project>/node_modules/<name>`; returns its folder. */
