@@ -80,6 +80,17 @@ describe("Plugin packages", () => {
     ]);
   });
 
+  it("a named package installed while the host runs loads, and its not-installed diagnostic no longer holds", async () => {
+    const project = harness.tempFolder();
+    fs.mkdirSync(path.join(project, "node_modules"));
+    const running = await harness.start({ folders: ["context-host-plugin-tides"], projectRoot: project, hostVersion: "1.0.0" });
+    expect(running.host.failures().map((f) => f.diagnostic.plugin)).to.deep.equal(["context-host-plugin-tides"]);
+    installPackage(project, tides("1.0.0", "flood"));
+    await eventually(() => generationOf(running, "tides") === 1, "the installed package loaded");
+    expect(running.host.failures()).to.deep.equal([]);
+    expect(diagnosticsLike(running, { phase: "package" })).to.have.length(1);
+  });
+
   it("a package that declares no plugins, or a plugin it does not ship, is a diagnostic saying what to fix", async () => {
     const project = harness.tempFolder();
     installPackage(project, { name: "plain", version: "1.0.0", files: { "index.js": "" } });
