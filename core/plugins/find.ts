@@ -73,7 +73,7 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
       continue;
     }
     const lookup = lookUpPackage(spec.name, projectRoot, hostVersion);
-    if (lookup.installPlace !== undefined) installPlaces.push({ ...lookup.installPlace, package: spec.name });
+    for (const place of lookup.installPlaces) installPlaces.push({ ...place, package: spec.name });
     if (lookup.kind === "missing") {
       problems.push({ package: spec.name, file: lookup.file, message: lookup.problem });
       continue;

@@ -21,8 +21,6 @@ interface Tracked extends TrackedInputs {
 export class WatchedInputs {
   readonly #quietMs: number;
   readonly #tracked = new Set<Tracked>();
-  /** Files watched besides the plugins' inputs (plugin packages' package.json files). */
-  #also: ReadonlySet<string> = new Set();
   #watcher: PluginWatcher | undefined;
   #isClosed = false;
 
@@ -47,12 +45,6 @@ export class WatchedInputs {
     };
     this.#tracked.add(tracked);
     return tracked;
-  }
-
-  /** Watches `files` too, besides the plugins' inputs (replacing the last such set). */
-  watchAlso(files: ReadonlySet<string>): void {
-    this.#also = files;
-    this.watch();
   }
 
   /** The files a load of the plugin read; the watcher follows. */
@@ -85,7 +77,7 @@ export class WatchedInputs {
   /** Keeps the watcher on exactly the tracked plugins' files. */
   watch(): void {
     if (this.#watcher === undefined || this.#isClosed) return;
-    const wanted = new Set<string>(this.#also);
+    const wanted = new Set<string>();
     for (const tracked of this.#tracked) for (const input of tracked.files) wanted.add(input);
     const unseen = this.#watcher.watchExactly(wanted);
     if (unseen.size === 0) return;

@@ -33,9 +33,10 @@ export interface PluginPackage {
 
 /**
  * Where an install, update or removal of a package shows: the entry `entry` of `folder`
- * (`tides` in node_modules, or `@moon` in node_modules until node_modules/@moon exists).
- * npm replaces a package's folder whole, with files as old as the tarball's, so watching
- * the folder it is installed in is what sees an update (decision 131).
+ * (`tides` in node_modules, or `@moon` in node_modules until node_modules/@moon exists;
+ * `package.json` in the package's own folder). npm replaces a package's folder whole, with
+ * files as old as the tarball's, so watching these folders is what sees an update
+ * (decision 131).
  */
 export interface InstallPlace {
   readonly folder: string;
@@ -55,8 +56,8 @@ export type PackageLookup =
         readonly problems: readonly string[];
       }
   ) & {
-    /** Where an install or update of it would show; undefined when no folder Node looks in exists. */
-    readonly installPlace: InstallPlace | undefined;
+    /** Where an install or update of it would show; none when no folder Node looks in exists. */
+    readonly installPlaces: readonly InstallPlace[];
   };
 
 // The fields of a plugin package's package.json the host reads; the rest is npm's.
@@ -83,14 +84,14 @@ export function isPackageName(text: string): boolean {
  * checks its peer range of context-host against `hostVersion`.
  */
 export function lookUpPackage(name: string, projectRoot: string, hostVersion: string): PackageLookup {
-  return { ...lookUpInstalled(name, projectRoot, hostVersion), installPlace: installPlaceOf(name, projectRoot) };
+  return { ...lookUpInstalled(name, projectRoot, hostVersion), installPlaces: installPlacesOf(name, projectRoot) };
 }
 
 function lookUpInstalled(
   name: string,
   projectRoot: string,
   hostVersion: string,
-): DistributiveOmit<PackageLookup, "installPlace"> {
+): DistributiveOmit<PackageLookup, "installPlaces"> {
   const found = resolveManifest(name, projectRoot);
   if (found.kind === "missing") return found;
   let text: string;
@@ -192,14 +193,21 @@ function pluginsAt(file: string): PluginEntryFile[] | undefined {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-/** Where package `name` is installed as Node looks for it from `projectRoot`, else where `npm i` would put it. */
-function installPlaceOf(name: string, projectRoot: string): InstallPlace | undefined {
+/**
+ * Where package `name` is installed as Node looks for it from `projectRoot` (else where
+ * `npm i` would put it): its entry in that folder, and its package.json in its own folder
+ * when that exists (npm may write it after making the folder).
+ */
+function installPlacesOf(name: string, projectRoot: string): InstallPlace[] {
   const folders = createRequire(path.join(projectRoot, "package.json")).resolve.paths(name) ?? [];
   const base = folders.find((folder) => existsSync(path.join(folder, name))) ?? folders.find((folder) => existsSync(folder));
-  if (base === undefined) return undefined;
+  if (base === undefined) return [];
+  const own = path.join(base, name);
+  const manifest = existsSync(own) ? [{ folder: own, entry: "package.json" }] : [];
   const [first, rest] = name.split("/") as [string, string | undefined];
-  if (rest !== undefined && existsSync(path.join(base, first))) return { folder: path.join(base, first), entry: rest };
-  return { folder: base, entry: first };
+  if (rest !== undefined && existsSync(path.join(base, first)))
+    return [{ folder: path.join(base, first), entry: rest }, ...manifest];
+  return [{ folder: base, entry: first }, ...manifest];
 }
 
 /** The package.json of package `name` where Node finds it from `projectRoot`, or undefined when it is not installed. */
@@ -212,7 +220,7 @@ export function installedManifest(name: string, projectRoot: string): string | u
 function resolveManifest(
   name: string,
   projectRoot: string,
-): { readonly kind: "resolved"; readonly file: string } | Omit<Extract<PackageLookup, { kind: "missing" }>, "installPlace"> {
+): { readonly kind: "resolved"; readonly file: string } | Omit<Extract<PackageLookup, { kind: "missing" }>, "installPlaces"> {
   // The file need not exist: `createRequire` only takes the folder it resolves from.
   const require = createRequire(path.join(projectRoot, "package.json"));
   try {

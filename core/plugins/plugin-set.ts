@@ -203,8 +203,6 @@ export class PluginSet {
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
         onFileChange: (file) => {
-          // A package's package.json changed (an `npm update`): look its plugins up again.
-          if (set.#isManifest(file)) set.#packageChanged();
           set.#inputs.changed(file);
         },
         onPackageChange: (name) => {
@@ -422,7 +420,6 @@ export class PluginSet {
       packages.set(found_.name, found_);
     }
     this.#packages = packages;
-    this.#inputs.watchAlso(new Set([...packages.values()].map((p) => p.manifest)));
     this.#watcher?.watchInstallPlaces(found.installPlaces);
     this.#reportPackageProblems(found.problems);
     return updated;
@@ -469,11 +466,6 @@ export class PluginSet {
   #isStillDeclared(entry: PluginEntry, name: string): boolean {
     const lookup = lookUpPackage(name, this.#projectRoot, this.#hostVersion);
     return lookup.kind === "found" && lookup.plugins.some((plugin) => plugin.file === entry.file);
-  }
-
-  #isManifest(file: string): boolean {
-    for (const found of this.#packages.values()) if (found.manifest === file) return true;
-    return false;
   }
 
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {

@@ -4,7 +4,7 @@
 // (MEASURED.md), so a plugin reloads on the first event of a burst and is checked once
 // more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
 
-import { type FSWatcher as FolderWatch, watch as watchFolder } from "node:fs";
+import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
 import { type FSWatcher, watch } from "chokidar";
 
@@ -26,7 +26,10 @@ export class PluginWatcher {
   readonly #watcher: FSWatcher;
   #watched = new Set<string>();
   /** The folders plugin packages are installed in, each watched for the entries of those packages. */
-  #installFolders = new Map<string, { readonly watch: FolderWatch; entries: Map<string, readonly string[]> }>();
+  #installFolders = new Map<
+    string,
+    { readonly watch: FolderWatch; readonly inode: number; entries: Map<string, readonly string[]> }
+  >();
   #isClosed = false;
 
   private constructor(options: PluginWatcherOptions) {
@@ -82,8 +85,10 @@ export class PluginWatcher {
       entries.set(place.entry, [...(entries.get(place.entry) ?? []), place.package]);
       wanted.set(place.folder, entries);
     }
+    const inodes = new Map([...wanted.keys()].map((folder) => [folder, inodeOf(folder)]));
+    // A folder replaced since it was watched (a package's own, after an update) is watched anew.
     for (const [folder, watched] of this.#installFolders) {
-      if (wanted.has(folder)) continue;
+      if (wanted.has(folder) && inodes.get(folder) === watched.inode) continue;
       watched.watch.close();
       this.#installFolders.delete(folder);
     }
@@ -95,6 +100,7 @@ export class PluginWatcher {
       }
       try {
         const watched = {
+          inode: inodes.get(folder) ?? -1,
           watch: watchFolder(folder, { persistent: false }, (_event, entry) => {
             const names = entry === null ? undefined : watched.entries.get(String(entry));
             if (names !== undefined && !this.#isClosed) for (const name of names) this.#options.onPackageChange?.(name);
@@ -115,6 +121,14 @@ export class PluginWatcher {
     for (const watched of this.#installFolders.values()) watched.watch.close();
     this.#installFolders.clear();
     await this.#watcher.close();
+  }
+}
+
+function inodeOf(folder: string): number {
+  try {
+    return statSync(folder).ino;
+  } catch {
+    return -1;
   }
 }
 
