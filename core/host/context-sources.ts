@@ -27,6 +27,8 @@ export const builtinNamespaces: readonly string[] = Object.freeze(["core", "inst
 export interface ContextSourcesOptions {
   /** The working folder: the default plugin folder is `<cwd>/plugins`; plugins see it as `services.location`. */
   readonly cwd: string;
+  /** The host project: relative plugin entries and plugin package names resolve from here (default `cwd`). */
+  readonly projectRoot?: string;
   /** Core Context Sources, in order, after the built-ins. */
   readonly core?: readonly CoreSource[];
   /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
@@ -117,6 +119,7 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
 
   const plugins = await PluginSet.start({
     folders: options.plugins ?? [path.join(options.cwd, "plugins")],
+    projectRoot: options.projectRoot ?? options.cwd,
     registry,
     container,
     diagnostics,

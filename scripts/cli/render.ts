@@ -27,6 +27,8 @@ export interface RenderOptions {
   readonly plugins: readonly string[];
   readonly json: boolean;
   readonly location: string;
+  /** Where plugin package names resolve from (default: `location`); the command line's working folder. */
+  readonly projectRoot?: string;
   readonly settings?: RenderSettings;
   /** Core sources after the built-ins. */
   readonly core?: readonly CoreSource[];
@@ -51,6 +53,7 @@ export async function render(options: RenderOptions): Promise<number> {
         ...(options.builtins === undefined ? {} : { builtins: options.builtins }),
         ...options.settings,
         plugins: options.plugins,
+        ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
       },
       scope,
     );
@@ -91,7 +94,7 @@ export async function render(options: RenderOptions): Promise<number> {
 export function parseRenderArgs(
   args: readonly string[],
   cwd: string,
-): { plugins: readonly string[]; json: boolean; location: string; settings: RenderSettings } {
+): { plugins: readonly string[]; json: boolean; location: string; projectRoot: string; settings: RenderSettings } {
   const plugins: string[] = [];
   let json = false;
   let location = cwd;
@@ -112,6 +115,7 @@ export function parseRenderArgs(
     plugins: plugins.length > 0 ? plugins : (fromSettings ?? [path.join(cwd, "plugins")]),
     json,
     location,
+    projectRoot: cwd,
     settings,
   };
 }

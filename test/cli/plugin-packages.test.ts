@@ -84,6 +84,15 @@ describe("context-host command line: plugin packages", function () {
     const named = await cli(["render", "--plugins", "context-host-plugin-tides", "--location", project], project);
     expect([named.code, named.stderr]).to.deep.equal([0, ""]);
     expect(named.stdout).to.contain("tides: high water at noon").and.not.contain("notes: kept");
+    // The package resolves from the working folder, wherever the session's location is.
+    const elsewhere = realpathSync(mkdtempSync(path.join(os.tmpdir(), "cli-location-")));
+    try {
+      const located = await cli(["render", "--plugins", "context-host-plugin-tides", "--location", elsewhere], project);
+      expect([located.code, located.stderr]).to.deep.equal([0, ""]);
+      expect(located.stdout).to.contain("tides: high water at noon");
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
     writeFileSync(path.join(project, "context-host.json"), JSON.stringify({ plugins: ["context-host-plugin-tides", "plugins"] }));
     const fromSettings = await cli(["render", "--location", project], project);
     expect([fromSettings.code, fromSettings.stderr]).to.deep.equal([0, ""]);

@@ -108,6 +108,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     systemPrompt,
     ...args.settings,
     plugins: args.plugins,
+    projectRoot: io.cwd,
     logger: {
       info: () => {},
       warn: (message) => screen.line("note", `  [warn] ${safeLines(message).join(" ")}`),
