@@ -51,7 +51,7 @@ export function readPluginEntry(entry: string, projectRoot: string): PluginEntry
 }
 
 /** Finds the plugins of every entry; see `readPluginEntry` for what an entry is. */
-export function findPlugins(entries: readonly string[], projectRoot: string, hostVersion: string): FoundPlugins {
+export function findPlugins(entries: readonly string[], projectRoot: string, hostVersion: string | undefined): FoundPlugins {
   const plugins: FoundPlugin[] = [];
   const packages: PluginPackage[] = [];
   const problems: PackageProblem[] = [];

@@ -83,14 +83,14 @@ export function isPackageName(text: string): boolean {
  * package.json from there, each `node_modules` up the tree), reads what it declares and
  * checks its peer range of context-host against `hostVersion`.
  */
-export function lookUpPackage(name: string, projectRoot: string, hostVersion: string): PackageLookup {
+export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): PackageLookup {
   return { ...lookUpInstalled(name, projectRoot, hostVersion), installPlaces: installPlacesOf(name, projectRoot) };
 }
 
 function lookUpInstalled(
   name: string,
   projectRoot: string,
-  hostVersion: string,
+  hostVersion: string | undefined,
 ): DistributiveOmit<PackageLookup, "installPlaces"> {
   const found = resolveManifest(name, projectRoot);
   if (found.kind === "missing") return found;
@@ -170,8 +170,8 @@ function lookUpInstalled(
  * when it does (or the package declares none). A prerelease of the host counts as its
  * version (`includePrerelease`): a host at 0.2.0-rc.1 satisfies `>=0.1`.
  */
-export function checkPeerRange(range: string | undefined, hostVersion: string): string | undefined {
-  if (range === undefined) return undefined;
+export function checkPeerRange(range: string | undefined, hostVersion: string | undefined): string | undefined {
+  if (range === undefined || hostVersion === undefined) return undefined;
   if (semver.validRange(range) === null) return `its peer range of context-host ${JSON.stringify(range)} is not a semver range`;
   if (semver.satisfies(hostVersion, range, { includePrerelease: true })) return undefined;
   return `needs context-host ${range} (peerDependencies), but this host is context-host ${hostVersion}; its plugins are not loaded`;
@@ -244,15 +244,20 @@ function resolveManifest(
 
 /**
  * The version of the running context-host: the nearest package.json named context-host up
- * from this file (core/plugins/ in the repository, dist/core/plugins/ in an install).
+ * from this file (core/plugins/ in the repository, dist/core/plugins/ in an install), or
+ * undefined when there is none (a host bundled into one file): peer ranges then go unchecked.
  */
-export function hostPackageVersion(from: string = import.meta.dirname): string {
+export function hostPackageVersion(from: string = import.meta.dirname): string | undefined {
   for (let folder = from; ; folder = path.dirname(folder)) {
     const file = path.join(folder, "package.json");
     if (existsSync(file)) {
-      const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
-      if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+      try {
+        const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
+        if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+      } catch {
+        // Not the package's own manifest: look further up.
+      }
     }
-    if (path.dirname(folder) === folder) throw new Error(`no context-host package.json above ${from}`);
+    if (path.dirname(folder) === folder) return undefined;
   }
 }

@@ -35,7 +35,7 @@ export interface PluginSetOptions {
   readonly folders: readonly string[];
   /** The host project: relative entries and package names resolve from here (default: the `location` service, else the working folder). */
   readonly projectRoot?: string;
-  /** The host's version that packages' peer ranges of context-host are checked against (default: this package's version). */
+  /** The host's version that packages' peer ranges of context-host are checked against (default: this package's version; none known: unchecked). */
   readonly hostVersion?: string;
   readonly registry: Registry;
   /** The host's awilix container with `clock`, `logger` and `location` registered. */
@@ -143,7 +143,7 @@ export class PluginSet {
   readonly #entrySpecs: readonly string[];
   readonly #folders: readonly string[];
   readonly #projectRoot: string;
-  readonly #hostVersion: string;
+  readonly #hostVersion: string | undefined;
   /** The packages the last scan found, by name: a changed package.json reloads their plugins. */
   #packages = new Map<string, PluginPackage>();
   /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */

@@ -210,8 +210,12 @@ export default definePlugin({
     expect(checkPeerRange("latest", "0.1.0")).to.equal('its peer range of context-host "latest" is not a semver range');
   });
 
-  it("the host's version is this package's version", () => {
+  it("the host's version is this package's version; a host bundled away from its package.json checks no range", () => {
     const manifest = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8"));
     expect(hostPackageVersion()).to.equal(manifest.version);
+    const bundled = harness.tempFolder();
+    write(path.join(bundled, "package.json"), JSON.stringify({ name: "my-agent", version: "3.0.0" }));
+    expect(hostPackageVersion(bundled)).to.equal(undefined);
+    expect(checkPeerRange("^0.1.0", undefined)).to.equal(undefined);
   });
 });
