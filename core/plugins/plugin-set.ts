@@ -202,9 +202,7 @@ export class PluginSet {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
-        onFileChange: (file) => {
-          set.#inputs.changed(file);
-        },
+        onFileChange: (file) => set.#inputs.changed(file),
         onPackageChange: (name) => {
           set.#replacedPackages.add(name);
           set.#packageChanged();
@@ -406,18 +404,18 @@ export class PluginSet {
   }
 
   /**
-   * Records the packages a scan found: their package.json files are watched, their problems
+   * Records the packages a scan found: where they are installed is watched, their problems
    * reported (and earlier ones that no longer hold resolved). Returns the names of packages
    * whose package.json changed since the last scan.
    */
   #notePackages(found: FoundPlugins): Set<string> {
     const updated = new Set<string>();
     const packages = new Map<string, PluginPackage>();
-    for (const found_ of found.packages) {
-      const before = this.#packages.get(found_.name);
-      if (before !== undefined && (before.manifestHash !== found_.manifestHash || before.root !== found_.root))
-        updated.add(found_.name);
-      packages.set(found_.name, found_);
+    for (const pluginPackage of found.packages) {
+      const before = this.#packages.get(pluginPackage.name);
+      if (before !== undefined && (before.manifestHash !== pluginPackage.manifestHash || before.root !== pluginPackage.root))
+        updated.add(pluginPackage.name);
+      packages.set(pluginPackage.name, pluginPackage);
     }
     this.#packages = packages;
     this.#watcher?.watchInstallPlaces(found.installPlaces);
@@ -445,9 +443,9 @@ export class PluginSet {
   }
 
   /**
-   * A package's package.json changed (an `npm update` replaces the package's folder): look
-   * the packages up again now, and once more when the burst is quiet, since a watcher may
-   * drop the events of a second replacement that follows closely (as with plugin files).
+   * A package was installed, replaced (`npm update` replaces its folder) or removed, or its
+   * package.json changed: look the packages up again now, and once more when the burst is
+   * quiet, since the files may still be being written.
    */
   #packageChanged() {
     this.#scheduleRescan();
