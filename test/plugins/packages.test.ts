@@ -141,17 +141,18 @@ describe("Plugin packages", () => {
     expect(running.host.failures()).to.deep.equal([]);
   });
 
-  it("a package's plugin gets the dependencies the package has before the host's, but the host's context-host and TypeBox", async () => {
-    const project = harness.tempFolder();
-    // `awilix` is a dependency of the host too: the plugin must get the package's own copy.
-    installPackage(project, {
-      name: "own-deps",
-      version: "1.0.0",
-      declared: ["plugin.ts"],
-      files: {
-        "node_modules/awilix/package.json": JSON.stringify({ name: "awilix", version: "0.0.1", main: "index.js" }),
-        "node_modules/awilix/index.js": 'module.exports = { copy: "the package\'s own" };',
-        "plugin.ts": `import { definePlugin } from "context-host";
+  for (const isolation of ["worker", "none"] as const)
+    it(`a package's plugin gets the dependencies the package has before the host's, but the host's context-host and TypeBox (isolation ${isolation})`, async () => {
+      const project = harness.tempFolder();
+      // `awilix` is a dependency of the host too: the plugin must get the package's own copy.
+      installPackage(project, {
+        name: "own-deps",
+        version: "1.0.0",
+        declared: ["plugin.ts"],
+        files: {
+          "node_modules/awilix/package.json": JSON.stringify({ name: "awilix", version: "0.0.1", main: "index.js" }),
+          "node_modules/awilix/index.js": 'module.exports = { copy: "the package\'s own" };',
+          "plugin.ts": `import { definePlugin } from "context-host";
 import Type from "typebox";
 import * as awilix from "awilix";
 
@@ -168,11 +169,11 @@ export default definePlugin({
   },
 });
 `,
-      },
+        },
+      });
+      const running = await harness.start({ folders: ["own-deps"], projectRoot: project, hostVersion: "1.0.0", isolation });
+      expect((await baselineOf(running)).baseline).to.equal("awilix: the package's own");
     });
-    const running = await harness.start({ folders: ["own-deps"], projectRoot: project, hostVersion: "1.0.0" });
-    expect((await baselineOf(running)).baseline).to.equal("awilix: the package's own");
-  });
 
   it("an entry reads as a path when it is written as one or exists, else as a package name", () => {
     const project = harness.tempFolder();
