@@ -16,6 +16,7 @@ export type DiagnosticPhase =
   | "update"
   | "removed"
   | "dispose"
+  | "package"
   | "instructions"
   | "watch";
 

@@ -25,8 +25,13 @@ export type CheckName =
   | "update-new-state"
   | "update-repeats-previous";
 
-/** The phases of a plugin's diagnostics (the host's others are about instruction files and the watcher). */
-export type PluginPhase = Exclude<DiagnosticPhase, "instructions" | "watch">;
+/**
+ * The phases of a plugin's diagnostics. The host's others are about instruction files, the
+ * watcher, and a plugin package's manifest (`package`: not installed, a peer range of
+ * context-host not met, a declared file missing), which `check PACKAGE` reports before any
+ * rule runs, failing it (decision 132).
+ */
+export type PluginPhase = Exclude<DiagnosticPhase, "instructions" | "watch" | "package">;
 
 /** One conformance rule. */
 export interface ConformanceRule {

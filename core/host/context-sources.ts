@@ -27,11 +27,13 @@ export const builtinNamespaces: readonly string[] = Object.freeze(["core", "inst
 export interface ContextSourcesOptions {
   /** The working folder: the default plugin folder is `<cwd>/plugins`; plugins see it as `services.location`. */
   readonly cwd: string;
+  /** The host project: relative plugin entries and plugin package names resolve from here (default `cwd`). */
+  readonly projectRoot?: string;
   /** Core Context Sources, in order, after the built-ins. */
   readonly core?: readonly CoreSource[];
   /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
   readonly builtins?: boolean;
-  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
+  /** Plugin folders, plugin files and installed plugin package names (resolved from `cwd`); they replace the default `plugins/` folder of the working folder. */
   readonly plugins?: readonly string[];
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;
@@ -117,6 +119,7 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
 
   const plugins = await PluginSet.start({
     folders: options.plugins ?? [path.join(options.cwd, "plugins")],
+    projectRoot: options.projectRoot ?? options.cwd,
     registry,
     container,
     diagnostics,

@@ -28,10 +28,16 @@ export interface HostOptions {
   readonly systemPrompt?: string;
   /** Core Context Sources, in order. */
   readonly core?: readonly CoreSource[];
-  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
+  /**
+   * Where plugins are: folders of plugins, plugin files, and names of plugin packages
+   * installed in the working folder's `node_modules` (resolved as Node resolves packages).
+   * They replace the default `plugins/` folder of the working folder.
+   */
   readonly plugins?: readonly string[];
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;
+  /** The host project: relative `plugins` entries and plugin package names resolve from it (default: the working folder). */
+  readonly projectRoot?: string;
   /** Host tools the model may call: a function, or `{ run, deadlineMs }` for a tool with its own deadline. */
   readonly tools?: Readonly<Record<string, Tool | ToolSpec>>;
   /** Deadline of a tool call unless the tool sets its own (default 60 s); a missed one is stored as an error result. */
@@ -122,6 +128,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
         "core",
         "builtins",
         "plugins",
+        "projectRoot",
         "watch",
         "pluginSettings",
         "clock",

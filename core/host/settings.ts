@@ -13,6 +13,11 @@ import { checkTimeZone } from "../sources/date.ts";
 export const HostOptionsSchema = Type.Object(
   {
     timeZone: Type.Optional(Type.String({ minLength: 1, description: "IANA time zone of core/date; host-local when unset" })),
+    plugins: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        description: "plugin folders, plugin files and installed plugin package names (replace ./plugins)",
+      }),
+    ),
     isolation: Type.Optional(
       Type.Union([Type.Literal("worker"), Type.Literal("none")], { description: "where plugin code runs (decision 060)" }),
     ),

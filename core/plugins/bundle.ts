@@ -18,6 +18,11 @@ export interface PluginBundle {
   readonly inputs: readonly string[];
   /** The folder source-map paths are relative to. */
   readonly baseDir: string;
+  /**
+   * The plugin came from a package: the packages it imports resolve from the package first,
+   * so it gets the dependencies it declares (decision 131); `context-host` and TypeBox stay the host's.
+   */
+  readonly ownDependenciesFirst?: boolean;
 }
 
 /** esbuild could not bundle the plugin; `location` points at the first error. */
@@ -40,7 +45,10 @@ export class BundleFailed extends ContextHostError {
 }
 
 /** Bundles one plugin entry. Throws `BundleFailed` with the location of the first error. */
-export async function bundlePlugin(entry: string): Promise<PluginBundle> {
+export async function bundlePlugin(
+  entry: string,
+  options: { readonly ownDependenciesFirst?: boolean } = {},
+): Promise<PluginBundle> {
   const baseDir = path.dirname(entry);
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {
@@ -86,5 +94,6 @@ export async function bundlePlugin(entry: string): Promise<PluginBundle> {
     .filter((input) => !input.includes(":"))
     .map((input) => path.resolve(baseDir, input));
   const code = output.text;
-  return { entry, code, hash: createHash("sha256").update(code).digest("hex"), inputs, baseDir };
+  const hash = createHash("sha256").update(code).digest("hex");
+  return { entry, code, hash, inputs, baseDir, ...(options.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}) };
 }

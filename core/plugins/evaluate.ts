@@ -79,7 +79,8 @@ const typeboxModules: Readonly<Record<string, object>> = {
  * Resolves a plugin's `require`: `context-host` and `context-host/plugin` are the host's
  * plugin API module, any other entry of the package is refused (`PluginImportRefused`), and
  * TypeBox is the host's own copy; other packages resolve from the host first (one shared
- * copy), then from the plugin's folder for packages only the plugin has. The plugin worker
+ * copy), then from the plugin's folder for packages only the plugin has; a plugin from a
+ * package resolves them from its package first, so it gets what it declares (decision 131). The plugin worker
  * runs this same function (its program bundles this file).
  */
 function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
@@ -88,11 +89,12 @@ function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
     if (pluginEntries.has(specifier)) return pluginApiModule;
     if (isOwnPackage(specifier)) throw new PluginImportRefused({ specifier, entry: bundle.entry });
     if (Object.hasOwn(typeboxModules, specifier)) return typeboxModules[specifier];
+    const [first, then] = bundle.ownDependenciesFirst === true ? [ownRequire, hostRequire] : [hostRequire, ownRequire];
     try {
-      return hostRequire(specifier);
+      return first(specifier);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND") throw error;
-      return ownRequire(specifier);
+      return then(specifier);
     }
   };
 }

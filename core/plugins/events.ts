@@ -28,10 +28,20 @@ export interface LoadTimings {
   readonly swapMs?: number;
 }
 
+/**
+ * Where a plugin came from: a plugin folder (or the folder of a plugin file) named in
+ * `plugins`, or an installed plugin package (decision 130).
+ */
+export type PluginOrigin =
+  | { readonly kind: "folder"; readonly folder: string }
+  | { readonly kind: "package"; readonly name: string; readonly version: string; readonly root: string };
+
 /** An active plugin, as `plugins()` lists it. */
 export interface PluginInfo {
   readonly name: string;
   readonly file: string;
+  /** The folder or package (with its version) it was loaded from. */
+  readonly origin: PluginOrigin;
   readonly generation: number;
   readonly keys: readonly string[];
   /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */

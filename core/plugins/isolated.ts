@@ -384,7 +384,15 @@ export class IsolatedPlugin {
   ): Promise<Evaluated> {
     const ms = this.#options.setupDeadlineMs;
     const evaluated = await worker.request<Evaluated>(
-      { type: "evaluate", generation, code: bundle.code, entry: bundle.entry, baseDir: bundle.baseDir, reserved },
+      {
+        type: "evaluate",
+        generation,
+        code: bundle.code,
+        entry: bundle.entry,
+        baseDir: bundle.baseDir,
+        ...(bundle.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
+        reserved,
+      },
       ms + graceMs,
       () => ({ what: `the module code of ${bundle.entry}`, phase: "evaluate", ms }),
     );

@@ -28,6 +28,8 @@ export interface LoadRequest {
   readonly generation: number;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded again. */
   readonly attemptedHash: string | undefined;
+  /** The plugin came from a package: its imports resolve from the package first (decision 131). */
+  readonly ownDependenciesFirst?: boolean;
 }
 
 /** Why a load failed, as a diagnostic will say it. */
@@ -66,7 +68,7 @@ export async function bundleForLoad(
 > {
   let bundle: PluginBundle;
   try {
-    bundle = await bundlePlugin(request.file);
+    bundle = await bundlePlugin(request.file, { ownDependenciesFirst: request.ownDependenciesFirst === true });
   } catch (error) {
     const isBundleFailure = error instanceof BundleFailed;
     return {

@@ -13,8 +13,8 @@ import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
-import { discoverPlugins } from "./discover.ts";
-import type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
+import type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
+import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
 import type { Guard } from "./guarded-source.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { IsolatedPlugin } from "./isolated.ts";
@@ -22,13 +22,21 @@ import type { LoadContext, LoadFault } from "./load.ts";
 import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "./loader.ts";
 import type { Location } from "./locations.ts";
 import { Namespaces } from "./namespaces.ts";
+import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
 import { PluginWatcher } from "./watching.ts";
 
-export type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
+export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
 export interface PluginSetOptions {
-  /** Plugin folders (absolute or relative to the working folder). */
+  /**
+   * Where the plugins are: folders of plugins, plugin files (absolute or relative to
+   * `projectRoot`), and names of installed plugin packages (decisions 130, 131).
+   */
   readonly folders: readonly string[];
+  /** The host project: relative entries and package names resolve from here (default: the `location` service, else the working folder). */
+  readonly projectRoot?: string;
+  /** The host's version that packages' peer ranges of context-host are checked against (default: this package's version; none known: unchecked). */
+  readonly hostVersion?: string;
   readonly registry: Registry;
   /** The host's awilix container with `clock`, `logger` and `location` registered. */
   readonly container: AwilixContainer;
@@ -93,6 +101,8 @@ interface Active {
 interface PluginEntry {
   readonly id: string;
   readonly file: string;
+  /** Its folder, or its package and the version last found. */
+  origin: PluginOrigin;
   /** The plugin's worker handle (isolation `worker`), made at its first load. */
   isolated: IsolatedPlugin | undefined;
   /** The first load of a plugin found by a scan, started at once so that setups run concurrently. */
@@ -129,7 +139,17 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
+  /** The `plugins` entries as given; `#folders` the paths among them, which the watcher watches. */
+  readonly #entrySpecs: readonly string[];
   readonly #folders: readonly string[];
+  readonly #projectRoot: string;
+  readonly #hostVersion: string | undefined;
+  /** The packages the last scan found, by name: a changed package.json reloads their plugins. */
+  #packages = new Map<string, PluginPackage>();
+  /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */
+  readonly #replacedPackages = new Set<string>();
+  /** The package problems the last scan reported, by diagnostic identity. */
+  #packageProblems = new Map<string, Diagnostic>();
   readonly #entries = new Map<string, PluginEntry>();
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
@@ -142,6 +162,8 @@ export class PluginSet {
   readonly #location: string;
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
+  /** The quiet re-check after a package's package.json changed. */
+  #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
   /** Closes of displaced holders' scopes still under way (an entry may leave before its close ends). */
   readonly #closing = new Set<Promise<void>>();
@@ -149,7 +171,16 @@ export class PluginSet {
   private constructor(options: PluginSetOptions) {
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#folders = options.folders.map((folder) => path.resolve(folder));
+    this.#projectRoot = path.resolve(
+      options.projectRoot ??
+        (options.container.hasRegistration("location") ? String(options.container.resolve("location")) : process.cwd()),
+    );
+    this.#hostVersion = options.hostVersion ?? hostPackageVersion();
+    this.#entrySpecs = [...options.folders];
+    this.#folders = options.folders.flatMap((entry) => {
+      const spec = readPluginEntry(entry, this.#projectRoot);
+      return spec.kind === "path" ? [spec.path] : [];
+    });
     this.#loadContext = {
       container: options.container,
       settings: options.settings ?? {},
@@ -172,6 +203,10 @@ export class PluginSet {
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
         onFileChange: (file) => set.#inputs.changed(file),
+        onPackageChange: (name) => {
+          set.#replacedPackages.add(name);
+          set.#packageChanged();
+        },
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
         onError: (error) =>
           set.#emit({
@@ -223,6 +258,7 @@ export class PluginSet {
         infos.push({
           name: active.name,
           file: entry.file,
+          origin: entry.origin,
           generation: active.generation,
           keys: active.keys,
           loadMs: active.loadMs,
@@ -231,11 +267,17 @@ export class PluginSet {
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
-  /** Plugin files whose latest load failed, with the diagnostic that says why. */
+  /**
+   * Plugin files whose latest load failed, with the diagnostic that says why, and plugin
+   * packages that are not loaded (not installed, incompatible), by their package.json.
+   */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    return [...this.#entries.values()]
-      .filter((entry) => entry.failed !== undefined)
-      .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic }));
+    return [
+      ...[...this.#entries.values()]
+        .filter((entry) => entry.failed !== undefined)
+        .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic })),
+      ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic })),
+    ];
   }
 
   /** Resolves once no load is queued or running and no re-check is due. */
@@ -244,7 +286,7 @@ export class PluginSet {
       await Promise.all([...[...this.#entries.values()].map((entry) => entry.queue), ...this.#closing]);
       const isBusy =
         this.#inputs.isPending || this.#closing.size > 0 || [...this.#entries.values()].some((entry) => entry.isDirty);
-      if (!isBusy && this.#rescanTimer === undefined) return;
+      if (!isBusy && this.#rescanTimer === undefined && this.#packageRecheckTimer === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
@@ -263,6 +305,8 @@ export class PluginSet {
     this.#inputs.close();
     clearTimeout(this.#rescanTimer);
     this.#rescanTimer = undefined;
+    clearTimeout(this.#packageRecheckTimer);
+    this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
     for (const entry of this.#entries.values()) entry.isRemoved = true;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
@@ -319,15 +363,24 @@ export class PluginSet {
     if (this.#isClosed) return;
     const seen = new Set<string>();
     const created = new Set<PluginEntry>();
-    for (const folder of this.#folders) {
-      for (const found of discoverPlugins(folder)) {
-        if (seen.has(found.file)) continue;
-        seen.add(found.file);
-        if (!this.#entries.has(found.file)) {
-          const entry = this.#newEntry(found.id, found.file);
-          this.#entries.set(found.file, entry);
-          created.add(entry);
+    const found = findPlugins(this.#entrySpecs, this.#projectRoot, this.#hostVersion);
+    const updated = this.#notePackages(found);
+    for (const plugin of found.plugins) {
+      seen.add(plugin.file);
+      const known = this.#entries.get(plugin.file);
+      if (known !== undefined) {
+        known.origin = plugin.origin;
+        const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
+        if (name !== undefined && !known.isRemoved && (updated.has(name) || this.#replacedPackages.has(name))) {
+          // An updated package reloads its plugins even when their bundles are byte for byte the
+          // same (its dependencies may have changed); a replaced one is loaded again if they differ.
+          if (updated.has(name)) known.attemptedHash = undefined;
+          void this.#markDirty(known, false);
         }
+      } else {
+        const entry = this.#newEntry(plugin.id, plugin.file, plugin.origin);
+        this.#entries.set(plugin.file, entry);
+        created.add(entry);
       }
     }
     // New plugins load one after another in sorted order of name, so their setups, events and
@@ -350,10 +403,74 @@ export class PluginSet {
     }
   }
 
-  #newEntry(id: string, file: string): PluginEntry {
+  /**
+   * Records the packages a scan found: where they are installed is watched, their problems
+   * reported (and earlier ones that no longer hold resolved). Returns the names of packages
+   * whose package.json changed since the last scan.
+   */
+  #notePackages(found: FoundPlugins): Set<string> {
+    const updated = new Set<string>();
+    const packages = new Map<string, PluginPackage>();
+    for (const pluginPackage of found.packages) {
+      const before = this.#packages.get(pluginPackage.name);
+      if (before !== undefined && (before.manifestHash !== pluginPackage.manifestHash || before.root !== pluginPackage.root))
+        updated.add(pluginPackage.name);
+      packages.set(pluginPackage.name, pluginPackage);
+    }
+    this.#packages = packages;
+    this.#watcher?.watchInstallPlaces(found.installPlaces);
+    this.#reportPackageProblems(found.problems);
+    return updated;
+  }
+
+  #reportPackageProblems(problems: readonly PackageProblem[]) {
+    const next = new Map<string, Diagnostic>();
+    for (const problem of problems) {
+      const diagnostic: Diagnostic = {
+        origin: "plugin",
+        plugin: problem.package,
+        file: problem.file,
+        phase: "package",
+        message: problem.message,
+      };
+      next.set(diagnosticIdentity(diagnostic), diagnostic);
+    }
+    const gone = new Set([...this.#packageProblems.keys()].filter((id) => !next.has(id)));
+    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
+    const known = this.#packageProblems;
+    this.#packageProblems = next;
+    for (const [id, diagnostic] of next) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
+  }
+
+  /**
+   * A package was installed, replaced (`npm update` replaces its folder) or removed, or its
+   * package.json changed: look the packages up again now, and once more when the burst is
+   * quiet, since the files may still be being written.
+   */
+  #packageChanged() {
+    this.#scheduleRescan();
+    clearTimeout(this.#packageRecheckTimer);
+    this.#packageRecheckTimer = setTimeout(
+      () => {
+        this.#packageRecheckTimer = undefined;
+        this.#rescan();
+        this.#replacedPackages.clear();
+      },
+      Math.max(100, (this.#options.debounceMs ?? 50) * 2),
+    );
+  }
+
+  /** Whether package `name`, looked up now, is compatible and declares the entry's file. */
+  #isStillDeclared(entry: PluginEntry, name: string): boolean {
+    const lookup = lookUpPackage(name, this.#projectRoot, this.#hostVersion);
+    return lookup.kind === "found" && lookup.plugins.some((plugin) => plugin.file === entry.file);
+  }
+
+  #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const entry: PluginEntry = {
       id,
       file,
+      origin,
       isolated: undefined,
       preload: undefined,
       active: undefined,
@@ -417,10 +534,17 @@ export class PluginSet {
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
   async #load(entry: PluginEntry): Promise<Loaded> {
+    // A package may have been replaced since it was looked up (an update to a version this
+    // host is not for): its code is not run; the scan that follows says why.
+    if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
+      this.#scheduleRescan();
+      return { kind: "unchanged", inputs: entry.inputs.files };
+    }
     const request = {
       file: entry.file,
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
+      ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
       startedAt: performance.now(),
     };
     const place: LoadPlace =

@@ -4,6 +4,7 @@
 // (MEASURED.md), so a plugin reloads on the first event of a burst and is checked once
 // more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
 
+import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
 import { type FSWatcher, watch } from "chokidar";
 
@@ -15,6 +16,8 @@ export interface PluginWatcherOptions {
   onFileChange(file: string): void;
   /** The watcher failed; watching goes on where it can. */
   onError(error: unknown): void;
+  /** A plugin package was installed, replaced or removed where it is installed (`watchInstallPlaces`). */
+  onPackageChange?(name: string): void;
 }
 
 /** The plugin folders and the files plugins read, watched with chokidar. */
@@ -22,6 +25,11 @@ export class PluginWatcher {
   readonly #options: PluginWatcherOptions;
   readonly #watcher: FSWatcher;
   #watched = new Set<string>();
+  /** The folders plugin packages are installed in, each watched for the entries of those packages. */
+  #installFolders = new Map<
+    string,
+    { readonly watch: FolderWatch; readonly inode: number; entries: Map<string, readonly string[]> }
+  >();
   #isClosed = false;
 
   private constructor(options: PluginWatcherOptions) {
@@ -38,7 +46,8 @@ export class PluginWatcher {
   /** Starts watching the folders; resolves once the watcher is ready. */
   static async start(options: PluginWatcherOptions): Promise<PluginWatcher> {
     const watcher = new PluginWatcher(options);
-    await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
+    // chokidar is never ready with nothing to watch (plugins only from packages): files are added later.
+    if (options.folders.length > 0) await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
     return watcher;
   }
 
@@ -62,10 +71,64 @@ export class PluginWatcher {
     return unseen;
   }
 
+  /**
+   * Watches where plugin packages are installed: a new, replaced or removed entry of one of
+   * those folders calls `onPackageChange` with its package's name. A plain `fs.watch` of
+   * each folder: chokidar judges a file changed by its modification time, and npm's files
+   * all carry the same one, so a file watch misses an update.
+   */
+  watchInstallPlaces(places: ReadonlyArray<{ readonly folder: string; readonly entry: string; readonly package: string }>): void {
+    if (this.#isClosed) return;
+    const wanted = new Map<string, Map<string, string[]>>();
+    for (const place of places) {
+      const entries = wanted.get(place.folder) ?? new Map<string, string[]>();
+      entries.set(place.entry, [...(entries.get(place.entry) ?? []), place.package]);
+      wanted.set(place.folder, entries);
+    }
+    const inodes = new Map([...wanted.keys()].map((folder) => [folder, inodeOf(folder)]));
+    // A folder replaced since it was watched (a package's own, after an update) is watched anew.
+    for (const [folder, watched] of this.#installFolders) {
+      if (wanted.has(folder) && inodes.get(folder) === watched.inode) continue;
+      watched.watch.close();
+      this.#installFolders.delete(folder);
+    }
+    for (const [folder, entries] of wanted) {
+      const known = this.#installFolders.get(folder);
+      if (known !== undefined) {
+        known.entries = entries;
+        continue;
+      }
+      try {
+        const watched = {
+          inode: inodes.get(folder) ?? -1,
+          watch: watchFolder(folder, { persistent: false }, (_event, entry) => {
+            const names = entry === null ? undefined : watched.entries.get(String(entry));
+            if (names !== undefined && !this.#isClosed) for (const name of names) this.#options.onPackageChange?.(name);
+          }),
+          entries,
+        };
+        watched.watch.on("error", (error) => this.#options.onError(error));
+        this.#installFolders.set(folder, watched);
+      } catch (error) {
+        this.#options.onError(error);
+      }
+    }
+  }
+
   /** Releases the watcher. */
   async close(): Promise<void> {
     this.#isClosed = true;
+    for (const watched of this.#installFolders.values()) watched.watch.close();
+    this.#installFolders.clear();
     await this.#watcher.close();
+  }
+}
+
+function inodeOf(folder: string): number {
+  try {
+    return statSync(folder).ino;
+  } catch {
+    return -1;
   }
 }
 

@@ -8,6 +8,8 @@ import path from "node:path";
 import { checkPluginsIsolated } from "../../core/conformance/check-isolated.ts";
 import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
 import { discoverPlugins } from "../../core/plugins/discover.ts";
+import { readPluginEntry } from "../../core/plugins/find.ts";
+import { hostPackageVersion, lookUpPackage } from "../../core/plugins/packages.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
@@ -15,6 +17,8 @@ export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
 export interface CheckArgs {
   readonly plugins: readonly string[];
+  /** Why a named package's plugins (or some) cannot be checked: incompatible with this host, a declared file missing. */
+  readonly packageProblems?: readonly string[];
   readonly json: boolean;
   readonly location: string;
   /** Plugin settings by plugin name, from the settings file (`--settings FILE`, else `context-host.json`). */
@@ -23,8 +27,9 @@ export interface CheckArgs {
 
 /**
  * Parses `check` arguments: `[PLUGIN...] [--json] [--location DIR] [--settings FILE]`; a PLUGIN
- * is a file, a plugin folder or a folder of plugins. With none, the working folder's `plugins/`,
- * as `render` loads it.
+ * is a file, a plugin folder, a folder of plugins, or the name of an installed plugin package
+ * (its declared plugins, decision 130). With none, the working folder's `plugins/`, as
+ * `render` loads it.
  */
 export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
   const given: string[] = [];
@@ -40,7 +45,7 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       location = path.resolve(cwd, value);
     } else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "check");
     else if (arg.startsWith("-")) throw new UsageInvalid({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
-    else given.push(path.resolve(cwd, arg));
+    else given.push(arg);
   }
   if (given.length === 0) {
     const folder = path.join(cwd, "plugins");
@@ -52,7 +57,17 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     given.push(folder);
   }
   const plugins: string[] = [];
-  for (const target of given) {
+  const packageProblems: string[] = [];
+  for (const arg of given) {
+    const spec = readPluginEntry(arg, cwd);
+    if (spec.kind === "package") {
+      const lookup = lookUpPackage(spec.name, cwd, hostPackageVersion());
+      if (lookup.kind === "missing") throw new UsageInvalid({ command: "check", reason: lookup.problem });
+      plugins.push(...lookup.plugins.map((plugin) => plugin.file));
+      packageProblems.push(...lookup.problems);
+      continue;
+    }
+    const target = spec.path;
     if (!existsSync(target)) throw new UsageInvalid({ command: "check", reason: `no such file or folder: ${target}` });
     if (statSync(target).isFile()) {
       plugins.push(target);
@@ -70,7 +85,13 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       plugins.push(...found.map((entry) => entry.file));
     }
   }
-  return { plugins, json, location, pluginSettings: loadSettings(settingsFile, cwd, "check").pluginSettings ?? {} };
+  return {
+    plugins,
+    ...(packageProblems.length === 0 ? {} : { packageProblems }),
+    json,
+    location,
+    pluginSettings: loadSettings(settingsFile, cwd, "check").pluginSettings ?? {},
+  };
 }
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
@@ -80,9 +101,18 @@ export async function check(args: CheckArgs, io: { out: (text: string) => void; 
     location: args.location,
     pluginSettings: args.pluginSettings,
   });
-  const failed = findings.some((finding) => finding.severity === "error");
-  if (args.json) io.out(JSON.stringify({ plugins: args.plugins, findings }, null, 2));
+  const problems = args.packageProblems ?? [];
+  const failed = problems.length > 0 || findings.some((finding) => finding.severity === "error");
+  if (args.json)
+    io.out(
+      JSON.stringify(
+        { plugins: args.plugins, findings, ...(problems.length === 0 ? {} : { packageProblems: problems }) },
+        null,
+        2,
+      ),
+    );
   else {
+    for (const problem of problems) io.err(`context-host check: ${problem}`);
     for (const finding of findings) io.out(formatFinding(finding, args.location));
     const errors = findings.filter((f) => f.severity === "error").length;
     io.err(`${args.plugins.length} plugin(s) checked: ${errors} error(s), ${findings.length - errors} warning(s)`);

@@ -8,6 +8,7 @@ import { check, parseCheckArgs } from "./check.ts";
 import { parseDevArgs } from "./dev/args.ts";
 import { dev } from "./dev/dev.ts";
 import { inspect, parseInspectArgs } from "./inspect.ts";
+import { listPlugins, parsePluginsArgs } from "./plugins.ts";
 import { parseRenderArgs, render } from "./render.ts";
 import { type CommandName, commandUsage, isCommand, overview, UsageInvalid, usageExitCode } from "./usage.ts";
 
@@ -61,6 +62,8 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
         return await render({ ...parseRenderArgs(rest, io.cwd), out: io.out, err: io.err });
       case "check":
         return await check(parseCheckArgs(rest, io.cwd), io);
+      case "plugins":
+        return listPlugins(parsePluginsArgs(rest, io.cwd), io);
       case "inspect":
         return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
       case "dev":

@@ -11,7 +11,7 @@ import type { CoreSource } from "../../core/sources/core-source.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
 import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, pluginFolder, UsageInvalid } from "./usage.ts";
+import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
@@ -27,6 +27,8 @@ export interface RenderOptions {
   readonly plugins: readonly string[];
   readonly json: boolean;
   readonly location: string;
+  /** Where plugin package names resolve from (default: `location`); the command line's working folder. */
+  readonly projectRoot?: string;
   readonly settings?: RenderSettings;
   /** Core sources after the built-ins. */
   readonly core?: readonly CoreSource[];
@@ -43,7 +45,6 @@ export async function render(options: RenderOptions): Promise<number> {
     const sources = await startContextSources(
       {
         cwd: options.location,
-        plugins: options.plugins,
         watch: false,
         logger: silentLogger,
         // A one-shot command: a plugin's disposers get 1 s, then its worker is stopped.
@@ -51,6 +52,8 @@ export async function render(options: RenderOptions): Promise<number> {
         ...(options.core === undefined ? {} : { core: options.core }),
         ...(options.builtins === undefined ? {} : { builtins: options.builtins }),
         ...options.settings,
+        plugins: options.plugins,
+        ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
       },
       scope,
     );
@@ -87,11 +90,11 @@ export async function render(options: RenderOptions): Promise<number> {
   }
 }
 
-/** Parses `render` arguments: `[--plugins DIR]... [--json] [--location DIR] [--settings FILE]` (`--config` is `--settings`). */
+/** Parses `render` arguments: `[--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]` (`--config` is `--settings`). */
 export function parseRenderArgs(
   args: readonly string[],
   cwd: string,
-): { plugins: string[]; json: boolean; location: string; settings: RenderSettings } {
+): { plugins: readonly string[]; json: boolean; location: string; projectRoot: string; settings: RenderSettings } {
   const plugins: string[] = [];
   let json = false;
   let location = cwd;
@@ -99,16 +102,21 @@ export function parseRenderArgs(
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--json") json = true;
-    else if (arg === "--plugins") plugins.push(pluginFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd, "render"));
+    else if (arg === "--plugins")
+      plugins.push(
+        pluginEntry(optionValue(args, ++i, arg, "a folder, a plugin file or a package name", "render"), cwd, "render"),
+      );
     else if (arg === "--location") location = locationFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd);
     else if (arg === "--config" || arg === "--settings") settingsFile = optionValue(args, ++i, arg, "a file", "render");
     else throw new UsageInvalid({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
+  const { plugins: fromSettings, ...settings } = loadSettings(settingsFile, cwd, "render");
   return {
-    plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")],
+    plugins: plugins.length > 0 ? plugins : (fromSettings ?? [path.join(cwd, "plugins")]),
     json,
     location,
-    settings: loadSettings(settingsFile, cwd, "render"),
+    projectRoot: cwd,
+    settings,
   };
 }
 

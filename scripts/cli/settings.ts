@@ -9,13 +9,18 @@ import { Compile } from "typebox/compile";
 import { messageOf } from "../../core/base/errors.ts";
 import { checkSettings } from "../../core/host/settings.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
-import { type CommandName, UsageInvalid } from "./usage.ts";
+import { type CommandName, pluginEntry, UsageInvalid } from "./usage.ts";
 
 /** The settings file's name, looked for in the working folder. */
 export const settingsFileName = "context-host.json";
 
 /** What a settings file holds, as `createHost` takes it. */
 export interface CliSettings {
+  /**
+   * Plugin folders, plugin files and package names; paths relative to the settings file's
+   * folder, made absolute here (they replace ./plugins when no `--plugins` is given).
+   */
+  readonly plugins?: readonly string[];
   readonly timeZone?: string;
   readonly instructions?: InstructionSettings;
   /** Each plugin's config by plugin name; the plugin's own `config` schema checks it at load. */
@@ -26,6 +31,7 @@ export interface CliSettings {
 const SettingsFile = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
+    plugins: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     timeZone: Type.Optional(Type.Unknown()),
     instructions: Type.Optional(Type.Unknown()),
     pluginSettings: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
@@ -41,11 +47,11 @@ const fileValidator = Compile(SettingsFile);
 export function loadSettings(explicit: string | undefined, cwd: string, command: CommandName): CliSettings {
   const file = explicit === undefined ? path.join(cwd, settingsFileName) : path.resolve(cwd, explicit);
   if (explicit === undefined && !existsSync(file)) return {};
-  return readSettingsFile(file, command);
+  return readSettingsFile(file, command, cwd);
 }
 
-/** Reads and checks one settings file. */
-export function readSettingsFile(file: string, command: CommandName): CliSettings {
+/** Reads and checks one settings file; package names in `plugins` must be installed where Node finds them from `projectRoot`. */
+export function readSettingsFile(file: string, command: CommandName, projectRoot: string = path.dirname(file)): CliSettings {
   const fail = (reason: string) => new UsageInvalid({ command, reason: `settings file ${file}: ${reason}` });
   let text: string;
   try {
@@ -61,13 +67,13 @@ export function readSettingsFile(file: string, command: CommandName): CliSetting
     throw fail(`not JSON: ${messageOf(error)}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw fail("expected a JSON object { timeZone?, instructions?, pluginSettings? }");
+    throw fail("expected a JSON object { plugins?, timeZone?, instructions?, pluginSettings? }");
   }
   if (!fileValidator.Check(parsed)) {
     const first = fileValidator.Errors(parsed)[0];
     const unknown = Object.keys(parsed).find((name) => !Object.hasOwn(SettingsFile.properties, name));
     if (unknown !== undefined) {
-      throw fail(`setting ${unknown}: unknown setting (known: timeZone, instructions, pluginSettings)`);
+      throw fail(`setting ${unknown}: unknown setting (known: plugins, timeZone, instructions, pluginSettings)`);
     }
     const setting = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
     throw fail(
@@ -80,5 +86,14 @@ export function readSettingsFile(file: string, command: CommandName): CliSetting
     throw fail(messageOf(error));
   }
   const { $schema: _schema, ...settings } = parsed as CliSettings & { $schema?: string };
-  return settings;
+  if (settings.plugins === undefined) return settings;
+  const folder = path.dirname(file);
+  const plugins = settings.plugins.map((entry, index) => {
+    try {
+      return pluginEntry(entry, folder, command, `setting plugins[${index}] ${JSON.stringify(entry)}`, projectRoot);
+    } catch (error) {
+      throw fail(messageOf(error));
+    }
+  });
+  return { ...settings, plugins };
 }

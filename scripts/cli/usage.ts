@@ -4,13 +4,15 @@
 import { statSync } from "node:fs";
 import path from "node:path";
 import { ContextHostError } from "../../core/base/errors.ts";
+import { readPluginEntry } from "../../core/plugins/find.ts";
+import { installedManifest } from "../../core/plugins/packages.ts";
 
 /** Exit code of a usage error (EX_USAGE). */
 export const usageExitCode = 64;
 
 /**
  * Bad command-line use: printed with the command's usage on stderr, exit 64, never a stack
- * trace. The reason names the argument (`--plugins x: no such folder (…)`); the usage
+ * trace. The reason names the argument (`--plugins x: no such folder or file (…)`); the usage
  * printed after it is the command's.
  */
 export class UsageInvalid extends ContextHostError {
@@ -25,11 +27,11 @@ export class UsageInvalid extends ContextHostError {
 }
 
 /** The commands, in the order `--help` lists them. */
-export const commands = ["dev", "render", "check", "inspect", "help"] as const;
+export const commands = ["dev", "render", "check", "plugins", "inspect", "help"] as const;
 export type CommandName = (typeof commands)[number];
 
 export const commandUsage: Readonly<Record<CommandName, string>> = {
-  dev: `usage: context-host dev [--plugins DIR]... [--provider P --model M] [--base-url URL]
+  dev: `usage: context-host dev [--plugins DIR|FILE|PACKAGE]... [--provider P --model M] [--base-url URL]
                         [--settings FILE] [--data DIR] [--inspect[=PORT]]
 
   A terminal session over your plugins, hot-reloading while it runs. At each Safe
@@ -37,24 +39,26 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   Context when a Context Epoch starts and each admitted Mid-Conversation System Message,
   then the reply. Plugin reloads and diagnostics appear as they happen.
 
-  --plugins DIR     a plugin folder (repeatable; replaces the default ./plugins)
+  --plugins DIR     a folder of plugins, a plugin file, or an installed plugin package's
+                    name (repeatable; replaces the settings file's plugins and ./plugins)
   --provider P      scripted (default: echoes your prompt, no key needed), anthropic
                     (key from ANTHROPIC_API_KEY) or openai (key from OPENAI_API_KEY)
   --model M         the model (needed with anthropic and openai)
   --base-url URL    the API root of an Anthropic- or OpenAI-compatible server
   --settings FILE   the settings file (default ./context-host.json when it exists):
-                    { timeZone?, instructions?, pluginSettings? }
+                    { plugins?, timeZone?, instructions?, pluginSettings? }
   --data DIR        where sessions are kept (default ./.context-host)
   --inspect[=PORT]  also serve the browser inspector on 127.0.0.1
 
   In the session: /context /plugins /problems /compact /model P M /cd DIR /help /quit
   exit codes: 0 /quit or end of input; 130 Ctrl-C; 64 bad usage`,
-  render: `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--settings FILE]
+  render: `usage: context-host render [--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]
 
   Loads the plugins, initializes, and prints the Baseline System Context (core sources
   first, then plugin sources in key order).
 
-  --plugins DIR     a plugin folder (repeatable; replaces the default ./plugins)
+  --plugins DIR     a folder of plugins, a plugin file, or an installed plugin package's
+                    name (repeatable; replaces the settings file's plugins and ./plugins)
   --json            print { baseline, snapshot, plugins, diagnostics }
   --location DIR    the session location sources observe (default: the working folder)
   --settings FILE   the settings file (default ./context-host.json when it exists);
@@ -63,12 +67,23 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
               3 initialization blocked (the keys on stderr); 64 bad usage`,
   check: `usage: context-host check [PLUGIN...] [--json] [--location DIR] [--settings FILE]
 
-  Loads each PLUGIN (a file, a plugin folder, or a folder of plugins; default ./plugins, as
-  render) as the host does, in a worker of its own, with its settings from FILE's
-  pluginSettings (default: context-host.json here, when there is one), and runs the
-  conformance rules; one line per finding, and the code frame where the plugin's code threw:
+  Loads each PLUGIN (a file, a plugin folder, a folder of plugins, or an installed plugin
+  package's name: the plugins its package.json declares; default ./plugins, as render) as
+  the host does, in a worker of its own, with its settings from FILE's pluginSettings
+  (default: context-host.json here, when there is one), and runs the conformance rules; one
+  line per finding, and the code frame where the plugin's code threw:
   file:line:column [plugin key] rule: what is wrong — how to fix it
   exit codes: 0 every rule passed (warnings allowed); 1 a rule failed; 64 bad usage`,
+  plugins: `usage: context-host plugins [--plugins DIR|FILE|PACKAGE]... [--settings FILE] [--json]
+
+  Lists every plugin the host would load, and where it came from: its folder, or the
+  package and version it is installed as. Nothing is loaded; a package whose plugins would
+  not load (not installed, its peer range of context-host not met) says why on stderr.
+  --plugins DIR     a folder of plugins, a plugin file, or an installed plugin package's
+                    name (repeatable; default: the settings file's plugins, else ./plugins)
+  --settings FILE   the settings file (default ./context-host.json when it exists)
+  --json            print { plugins: [{ id, file, origin }], problems }
+  exit codes: 0 every entry found; 2 a package's plugins would not load; 64 bad usage`,
   inspect: `usage: context-host inspect [DB] SESSION [--data DIR] [--model M] [--json]
        context-host inspect [DB] --session ID [--data DIR] [--model M] [--json]
        context-host inspect [DB] --list [--data DIR] [--json]
@@ -96,6 +111,7 @@ commands:
   dev      a live terminal session over your plugins: see what the model sees
   render   print the Baseline System Context your plugins produce
   check    run the conformance checks on plugins
+  plugins  list the plugins the host would load, and where each came from
   inspect  print a stored session's history, token usage and cost
   help     print the usage of a command
 
@@ -107,17 +123,36 @@ export function isCommand(name: string): name is CommandName {
   return (commands as readonly string[]).includes(name);
 }
 
-/** Resolves a plugin folder argument; a path that does not exist or is not a folder is a usage error naming it. */
-export function pluginFolder(value: string, cwd: string, command: CommandName): string {
-  const folder = path.resolve(cwd, value);
-  let isFolder: boolean;
-  try {
-    isFolder = statSync(folder).isDirectory();
-  } catch {
-    throw new UsageInvalid({ command, reason: `--plugins ${value}: no such folder (${folder})` });
+/**
+ * Reads a `plugins` entry of the command line or the settings file (decision 131): a
+ * folder of plugins or a plugin file (made absolute against `cwd`), or the name of a
+ * package installed where Node finds it from `projectRoot` (kept as the name). Anything
+ * else is a usage error naming it; `what` says where it was given (`--plugins x`).
+ */
+export function pluginEntry(
+  value: string,
+  cwd: string,
+  command: CommandName,
+  what = `--plugins ${value}`,
+  projectRoot = cwd,
+): string {
+  const spec = readPluginEntry(value, cwd);
+  if (spec.kind === "package") {
+    if (installedManifest(spec.name, projectRoot) !== undefined) return spec.name;
+    throw new UsageInvalid({
+      command,
+      reason: `${what}: no such folder or file (${path.resolve(cwd, value)}), and no installed package ${value} (npm i ${value})`,
+    });
   }
-  if (!isFolder) throw new UsageInvalid({ command, reason: `--plugins ${value}: not a folder (${folder})` });
-  return folder;
+  let stats: ReturnType<typeof statSync>;
+  try {
+    stats = statSync(spec.path);
+  } catch {
+    throw new UsageInvalid({ command, reason: `${what}: no such folder or file (${spec.path})` });
+  }
+  if (stats.isFile() && !/\.(ts|js)$/.test(spec.path))
+    throw new UsageInvalid({ command, reason: `${what}: not a folder or a plugin file (.ts, .js) (${spec.path})` });
+  return spec.path;
 }
 
 /** The value after an option, or a usage error saying what it needs. */

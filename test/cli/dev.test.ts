@@ -1,7 +1,7 @@
 // `context-host dev` in this process, its input and output plain streams (not a
 // terminal): each line is a prompt or a command, the session ends with the input.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -9,6 +9,7 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import { expect } from "chai";
 import { main } from "../../scripts/cli/main.ts";
+import { installPackage } from "../support/plugin-packages.ts";
 
 const notePlugin = (text: string) => `import { definePlugin } from "context-host/plugin";
 import Type from "typebox";
@@ -153,6 +154,33 @@ describe("context-host dev (plain streams)", function () {
     expect(await dev.exited).to.equal(0);
     // Reported once (when it arose), printed again only when asked for by /problems.
     expect(count(dev.output, "[note bundle]")).to.equal(2);
+  });
+
+  it("/plugins says where each plugin came from: its file, or its package@version and the file", async () => {
+    installPackage(dir, {
+      name: "context-host-plugin-tides",
+      version: "1.3.0",
+      declared: ["plugins/tides.ts"],
+      files: { "plugins/tides.ts": notePlugin("from a package").replaceAll('"note', '"tides') },
+    });
+    mkdirSync(path.join(dir, "local"));
+    writeFileSync(path.join(dir, "local", "note.ts"), notePlugin("local"));
+    const dev = startDev(
+      ["--plugins", "local", "--plugins", "context-host-plugin-tides", "--data", path.join(dir, ".data")],
+      dir,
+    );
+    await dev.until("Type a prompt");
+    expect(dev.output).to.contain("— from local, context-host-plugin-tides");
+    const before = dev.output.length;
+    dev.type("/plugins");
+    await dev.until("tides generation 1", before);
+    dev.type("/quit");
+    expect(await dev.exited).to.equal(0);
+    const listed = dev.output.slice(before);
+    expect(listed).to.match(/note generation 1 \(loaded in \d+ ms\): note\/text — local\/note\.ts\n/);
+    expect(listed).to.match(
+      /tides generation 1 \(loaded in \d+ ms\): tides\/text — context-host-plugin-tides@1\.3\.0 \(node_modules\/context-host-plugin-tides\/plugins\/tides\.ts\)\n/,
+    );
   });
 
   it("control characters from plugins are printed escaped", async () => {

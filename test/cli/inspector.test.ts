@@ -110,6 +110,8 @@ describe("inspector: the server", () => {
       ]);
       expect(plugins[0]?.reloads[1]?.at).to.match(isoTime);
       expect(plugins[0]?.files).to.deep.equal([pluginFile]);
+      // Where it came from: its folder (absolute, outside the working folder).
+      expect(plugins[0]?.origin).to.equal(pluginFile.slice(0, pluginFile.lastIndexOf("/")));
 
       await host.prompt(id, "and now?");
       const stepped = host.step(id);

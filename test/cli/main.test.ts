@@ -104,7 +104,10 @@ describe("context-host command line", () => {
   it("the settings file: unknown settings and bad values are usage errors naming the file and the setting", async () => {
     const file = path.join(dir, "context-host.json");
     const cases: Array<[string, string]> = [
-      ['{"plugins": {}}', "setting plugins: unknown setting"],
+      ['{"plugin": []}', "setting plugin: unknown setting"],
+      ['{"plugins": {}}', "setting plugins: must be array"],
+      ['{"plugins": ["./nowhere"]}', `setting plugins[0] "./nowhere": no such folder or file (${path.join(dir, "nowhere")})`],
+      ['{"plugins": ["context-host-plugin-none"]}', "no installed package context-host-plugin-none"],
       ['{"pluginSettings": 3}', "setting pluginSettings: must be an object"],
       ['{"timeZone": "Mars/Olympus"}', "timeZone"],
       ['{"instructions": {"discovery": "yes"}}', "setting instructions.discovery"],

@@ -76,7 +76,15 @@ describe("context-host render", function () {
     const json = JSON.parse(stdout);
     expect(json.baseline).to.contain("alpha/x is x-value");
     expect(json.snapshot["alpha/x"]).to.deep.equal({ value: "x-value" });
-    expect(json.plugins).to.deep.equal([{ name: "alpha", file: path.join(dir, "alpha.ts"), generation: 1, keys: ["alpha/x"] }]);
+    expect(json.plugins).to.deep.equal([
+      {
+        name: "alpha",
+        file: path.join(dir, "alpha.ts"),
+        origin: { kind: "folder", folder: dir },
+        generation: 1,
+        keys: ["alpha/x"],
+      },
+    ]);
     expect(json.diagnostics).to.deep.equal([]);
   });
 

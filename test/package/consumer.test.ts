@@ -7,6 +7,10 @@
 // examples/third-party-plugin, gets the same tarball and runs its author's own test
 // (`describePluginConformance` under mocha) and `tsc`; a third, a copy of
 // examples/third-party-registry, runs `describeRegistryConformance` on its own registry and `tsc`.
+// (`describePluginConformance` under mocha) and `tsc`. A third, a host project, installs
+// that example packed as a package (context-host-plugin-tides) next to the packed
+// context-host, names it in its settings file and loads it by name; its packed updates (a
+// newer version, one for another context-host) are installed as `npm update` would.
 //
 // Installing is done the way npm lays a tarball out, without the network and without
 // rebuilding better-sqlite3 (50 s): the tarball is unpacked into node_modules/context-host,
@@ -26,6 +30,7 @@ import {
   realpathSync,
   rmSync,
   symlinkSync,
+  writeFileSync,
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -38,6 +43,7 @@ const root = path.resolve(import.meta.dirname, "../..");
 const fixture = path.join(import.meta.dirname, "consumer");
 const thirdParty = path.join(root, "examples", "third-party-plugin");
 const thirdPartyRegistry = path.join(root, "examples", "third-party-registry");
+const tidesFixture = path.join(import.meta.dirname, "tides-host");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { name: string; version: string };
 
 interface PackedFile {
@@ -52,9 +58,9 @@ interface Installed {
   readonly unpackedSize: number;
 }
 
-/** Packs the package (building it) into `folder` and returns the tarball and what it lists. */
-async function pack(folder: string): Promise<{ tarball: string; files: PackedFile[]; unpackedSize: number }> {
-  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", folder], { cwd: root, maxBuffer: 16 << 20 });
+/** Packs the package at `from` (building it, for this one) into `folder` and returns the tarball and what it lists. */
+async function pack(folder: string, from = root): Promise<{ tarball: string; files: PackedFile[]; unpackedSize: number }> {
+  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", folder], { cwd: from, maxBuffer: 16 << 20 });
   // `prepare` prints the build's output before npm's JSON.
   const [report] = JSON.parse(stdout.slice(stdout.indexOf("[\n"))) as {
     filename: string;
@@ -65,10 +71,30 @@ async function pack(folder: string): Promise<{ tarball: string; files: PackedFil
   return { tarball: path.join(folder, report.filename), files: report.files, unpackedSize: report.unpackedSize };
 }
 
-/** Installs `tarball` into `project` as npm would lay it out (see the file comment). */
-async function install(tarball: string, project: string): Promise<void> {
+/**
+ * Packs a copy of examples/third-party-plugin as it would be published after `edit` (of
+ * its package.json and its plugin's text), in a folder of its own under `folder`.
+ */
+async function packPlugin(
+  folder: string,
+  name: string,
+  edit: (manifest: Record<string, unknown>, plugin: string) => [object, string],
+) {
+  const copy = path.join(folder, name);
+  cpSync(thirdParty, copy, { recursive: true });
+  const manifestFile = path.join(copy, "package.json");
+  const pluginFile = path.join(copy, "plugins", "tides.ts");
+  const [edited, plugin] = edit(JSON.parse(readFileSync(manifestFile, "utf8")), readFileSync(pluginFile, "utf8"));
+  writeFileSync(manifestFile, JSON.stringify(edited, null, 2));
+  writeFileSync(pluginFile, plugin);
+  mkdirSync(path.join(folder, `${name}-tarball`));
+  return pack(path.join(folder, `${name}-tarball`), copy);
+}
+
+/** Installs `tarball` into `project` as npm would lay it out (see the file comment), as package `name`. */
+async function install(tarball: string, project: string, name = manifest.name): Promise<void> {
   const modules = path.join(project, "node_modules");
-  const target = path.join(modules, manifest.name);
+  const target = path.join(modules, name);
   mkdirSync(target, { recursive: true });
   await run("tar", ["-xzf", tarball, "-C", target, "--strip-components=1"]);
   const installed = JSON.parse(readFileSync(path.join(target, "package.json"), "utf8")) as {
@@ -81,9 +107,9 @@ async function install(tarball: string, project: string): Promise<void> {
     symlinkSync(realpathSync(path.join(root, "node_modules", dependency)), link, "dir");
   }
   mkdirSync(path.join(modules, ".bin"), { recursive: true });
-  for (const [name, file] of Object.entries(installed.bin ?? {})) {
+  for (const [binName, file] of Object.entries(installed.bin ?? {})) {
     chmodSync(path.join(target, file), 0o755);
-    symlinkSync(path.join("..", manifest.name, file), path.join(modules, ".bin", name));
+    symlinkSync(path.join("..", name, file), path.join(modules, ".bin", binName));
   }
 }
 
@@ -134,9 +160,23 @@ async function inProject(project: string, command: string, args: readonly string
 describe("package: a consumer project using the packed tarball", function () {
   this.timeout(60_000);
   let installed: Installed;
+  /** The packed example plugin: what its tarball lists. */
+  let pluginFiles: readonly string[];
   /** The consumer's commands, started together once installed (each never rejects); the tests check their results. */
   let runs: Record<
-    "host" | "internal" | "tsc" | "version" | "render" | "check" | "pluginTest" | "pluginTsc" | "registryTest" | "registryTsc",
+    | "host"
+    | "internal"
+    | "tsc"
+    | "version"
+    | "render"
+    | "check"
+    | "pluginTest"
+    | "pluginTsc"
+    | "registryTest"
+    | "registryTsc"
+    | "tidesRender"
+    | "tidesList"
+    | "tidesReload",
     ReturnType<typeof inProject>
   >;
 
@@ -144,11 +184,28 @@ describe("package: a consumer project using the packed tarball", function () {
     const folder = realpathSync(mkdtempSync(path.join(os.tmpdir(), "context-host-consumer-")));
     const project = path.join(folder, "project");
     cpSync(fixture, project, { recursive: true });
-    const packed = await pack(folder);
+    // The example plugin as published, a newer version of it, and one for another context-host.
+    const [packed, tides, newer, incompatible] = await Promise.all([
+      pack(folder),
+      packPlugin(folder, "tides-1.0.0", (manifest, plugin) => [manifest, plugin]),
+      packPlugin(folder, "tides-1.0.1", (manifest, plugin) => [
+        { ...manifest, version: "1.0.1" },
+        plugin.replace("`Next high water at ", "`High water next at "),
+      ]),
+      packPlugin(folder, "tides-2.0.0", (manifest, plugin) => [
+        { ...manifest, version: "2.0.0", peerDependencies: { "context-host": ">=99" } },
+        plugin,
+      ]),
+    ]);
+    pluginFiles = tides.files.map((file) => file.path);
     await install(packed.tarball, project);
     const plugin = path.join(folder, "third-party-plugin");
     cpSync(thirdParty, plugin, { recursive: true });
     await install(packed.tarball, plugin);
+    const tidesHost = path.join(folder, "tides-host");
+    cpSync(tidesFixture, tidesHost, { recursive: true });
+    await install(packed.tarball, tidesHost);
+    await install(tides.tarball, tidesHost, "context-host-plugin-tides");
     for (const tool of ["mocha", "tsx", "@types/node"]) linkDevDependency(plugin, tool);
     const registry = path.join(folder, "third-party-registry");
     cpSync(thirdPartyRegistry, registry, { recursive: true });
@@ -179,6 +236,14 @@ describe("package: a consumer project using the packed tarball", function () {
         "dot",
       ]),
       registryTsc: typecheck(registry, "third-party-registry"),
+      tidesRender: inProject(tidesHost, path.join(tidesHost, "node_modules", ".bin", "context-host"), ["render"]),
+      tidesList: inProject(tidesHost, path.join(tidesHost, "node_modules", ".bin", "context-host"), ["plugins"]),
+      tidesReload: inProject(tidesHost, process.execPath, [
+        "reload.mjs",
+        path.join(folder, "tides-data"),
+        newer.tarball,
+        incompatible.tarball,
+      ]),
     };
     await Promise.all(Object.values(runs));
   });
@@ -297,5 +362,51 @@ describe("package: a consumer project using the packed tarball", function () {
     const tsc = await runs.registryTsc;
     expect(tsc.stdout + tsc.stderr).to.equal("");
     expect(tsc.code).to.equal(0);
+  });
+
+  it("examples/third-party-plugin packs as a publishable plugin package: its manifest, its README and its plugin, nothing else", () => {
+    expect([...pluginFiles].sort()).to.deep.equal(["README.md", "package.json", "plugins/tides.ts"]);
+    const example = JSON.parse(readFileSync(path.join(thirdParty, "package.json"), "utf8"));
+    expect(example.private).to.equal(undefined);
+    expect(example["context-host"]).to.deep.equal({ plugins: ["plugins/tides.ts"] });
+  });
+
+  it("a host project with the packed plugin package installed and named in its settings has its source in the Baseline", async () => {
+    const { code, stdout, stderr } = await runs.tidesRender;
+    expect(stderr).to.equal("");
+    expect(code).to.equal(0);
+    expect(stdout).to.contain("Next high water at Brest: 06:12, 6.1 m.");
+  });
+
+  it("context-host plugins lists the package's plugin with the package and version it came from", async () => {
+    const { code, stdout, stderr } = await runs.tidesList;
+    expect([code, stderr]).to.deep.equal([0, ""]);
+    expect(stdout.trim()).to.equal(
+      "tides  context-host-plugin-tides@1.0.0  node_modules/context-host-plugin-tides/plugins/tides.ts",
+    );
+  });
+
+  it("updating the installed package reloads its plugin; a version for another context-host is unloaded with a diagnostic", async () => {
+    const { code, stdout, stderr } = await runs.tidesReload;
+    expect(code, stderr).to.equal(0);
+    const report = JSON.parse(stdout) as {
+      baseline: string;
+      loaded: Array<{ name: string; generation: number; version: string }>;
+      updated: Array<{ name: string; generation: number; version: string }>;
+      updatedBaseline: string;
+      refused: Array<{ plugin: string; phase: string; message: string }>;
+    };
+    expect(report.baseline).to.contain("Next high water at Brest: 06:12, 6.1 m.");
+    expect(report.loaded).to.deep.equal([{ name: "tides", generation: 1, version: "1.0.0" }]);
+    expect(report.updated.map(({ name, version }) => [name, version])).to.deep.equal([["tides", "1.0.1"]]);
+    expect(report.updated[0]?.generation).to.be.above(1);
+    expect(report.updatedBaseline).to.contain("High water next at Brest: 06:12, 6.1 m.");
+    expect(report.refused).to.deep.equal([
+      {
+        plugin: "context-host-plugin-tides",
+        phase: "package",
+        message: `context-host-plugin-tides@2.0.0: needs context-host >=99 (peerDependencies), but this host is context-host ${manifest.version}; its plugins are not loaded`,
+      },
+    ]);
   });
 });

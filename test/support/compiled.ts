@@ -14,7 +14,17 @@
 // sharing chunks, so there is still one TypeBox) and imported from there.
 
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -118,7 +128,9 @@ export function compiledProject(): { readonly dir: string; file(relative: string
 function build(dir: string): void {
   // Readable by every user: a child may run as another (test/instructions/safety.test.ts).
   chmodSync(dir, 0o755);
-  writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+  // Named and versioned as the package, so the copy knows the host's version (plugin packages' peer ranges).
+  const { version } = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string };
+  writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "context-host", version, type: "module", private: true }));
   symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
   buildSync({
     entryPoints: { typebox: "typebox", "typebox-compile": "typebox/compile", "typebox-value": "typebox/value" },

@@ -110,7 +110,14 @@ function locate(locations: BundleLocations | undefined, error: unknown): Locatio
 }
 
 async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Promise<void> {
-  const bundle = { entry: request.entry, code: request.code, baseDir: request.baseDir, hash: "", inputs: [] };
+  const bundle = {
+    entry: request.entry,
+    code: request.code,
+    baseDir: request.baseDir,
+    hash: "",
+    inputs: [],
+    ...(request.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
+  };
   const locations = locationsOf(bundle, request.generation);
   mark(request.id, "evaluate");
   let exports: Record<string, unknown>;

@@ -77,6 +77,8 @@ export type HostRequest =
       readonly code: string;
       readonly entry: string;
       readonly baseDir: string;
+      /** The plugin came from a package: its dependencies resolve from the package first (decision 131). */
+      readonly ownDependenciesFirst?: boolean;
       readonly reserved: readonly string[];
     }
   | {

@@ -2,7 +2,7 @@
 
 import path from "node:path";
 import { type CliSettings, loadSettings } from "../settings.ts";
-import { optionValue, pluginFolder, UsageInvalid } from "../usage.ts";
+import { optionValue, pluginEntry, UsageInvalid } from "../usage.ts";
 
 /** The providers `dev` can talk to: the scripted echo, and the two real adapters. */
 export const devProviders = ["scripted", "anthropic", "openai"] as const;
@@ -28,7 +28,7 @@ export function isDevProvider(name: string): name is DevProviderName {
   return (devProviders as readonly string[]).includes(name);
 }
 
-/** Parses `dev [--plugins DIR]… [--provider P --model M] [--base-url URL] [--settings FILE] [--data DIR] [--inspect[=PORT]]`. */
+/** Parses `dev [--plugins DIR|FILE|PACKAGE]… [--provider P --model M] [--base-url URL] [--settings FILE] [--data DIR] [--inspect[=PORT]]`. */
 export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
   const plugins: string[] = [];
   let provider: string | undefined;
@@ -39,7 +39,8 @@ export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
   let inspect: { port?: number } | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    if (arg === "--plugins") plugins.push(pluginFolder(optionValue(args, ++i, arg, "a folder", "dev"), cwd, "dev"));
+    if (arg === "--plugins")
+      plugins.push(pluginEntry(optionValue(args, ++i, arg, "a folder, a plugin file or a package name", "dev"), cwd, "dev"));
     else if (arg === "--provider") provider = optionValue(args, ++i, arg, `one of ${devProviders.join(", ")}`, "dev");
     else if (arg === "--model") model = optionValue(args, ++i, arg, "a model name", "dev");
     else if (arg === "--base-url") baseUrl = optionValue(args, ++i, arg, "a URL", "dev");
@@ -62,12 +63,13 @@ export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") throw fail(`--base-url ${baseUrl}: not an http(s) URL`);
   }
+  const settings = loadSettings(settingsFile, cwd, "dev");
   return {
-    plugins: plugins.length > 0 ? plugins : [path.join(cwd, "plugins")],
+    plugins: plugins.length > 0 ? plugins : (settings.plugins ?? [path.join(cwd, "plugins")]),
     provider: chosen,
     model: model ?? scriptedModel,
     ...(baseUrl === undefined ? {} : { baseUrl }),
-    settings: loadSettings(settingsFile, cwd, "dev"),
+    settings,
     dataDir,
     ...(inspect === undefined ? {} : { inspect }),
   };

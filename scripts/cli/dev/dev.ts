@@ -9,6 +9,8 @@ import readline from "node:readline";
 import { escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
 import { messageOf } from "../../../core/base/errors.ts";
 import { createHost, type Host } from "../../../core/host/host.ts";
+import type { PluginInfo } from "../../../core/plugins/events.ts";
+import { formatOrigin } from "../../../core/plugins/find.ts";
 import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
 import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
 import { openAIModels } from "../../../core/providers/openai-lowering.ts";
@@ -68,7 +70,7 @@ function bannerOf(args: DevArgs, env: NodeJS.ProcessEnv): string {
 
 const help = [
   "/context        the Baseline, the snapshot, and what the next boundary would admit (nothing is admitted)",
-  "/plugins        the active plugins, their generations and last reload",
+  "/plugins        the active plugins, their generations, last reload and where each came from",
   "/problems       the problems that still hold",
   "/compact        summarise the conversation; the next prompt starts a new Context Epoch",
   "/model P M      switch provider and model (P: scripted, anthropic, openai); a new epoch",
@@ -92,13 +94,21 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     const relative = path.relative(io.cwd, file);
     return escapeControl(relative === "" || relative.startsWith("..") ? file : relative);
   };
+  // A `plugins` entry: a path, or a package name as given.
+  const shownEntry = (entry: string) => (path.isAbsolute(entry) ? shown(entry) : escapeControl(entry));
+  // Where a plugin came from: its file in a folder, or its package and version, then its file.
+  const shownOrigin = (plugin: PluginInfo) =>
+    plugin.origin.kind === "package"
+      ? `${escapeControl(formatOrigin(plugin.origin, io.cwd))} (${shown(plugin.file)})`
+      : shown(plugin.file);
 
   const host = await createHost({
     dataDir: args.dataDir,
     providers: providersFor(args),
     systemPrompt,
-    plugins: args.plugins,
     ...args.settings,
+    plugins: args.plugins,
+    projectRoot: io.cwd,
     logger: {
       info: () => {},
       warn: (message) => screen.line("note", `  [warn] ${safeLines(message).join(" ")}`),
@@ -151,7 +161,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       screen.paint("note", bannerOf(args, io.env)),
       screen.paint(
         "note",
-        `plugins: ${plugins.map((p) => `${p.name} (${p.keys.join(", ")})`).join("; ") || "none"} — from ${args.plugins.map(shown).join(", ")}`,
+        `plugins: ${plugins.map((p) => `${p.name} (${p.keys.join(", ")})`).join("; ") || "none"} — from ${args.plugins.map(shownEntry).join(", ")}`,
       ),
       ...(inspector === undefined ? [] : [screen.paint("note", `inspector: ${inspector.url}`)]),
     ]);
@@ -247,7 +257,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
           for (const p of active) {
             screen.line(
               "note",
-              `  ${p.name} generation ${p.generation} (loaded in ${p.loadMs} ms): ${p.keys.join(", ")} — ${shown(p.file)}`,
+              `  ${p.name} generation ${p.generation} (loaded in ${p.loadMs} ms): ${p.keys.join(", ")} — ${shownOrigin(p)}`,
             );
           }
           return true;

@@ -3,6 +3,7 @@
 // session learned, with the same times, Baselines and cached-prefix figures.
 
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
+import { formatOrigin } from "../../../core/plugins/find.ts";
 import type {
   InspectorEvent,
   InspectorSource,
@@ -86,6 +87,7 @@ export function devInspectorSource(model: DevModel): InspectorSource {
       model.plugins().map((plugin) => ({
         name: plugin.name,
         file: plugin.file,
+        origin: plugin.origin === undefined ? "" : formatOrigin(plugin.origin, process.cwd()),
         files: [plugin.file],
         generation: plugin.generation,
         keys: plugin.keys,

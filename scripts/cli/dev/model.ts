@@ -33,7 +33,7 @@
 
 import { EventEmitter } from "node:events";
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { PluginInfo } from "../../../core/plugins/plugin-set.ts";
+import type { PluginInfo, PluginOrigin } from "../../../core/plugins/plugin-set.ts";
 import type { ProviderRequest } from "../../../core/session/provider.ts";
 import type { EpochReason, StoredMessage } from "../../../core/session/store/store.ts";
 import type { Snapshot } from "../../../core/system-context/index.ts";
@@ -110,6 +110,8 @@ export interface DevReload {
 export interface DevPlugin {
   readonly name: string;
   readonly file: string;
+  /** The folder or package (with its version) it was loaded from; unknown for a plugin removed before it was seen active. */
+  readonly origin?: PluginOrigin;
   readonly generation: number;
   readonly keys: readonly string[];
   /** Activations of this plugin, oldest first. */
@@ -342,6 +344,7 @@ export class DevModelStore implements DevModel {
     const plugin: DevPlugin = Object.freeze({
       name: active.name,
       file: active.file,
+      origin: active.origin,
       generation: active.generation,
       keys: Object.freeze([...active.keys]),
       reloads: Object.freeze([...(known?.reloads ?? []), reload]),

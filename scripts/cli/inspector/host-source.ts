@@ -5,6 +5,7 @@
 
 import type { Diagnostic } from "../../../core/base/diagnostics.ts";
 import type { Host } from "../../../core/host/host.ts";
+import { formatOrigin } from "../../../core/plugins/find.ts";
 import { explainPrefix } from "../../../core/providers/explain-prefix.ts";
 import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
 import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/session/store/store.ts";
@@ -314,6 +315,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
         (plugin): PluginView => ({
           name: plugin.name,
           file: plugin.file,
+          origin: formatOrigin(plugin.origin, process.cwd()),
           files: [plugin.file],
           generation: plugin.generation,
           keys: [...plugin.keys],

@@ -174,6 +174,7 @@ export const pageScript = String.raw`"use strict";
       return el("tr", { "data-plugin": plugin.name, "data-generation": String(plugin.generation) }, [
         el("td", {}, plugin.name),
         el("td", {}, String(plugin.generation)),
+        el("td", {}, el("code", {}, plugin.origin)),
         el("td", {}, plugin.files.map(function (file) { return el("div", {}, el("code", {}, file)); })),
         el("td", {}, plugin.keys.map(function (key) { return el("div", {}, el("code", {}, key)); })),
         el("td", {}, plugin.reloads.map(function (reload) {

@@ -46,7 +46,7 @@ export const pageHtml = `<!doctype html>
     </section>
     <section id="plugins-section">
       <h2>Plugins</h2>
-      <table id="plugins"><thead><tr><th>plugin</th><th>generation</th><th>files</th><th>keys</th><th>reloads</th><th>problems</th></tr></thead><tbody></tbody></table>
+      <table id="plugins"><thead><tr><th>plugin</th><th>generation</th><th>from</th><th>files</th><th>keys</th><th>reloads</th><th>problems</th></tr></thead><tbody></tbody></table>
       <h2>Current problems</h2>
       <ul id="problems" class="problems"></ul>
       <p id="no-problems" class="muted">None.</p>

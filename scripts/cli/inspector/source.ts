@@ -117,6 +117,8 @@ export interface PluginView {
   readonly name: string;
   /** The plugin's own file. */
   readonly file: string;
+  /** Where it came from: its folder, or `package@version` (empty when unknown). */
+  readonly origin: string;
   /** Every file its last load read (the plugin file first); at least the plugin file. */
   readonly files: readonly string[];
   readonly generation: number;

@@ -1,0 +1,263 @@
+// Owns plugin packages (decision 130): a package is found by name the way Node resolves
+// packages from the host project, declares its plugin modules in its package.json
+// (`"context-host": { "plugins": [...] }`), and is loaded only when its peer range of
+// context-host admits the host's version. What it finds is plain data; the plugin set
+// decides what to load and what to report.
+
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import semver from "semver";
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { messageOf } from "../base/errors.ts";
+import { discoverPlugins, type PluginEntryFile } from "./discover.ts";
+
+/** The package.json field a plugin package declares its plugin modules in. */
+export const pluginsField = "context-host";
+
+/** What a plugin package is, once found. */
+export interface PluginPackage {
+  readonly name: string;
+  readonly version: string;
+  /** The package's folder (symbolic links resolved, as Node resolves it). */
+  readonly root: string;
+  /** Its package.json. */
+  readonly manifest: string;
+  /** Hash of its package.json text: a change (an `npm update`) reloads its plugins. */
+  readonly manifestHash: string;
+  /** Its `peerDependencies["context-host"]`, when it declares one. */
+  readonly peerRange: string | undefined;
+}
+
+/**
+ * Where an install, update or removal of a package shows: the entry `entry` of `folder`
+ * (`tides` in node_modules, or `@moon` in node_modules until node_modules/@moon exists;
+ * `package.json` in the package's own folder). npm replaces a package's folder whole, with
+ * files as old as the tarball's, so watching these folders is what sees an update
+ * (decision 131).
+ */
+export interface InstallPlace {
+  readonly folder: string;
+  readonly entry: string;
+}
+
+/** What looking a package up found: its plugins, and the problems that keep some or all of them out. */
+export type PackageLookup =
+  /** Not installed where Node looks, or its package.json is unreadable: `file` is where it was looked for. */
+  (
+    | { readonly kind: "missing"; readonly name: string; readonly file: string; readonly problem: string }
+    /** Found; `plugins` are what it declares and has, `problems` what is wrong (an incompatible peer range loads nothing). */
+    | {
+        readonly kind: "found";
+        readonly package: PluginPackage;
+        readonly plugins: readonly PluginEntryFile[];
+        readonly problems: readonly string[];
+      }
+  ) & {
+    /** Where an install or update of it would show; none when no folder Node looks in exists. */
+    readonly installPlaces: readonly InstallPlace[];
+  };
+
+// The fields of a plugin package's package.json the host reads; the rest is npm's.
+const PluginManifest = Type.Object({
+  name: Type.String({ minLength: 1 }),
+  version: Type.String({ minLength: 1 }),
+  peerDependencies: Type.Optional(Type.Record(Type.String(), Type.String())),
+  [pluginsField]: Type.Optional(
+    Type.Object({ plugins: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }) }, { additionalProperties: false }),
+  ),
+});
+const manifestValidator = Compile(PluginManifest);
+
+const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
+
+/** Whether `text` can name an npm package (`name` or `@scope/name`). */
+export function isPackageName(text: string): boolean {
+  return text.length <= 214 && packageName.test(text);
+}
+
+/**
+ * Looks package `name` up from `projectRoot` as Node would (`require.resolve` of its
+ * package.json from there, each `node_modules` up the tree), reads what it declares and
+ * checks its peer range of context-host against `hostVersion`.
+ */
+export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): PackageLookup {
+  return { ...lookUpInstalled(name, projectRoot, hostVersion), installPlaces: installPlacesOf(name, projectRoot) };
+}
+
+function lookUpInstalled(
+  name: string,
+  projectRoot: string,
+  hostVersion: string | undefined,
+): DistributiveOmit<PackageLookup, "installPlaces"> {
+  const found = resolveManifest(name, projectRoot);
+  if (found.kind === "missing") return found;
+  let text: string;
+  let parsed: unknown;
+  try {
+    text = readFileSync(found.file, "utf8");
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return {
+      kind: "missing",
+      name,
+      file: found.file,
+      problem: `package ${name}: its package.json cannot be read: ${messageOf(error)}`,
+    };
+  }
+  if (!manifestValidator.Check(parsed)) {
+    const first = manifestValidator.Errors(parsed)[0];
+    const field = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
+    return {
+      kind: "missing",
+      name,
+      file: found.file,
+      problem: `package ${name}: package.json ${field}: ${first?.message ?? "invalid"}`,
+    };
+  }
+  const manifest = parsed as {
+    name: string;
+    version: string;
+    peerDependencies?: Record<string, string>;
+    [pluginsField]?: { plugins: string[] };
+  };
+  const pluginPackage: PluginPackage = {
+    name,
+    version: manifest.version,
+    root: path.dirname(found.file),
+    manifest: found.file,
+    manifestHash: createHash("sha256").update(text).digest("hex"),
+    peerRange: manifest.peerDependencies?.["context-host"],
+  };
+  const label = `${name}@${manifest.version}`;
+  const incompatibility = checkPeerRange(pluginPackage.peerRange, hostVersion);
+  if (incompatibility !== undefined)
+    return { kind: "found", package: pluginPackage, plugins: [], problems: [`${label}: ${incompatibility}`] };
+  const declared = manifest[pluginsField]?.plugins;
+  if (declared === undefined) {
+    return {
+      kind: "found",
+      package: pluginPackage,
+      plugins: [],
+      problems: [`${label} declares no plugins: its package.json needs "${pluginsField}": { "plugins": ["plugins/x.ts"] }`],
+    };
+  }
+  const plugins: PluginEntryFile[] = [];
+  const problems: string[] = [];
+  for (const entry of declared) {
+    const declaredAt = path.resolve(pluginPackage.root, entry);
+    const relative = path.relative(pluginPackage.root, declaredAt);
+    if (relative.startsWith("..") || path.isAbsolute(relative)) {
+      problems.push(`${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}, which is outside the package`);
+      continue;
+    }
+    const here = pluginsAt(declaredAt);
+    if (here === undefined) {
+      problems.push(
+        `${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}, which the installed package does not have (is it in "files"?)`,
+      );
+    } else if (here.length === 0) {
+      problems.push(`${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}, a folder with no plugin in it`);
+    } else plugins.push(...here);
+  }
+  return { kind: "found", package: pluginPackage, plugins, problems };
+}
+
+/**
+ * Why `hostVersion` does not satisfy a package's peer range of context-host, or undefined
+ * when it does (or the package declares none). A prerelease of the host counts as its
+ * version (`includePrerelease`): a host at 0.2.0-rc.1 satisfies `>=0.1`.
+ */
+export function checkPeerRange(range: string | undefined, hostVersion: string | undefined): string | undefined {
+  if (range === undefined || hostVersion === undefined) return undefined;
+  if (semver.validRange(range) === null) return `its peer range of context-host ${JSON.stringify(range)} is not a semver range`;
+  if (semver.satisfies(hostVersion, range, { includePrerelease: true })) return undefined;
+  return `needs context-host ${range} (peerDependencies), but this host is context-host ${hostVersion}; its plugins are not loaded`;
+}
+
+/** The plugins at a declared path: a plugin file, a plugin folder, or a folder of plugins; undefined when nothing is there. */
+function pluginsAt(file: string): PluginEntryFile[] | undefined {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+  } catch {
+    return undefined;
+  }
+  if (isFile) return [{ id: path.basename(file).replace(/\.(ts|js|mts|mjs|cts|cjs)$/, ""), file }];
+  const index = ["index.ts", "index.js"].map((f) => path.join(file, f)).find((f) => existsSync(f));
+  if (index !== undefined) return [{ id: path.basename(file), file: index }];
+  return discoverPlugins(file);
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/**
+ * Where package `name` is installed as Node looks for it from `projectRoot` (else where
+ * `npm i` would put it): its entry in that folder, and its package.json in its own folder
+ * when that exists (npm may write it after making the folder).
+ */
+function installPlacesOf(name: string, projectRoot: string): InstallPlace[] {
+  const folders = createRequire(path.join(projectRoot, "package.json")).resolve.paths(name) ?? [];
+  const base = folders.find((folder) => existsSync(path.join(folder, name))) ?? folders.find((folder) => existsSync(folder));
+  if (base === undefined) return [];
+  const own = path.join(base, name);
+  const manifest = existsSync(own) ? [{ folder: own, entry: "package.json" }] : [];
+  const [first, rest] = name.split("/") as [string, string | undefined];
+  if (rest !== undefined && existsSync(path.join(base, first)))
+    return [{ folder: path.join(base, first), entry: rest }, ...manifest];
+  return [{ folder: base, entry: first }, ...manifest];
+}
+
+/** The package.json of package `name` where Node finds it from `projectRoot`, or undefined when it is not installed. */
+export function installedManifest(name: string, projectRoot: string): string | undefined {
+  const found = resolveManifest(name, projectRoot);
+  return found.kind === "resolved" ? found.file : undefined;
+}
+
+/** Where Node finds `name`'s package.json from `projectRoot`, or why it finds none. */
+function resolveManifest(
+  name: string,
+  projectRoot: string,
+): { readonly kind: "resolved"; readonly file: string } | Omit<Extract<PackageLookup, { kind: "missing" }>, "installPlaces"> {
+  // The file need not exist: `createRequire` only takes the folder it resolves from.
+  const require = createRequire(path.join(projectRoot, "package.json"));
+  try {
+    return { kind: "resolved", file: require.resolve(`${name}/package.json`) };
+  } catch (error) {
+    // A package whose `exports` leave package.json out is still installed: find it where Node looks.
+    if ((error as NodeJS.ErrnoException).code === "ERR_PACKAGE_PATH_NOT_EXPORTED") {
+      for (const folder of require.resolve.paths(name) ?? []) {
+        const file = path.join(folder, name, "package.json");
+        if (existsSync(file)) return { kind: "resolved", file };
+      }
+    }
+    return {
+      kind: "missing",
+      name,
+      file: path.join(projectRoot, "node_modules", name),
+      problem: `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`,
+    };
+  }
+}
+
+/**
+ * The version of the running context-host: the nearest package.json named context-host up
+ * from this file (core/plugins/ in the repository, dist/core/plugins/ in an install), or
+ * undefined when there is none (a host bundled into one file): peer ranges then go unchecked.
+ */
+export function hostPackageVersion(from: string = import.meta.dirname): string | undefined {
+  for (let folder = from; ; folder = path.dirname(folder)) {
+    const file = path.join(folder, "package.json");
+    if (existsSync(file)) {
+      try {
+        const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
+        if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+      } catch {
+        // Not the package's own manifest: look further up.
+      }
+    }
+    if (path.dirname(folder) === folder) return undefined;
+  }
+}

@@ -1,0 +1,67 @@
+// Owns `context-host plugins`: every plugin the host would load from its `plugins` entries
+// (`--plugins`, else the settings file's, else ./plugins), with where each came from (its
+// folder, or package@version), found as the host finds them and none of them loaded. A
+// package whose plugins would not load (not installed, incompatible) says why on stderr.
+
+import path from "node:path";
+import { escapeControl } from "../../core/base/diagnostics.ts";
+import { findPlugins, formatOrigin } from "../../core/plugins/find.ts";
+import { hostPackageVersion } from "../../core/plugins/packages.ts";
+import { loadSettings } from "./settings.ts";
+import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
+
+/** Exit codes of `plugins`: 0 every entry found; 2 a package's plugins would not load. */
+export const pluginsExitCodes = { ok: 0, notLoaded: 2 } as const;
+
+export interface PluginsArgs {
+  readonly plugins: readonly string[];
+  readonly json: boolean;
+  readonly cwd: string;
+}
+
+/** Parses `plugins [--plugins DIR|FILE|PACKAGE]... [--settings FILE] [--json]`. */
+export function parsePluginsArgs(args: readonly string[], cwd: string): PluginsArgs {
+  const plugins: string[] = [];
+  let json = false;
+  let settingsFile: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--json") json = true;
+    else if (arg === "--plugins")
+      plugins.push(
+        pluginEntry(optionValue(args, ++i, arg, "a folder, a plugin file or a package name", "plugins"), cwd, "plugins"),
+      );
+    else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "plugins");
+    else throw new UsageInvalid({ command: "plugins", reason: `unknown argument ${JSON.stringify(arg)}` });
+  }
+  const fromSettings = loadSettings(settingsFile, cwd, "plugins").plugins;
+  return { plugins: plugins.length > 0 ? plugins : (fromSettings ?? [path.join(cwd, "plugins")]), json, cwd };
+}
+
+/** Lists the plugins (or prints them as JSON) and returns the exit code. */
+export function listPlugins(args: PluginsArgs, io: { out: (text: string) => void; err: (text: string) => void }): number {
+  const found = findPlugins(args.plugins, args.cwd, hostPackageVersion());
+  if (args.json) {
+    io.out(JSON.stringify({ plugins: found.plugins, problems: found.problems }, null, 2));
+  } else {
+    const shown = (file: string) => {
+      const relative = path.relative(args.cwd, file);
+      return escapeControl(relative === "" || relative.startsWith("..") ? file : relative);
+    };
+    const rows = found.plugins.map((plugin) => [
+      escapeControl(plugin.id),
+      escapeControl(formatOrigin(plugin.origin, args.cwd)),
+      shown(plugin.file),
+    ]);
+    const widths = [0, 1].map((column) => Math.max(0, ...rows.map((row) => (row[column] as string).length)));
+    for (const row of rows)
+      io.out(`${(row[0] as string).padEnd(widths[0] as number)}  ${(row[1] as string).padEnd(widths[1] as number)}  ${row[2]}`);
+    if (rows.length === 0)
+      io.err(
+        `no plugins in ${args.plugins.map((entry) => (path.isAbsolute(entry) ? shown(entry) : escapeControl(entry))).join(", ")}`,
+      );
+    for (const problem of found.problems)
+      io.err(`${shown(problem.file)} [${escapeControl(problem.package)} package] ${escapeControl(problem.message)}`);
+  }
+  return found.problems.length > 0 ? pluginsExitCodes.notLoaded : pluginsExitCodes.ok;
+}
