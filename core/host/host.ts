@@ -2,9 +2,11 @@
 // (their composition root is `context-sources.ts`), builds the session runtime and
 // exposes the Host API.
 
+import { statSync } from "node:fs";
 import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
-import type { Diagnostic } from "../base/diagnostics.ts";
+import { type Diagnostic, formatDiagnostic } from "../base/diagnostics.ts";
+import { SettingInvalid } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import type { Provider } from "../session/provider.ts";
@@ -28,8 +30,18 @@ export interface HostOptions {
   readonly systemPrompt?: string;
   /** Core Context Sources, in order. */
   readonly core?: readonly CoreSource[];
-  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
+  /**
+   * Plugin folders; they replace the default `plugins/` folder of the working folder. A folder
+   * given here that does not exist is an error naming it; the default folder may be absent.
+   */
   readonly plugins?: readonly string[];
+  /**
+   * Where problems go as they arise (a plugin that fails to load, a throwing loader, an
+   * unreadable instruction file): each distinct diagnostic once, when first reported (a
+   * repeat only counts up), those of the start included. Default: printed to stderr with
+   * `formatDiagnostic`. `false`: nowhere; `currentDiagnostics()` still has them.
+   */
+  readonly onDiagnostic?: ((diagnostic: Diagnostic) => void) | false;
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;
   /** Host tools the model may call: a function, or `{ run, deadlineMs }` for a tool with its own deadline. */
@@ -97,7 +109,7 @@ export interface Host {
 
 /** Creates a host: loads plugins, opens the store, and serves sessions. */
 export async function createHost(options: HostOptions): Promise<Host> {
-  checkSettings(options);
+  checkHostOptions(options);
   const scope = new Scope("host");
   try {
     return await assembleHost(options, scope);
@@ -110,6 +122,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
 
 async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
   const cwd = process.cwd();
+  checkPluginFolders(options.plugins ?? []);
   const store =
     options.store ?? new SqliteSessionStore(sessionsFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
   void scope.add(() => store.close());
@@ -139,6 +152,18 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     scope,
   );
   const { instructions, plugins } = sources;
+  if (options.onDiagnostic !== false) {
+    const report = options.onDiagnostic ?? ((diagnostic) => process.stderr.write(`${formatDiagnostic(diagnostic, cwd)}\n`));
+    // Those of the start first, then each new one as it is reported.
+    for (const diagnostic of sources.diagnostics.history) {
+      try {
+        report(diagnostic);
+      } catch {
+        // As for later ones (the channel's rule): a failing listener does not stop the host.
+      }
+    }
+    void scope.add(sources.diagnostics.subscribe(report));
+  }
 
   const runtime = new SessionRuntime({
     store,
@@ -168,6 +193,46 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     onPluginEvent: (listener) => sources.subscribe(listener),
     close: () => scope.close(),
   };
+}
+
+/** `createHost()` without options, or without providers, says what it needs; then the settings are checked. */
+function checkHostOptions(options: unknown): void {
+  const example = "such as createHost({ providers: { scripted: scriptedProvider() } })";
+  if (typeof options !== "object" || options === null || Array.isArray(options))
+    throw new SettingInvalid({
+      setting: "(options)",
+      reason: `createHost needs an options object with at least { providers }, ${example}; got ${describe(options)}`,
+    });
+  const { providers } = options as { providers?: unknown };
+  if (typeof providers !== "object" || providers === null || Array.isArray(providers))
+    throw new SettingInvalid({
+      setting: "providers",
+      reason: `createHost needs { providers }, the model APIs by name, ${example}; got ${describe(providers)}`,
+    });
+  checkSettings(options);
+}
+
+/** Each plugin folder given explicitly must be a folder: a typo would otherwise start a host without its plugins, silently. */
+function checkPluginFolders(folders: readonly string[]): void {
+  for (const [index, folder] of folders.entries()) {
+    const full = path.resolve(folder);
+    let isFolder: boolean;
+    try {
+      isFolder = statSync(full).isDirectory();
+    } catch {
+      throw new SettingInvalid({ setting: `plugins[${index}]`, reason: `no such folder: ${full}` });
+    }
+    if (!isFolder) throw new SettingInvalid({ setting: `plugins[${index}]`, reason: `not a folder: ${full}` });
+  }
+}
+
+/** A short description of a value a caller passed: its type, and the value when it is small. */
+function describe(value: unknown): string {
+  if (value === undefined || value === null) return String(value);
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "function") return "a function";
+  return `${typeof value} ${JSON.stringify(value)}`;
 }
 
 /** The options that are set, of the given names (`exactOptionalPropertyTypes` keeps unset ones out). */

@@ -209,13 +209,14 @@ export class StoreBusy extends ContextHostError {
   }
 }
 
-/** SQLite failed; names the file and the operation, with SQLite's error as the cause. */
+/** SQLite failed; names the file and the operation, with SQLite's error as the cause and, when known, what to do. */
 export class StoreFailed extends ContextHostError {
   readonly file: string;
   readonly operation: string;
-  constructor(options: { readonly file: string; readonly operation: string; readonly cause: unknown }) {
+  constructor(options: { readonly file: string; readonly operation: string; readonly cause: unknown; readonly advice?: string }) {
     const reason = options.cause instanceof Error ? options.cause.message : String(options.cause);
-    super(`${options.file}: ${options.operation} failed: ${reason}`, { cause: options.cause });
+    const advice = options.advice === undefined ? "" : ` — ${options.advice}`;
+    super(`${options.file}: ${options.operation} failed: ${reason}${advice}`, { cause: options.cause });
     this.file = options.file;
     this.operation = options.operation;
   }

@@ -221,7 +221,19 @@ export class SessionRuntime {
 
   /** Admits input durably. It is promoted into history at the next boundary; nothing is sent now. */
   async prompt(id: string, text: string): Promise<void> {
-    if (typeof text !== "string" || text.trim() === "") {
+    if (typeof text !== "string") {
+      const value: unknown = text;
+      const got =
+        value === null || value === undefined
+          ? String(value)
+          : Array.isArray(value)
+            ? "an array"
+            : typeof value === "object" || typeof value === "function"
+              ? `a${typeof value === "object" ? "n object" : " function"}`
+              : `${typeof value} ${String(value)}`;
+      throw new PromptInvalid({ sessionId: id, reason: `the prompt must be a string; got ${got}` });
+    }
+    if (text.trim() === "") {
       throw new PromptInvalid({ sessionId: id, reason: "the text is empty; a prompt must say something" });
     }
     checkWellFormed(text, id, "prompt");

@@ -99,6 +99,8 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     systemPrompt,
     plugins: args.plugins,
     ...args.settings,
+    // Printed below, in the session's own lines.
+    onDiagnostic: false,
     logger: {
       info: () => {},
       warn: (message) => screen.line("note", `  [warn] ${safeLines(message).join(" ")}`),
