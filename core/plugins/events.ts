@@ -15,7 +15,12 @@ export type PluginEvent =
       /** Where the load's time went, in ms (isolated plugins; in-process loads give `loadMs` only). */
       readonly timings: LoadTimings;
     }
-  | { readonly kind: "removed"; readonly plugin: string; readonly file: string };
+  | { readonly kind: "removed"; readonly plugin: string; readonly file: string }
+  /**
+   * The plugin's files bundle to exactly its active generation again (an editor's undo after
+   * a broken save): the failed load's problems are cleared and that generation keeps serving.
+   */
+  | { readonly kind: "restored"; readonly plugin: string; readonly file: string; readonly generation: number };
 
 /** Where one load's time went, in ms. */
 export interface LoadTimings {

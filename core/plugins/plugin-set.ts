@@ -84,6 +84,8 @@ const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 interface Active {
   readonly name: string;
   readonly generation: number;
+  /** Hash of the bundle it was loaded from. */
+  readonly hash: string;
   readonly scope: Scope;
   readonly keys: readonly string[];
   readonly loadMs: number;
@@ -476,6 +478,14 @@ export class PluginSet {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
       this.#inputs.set(entry.inputs, result.inputs);
+      // Exactly the active generation's content again after a failed load (an editor's undo,
+      // or a comment added: esbuild leaves comments out): the failure no longer holds.
+      const active = entry.active;
+      if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
+        entry.failed = undefined;
+        this.#resolveLoadProblems(entry);
+        this.#emit({ kind: "restored", plugin: active.name, file: entry.file, generation: active.generation });
+      }
       return;
     }
     if (result.kind === "bundle-failed") {
@@ -554,6 +564,7 @@ export class PluginSet {
       generation,
       scope: next.scope,
       keys: registrations.map((r) => r.key),
+      hash: load.hash,
       loadMs: Math.round(load.readyAt - load.startedAt),
     };
     entry.failed = undefined;
@@ -660,6 +671,19 @@ export class PluginSet {
     if (mine.size === 0) return;
     for (const other of this.#entries.values()) if (other !== entry) for (const id of other.reported) mine.delete(id);
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
+  }
+
+  /**
+   * The problems of this file's failed loads (bundle, module code, config, setup, namespace)
+   * no longer hold; those its active generation's sources reported at boundaries stay until
+   * they load again.
+   */
+  #resolveLoadProblems(entry: PluginEntry) {
+    this.#diagnostics.resolve((d) => {
+      if (d.origin !== "plugin" || boundaryPhases.has(d.phase)) return false;
+      const id = diagnosticIdentity(d);
+      return entry.reported.delete(id);
+    });
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */

@@ -129,6 +129,11 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
           "reload",
           `  ${event.plugin} generation ${event.generation} active${loadMs === undefined ? "" : ` in ${loadMs} ms`}`,
         );
+      } else if (event.kind === "restored") {
+        screen.line(
+          "reload",
+          `  ${event.plugin} back to generation ${event.generation} (the failed save's problems are cleared)`,
+        );
       } else {
         model.recordPlugin("removed", { name: event.plugin, file: event.file });
         screen.line("reload", `  ${event.plugin} removed (${shown(event.file)})`);
