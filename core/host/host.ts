@@ -30,17 +30,9 @@ export interface HostOptions {
   readonly systemPrompt?: string;
   /** Core Context Sources, in order. */
   readonly core?: readonly CoreSource[];
-  /**
-   * Plugin folders; they replace the default `plugins/` folder of the working folder. A folder
-   * given here that does not exist is an error naming it; the default folder may be absent.
-   */
+  /** Plugin folders; they replace the default `plugins/` folder of the working folder, and must exist. */
   readonly plugins?: readonly string[];
-  /**
-   * Where problems go as they arise (a plugin that fails to load, a throwing loader, an
-   * unreadable instruction file): each distinct diagnostic once, when first reported (a
-   * repeat only counts up), those of the start included. Default: printed to stderr with
-   * `formatDiagnostic`. `false`: nowhere; `currentDiagnostics()` still has them.
-   */
+  /** Each new distinct diagnostic, once (default: printed to stderr with `formatDiagnostic`; `false`: nowhere). */
   readonly onDiagnostic?: ((diagnostic: Diagnostic) => void) | false;
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;

@@ -16,10 +16,7 @@ export type PluginEvent =
       readonly timings: LoadTimings;
     }
   | { readonly kind: "removed"; readonly plugin: string; readonly file: string }
-  /**
-   * The plugin's files bundle to exactly its active generation again (an editor's undo after
-   * a broken save): the failed load's problems are cleared and that generation keeps serving.
-   */
+  /** The files bundle to the active generation again (an undo after a broken save): that failure is cleared. */
   | { readonly kind: "restored"; readonly plugin: string; readonly file: string; readonly generation: number };
 
 /** Where one load's time went, in ms. */

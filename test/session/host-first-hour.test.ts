@@ -142,7 +142,7 @@ describe("host: the first hour's failures are visible", () => {
     const error = await rejection(openHost(folder.path, { providers }));
     expect(error).to.be.instanceOf(StoreFailed);
     expect(error.message).to.equal(
-      `${file}: open the session store failed: file is not a database — it is not a context-host session store: move it away, or give another data folder (dataDir, --data)`,
+      `${file}: open the session store failed: file is not a database — it is not a context-host session store: move it away, or give another data folder (dataDir)`,
     );
   });
 

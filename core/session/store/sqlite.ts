@@ -214,8 +214,8 @@ function openFailed(file: string, error: unknown): StoreFailed {
   const code = (error as { code?: unknown }).code;
   const advice =
     code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT"
-      ? "it is not a context-host session store: move it away, or give another data folder (dataDir, --data)"
-      : "check that its folder exists or can be created and that this process may write to both, or give another data folder (dataDir, --data)";
+      ? "it is not a context-host session store: move it away, or give another data folder (dataDir)"
+      : "check that its folder exists or can be created and that this process may write to both, or give another data folder (dataDir)";
   return new StoreFailed({ file, operation: "open the session store", cause: error, advice });
 }
 
