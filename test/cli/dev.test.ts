@@ -58,6 +58,51 @@ describe("context-host dev (plain streams)", function () {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+  it("the example weather plugin (npm start) shows weather at the first prompt, and weather.json changes it", async () => {
+    const examples = path.resolve(import.meta.dirname, "../../examples");
+    const args = ["--plugins", path.join(examples, "plugins"), "--settings", path.join(examples, "context-host.json")];
+    const dev = startDev([...args, "--data", path.join(dir, ".data")], dir);
+    await dev.until("Type a prompt");
+    dev.type("first");
+    await dev.until("assistant: reply 1: first");
+    expect(dev.output).to.contain("│ The weather in Bergen: clear.");
+    writeFileSync(path.join(dir, "weather.json"), JSON.stringify({ sky: "rain" }));
+    const before = dev.output.length;
+    dev.type("second");
+    await dev.until("assistant: reply 2: second", before);
+    expect(dev.output.slice(before)).to.contain("│ The weather in Bergen is now rain.");
+    dev.type("/quit");
+    expect(await dev.exited).to.equal(0);
+  });
+
+  it("/context lists the sources with no value and why: absent or unavailable, a failed loader, a plugin that did not load", async () => {
+    const plugin = (name: string, load: string) => `import { definePlugin, SystemContext } from "context-host/plugin";
+import Type from "typebox";
+export default definePlugin({ name: "${name}", setup(api) {
+  api.source({ key: "${name}/value", schema: Type.String(), load: () => ${load},
+    baseline: (v) => "${name}: " + v, update: (_p, v) => "${name} is now: " + v });
+} });`;
+    writeFileSync(path.join(dir, "quiet.ts"), plugin("quiet", "SystemContext.absent"));
+    writeFileSync(path.join(dir, "thrown.ts"), plugin("thrown", "lookUp()"));
+    writeFileSync(path.join(dir, "broken.ts"), "export default definePlugin({ name: 'broken', setup( });\n");
+    const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data")], dir);
+    await dev.until("Type a prompt");
+    dev.type("hello");
+    await dev.until("assistant: reply 1: hello");
+    const before = dev.output.length;
+    dev.type("/context");
+    await dev.until("Sources with no value (left out of the context)", before);
+    await dev.until("broken (plugin): did not load (bundle)", before);
+    const shown = dev.output.slice(before);
+    expect(shown).to.contain(
+      "quiet/value: no value: its loader returned absent (nothing to tell) or unavailable (cannot tell now)",
+    );
+    expect(shown).to.contain("thrown/value: failed (load): lookUp is not defined — /problems shows where");
+    expect(shown).not.to.contain("note/text:");
+    dev.type("/quit");
+    expect(await dev.exited).to.equal(0);
+  });
+
   it("shows the Baseline once per epoch, each admitted Mid-Conversation System Message, reloads, /context without admitting", async () => {
     const other = mkdtempSync(path.join(os.tmpdir(), "dev-other-"));
     try {

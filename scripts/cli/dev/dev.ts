@@ -6,9 +6,10 @@
 
 import path from "node:path";
 import readline from "node:readline";
-import { escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
+import { type Diagnostic, escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
 import { messageOf } from "../../../core/base/errors.ts";
 import { createHost, type Host } from "../../../core/host/host.ts";
+import type { PluginInfo } from "../../../core/plugins/events.ts";
 import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
 import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
 import { openAIModels } from "../../../core/providers/openai-lowering.ts";
@@ -67,7 +68,7 @@ function bannerOf(args: DevArgs, env: NodeJS.ProcessEnv): string {
 }
 
 const help = [
-  "/context        the Baseline, the snapshot, and what the next boundary would admit (nothing is admitted)",
+  "/context        the Baseline, the snapshot, what the next boundary would admit (nothing is admitted), sources with no value and why",
   "/plugins        the active plugins, their generations and last reload",
   "/problems       the problems that still hold",
   "/compact        summarise the conversation; the next prompt starts a new Context Epoch",
@@ -228,6 +229,9 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
         screen.section("baseline", `The next boundary starts a new epoch (${next.reason}) with this Baseline`, next.baseline);
       } else if (next.kind === "blocked") screen.line("problem", `  the next boundary is blocked: ${next.keys.join(", ")}`);
       else screen.line("note", "  nothing new would be admitted at the next boundary");
+      const withValue = new Set(Object.keys(next.kind === "blocked" ? (epoch?.snapshot ?? {}) : next.snapshot));
+      const missing = withoutValue(host.plugins(), host.currentDiagnostics(), withValue);
+      if (missing.length > 0) screen.section("note", "Sources with no value (left out of the context)", missing.join("\n"));
     }
 
     async function command(line: string): Promise<boolean> {
@@ -360,4 +364,39 @@ function repl(io: DevIo, screen: Screen, handle: (line: string) => Promise<boole
     lines.on("close", () => void queue.then(() => finish(0)));
     screen.showPrompt();
   });
+}
+
+/**
+ * The plugin sources and plugins that give the model nothing now, and why: a fault the
+ * diagnostics name (the loader threw, a value its schema rejects, a plugin that did not
+ * load), else the loader's own answer, `absent` (nothing to tell) or `unavailable` (cannot
+ * tell now: the model keeps what it was told).
+ */
+export function withoutValue(
+  plugins: readonly PluginInfo[],
+  problems: readonly Diagnostic[],
+  withValue: ReadonlySet<string>,
+): string[] {
+  const lines: string[] = [];
+  const active = new Set(plugins.map((p) => p.name));
+  for (const plugin of plugins) {
+    for (const key of plugin.keys) {
+      if (withValue.has(key)) continue;
+      const fault = problems.find((d) => d.plugin === plugin.name && d.key === key);
+      lines.push(
+        fault === undefined
+          ? `${key}: no value: its loader returned absent (nothing to tell) or unavailable (cannot tell now)`
+          : `${key}: failed (${fault.phase}): ${safeLines(fault.message).join(" ")} — /problems shows where`,
+      );
+    }
+  }
+  const unloaded = new Set<string>();
+  for (const problem of problems) {
+    if (problem.origin !== "plugin" || active.has(problem.plugin) || unloaded.has(problem.plugin)) continue;
+    unloaded.add(problem.plugin);
+    lines.push(
+      `${problem.plugin} (plugin): did not load (${problem.phase}): ${safeLines(problem.message).join(" ")} — /problems shows where`,
+    );
+  }
+  return lines;
 }
