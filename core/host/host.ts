@@ -12,7 +12,14 @@ import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import type { Provider } from "../session/provider.ts";
 import { readTool } from "../session/read-tool.ts";
 import type { SessionLimits } from "../session/reply-check.ts";
-import { type BoundaryPreview, SessionRuntime, type StepResult, type Tool, type ToolSpec } from "../session/runtime.ts";
+import {
+  type BoundaryPreview,
+  SessionRuntime,
+  type StepOptions,
+  type StepResult,
+  type Tool,
+  type ToolSpec,
+} from "../session/runtime.ts";
 import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
 import type { EpochRecord, SessionStore, StoredMessage } from "../session/store/store.ts";
 import type { CoreSource } from "../sources/core-source.ts";
@@ -76,7 +83,8 @@ export interface HostOptions {
 export interface Host {
   createSession(session: { location: string; provider: string; model: string }): Promise<string>;
   prompt(id: string, text: string): Promise<void>;
-  step(id: string): Promise<StepResult>;
+  /** One boundary and at most one provider call; `options` streams the reply's text and can cancel the call. */
+  step(id: string, options?: StepOptions): Promise<StepResult>;
   messages(id: string): Promise<StoredMessage[]>;
   compact(id: string): Promise<void>;
   switchModel(id: string, change: { provider?: string; model: string }): Promise<void>;
@@ -170,7 +178,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
   return {
     createSession: (session) => runtime.createSession(session),
     prompt: (id, text) => runtime.prompt(id, text),
-    step: (id) => runtime.step(id),
+    step: (id, stepOptions) => runtime.step(id, stepOptions),
     messages: (id) => runtime.messages(id),
     compact: (id) => runtime.compact(id),
     switchModel: (id, change) => runtime.switchModel(id, change),

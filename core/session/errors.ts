@@ -41,6 +41,20 @@ export class ProviderNotFound extends ContextHostError {
   }
 }
 
+/**
+ * A step's `signal` was aborted while its provider call ran: nothing of the reply is stored;
+ * what the boundary admitted stays, and the next step sends the same request again.
+ */
+export class StepAborted extends ContextHostError {
+  readonly sessionId: string;
+  constructor(options: { readonly sessionId: string; readonly cause: unknown }) {
+    super(`session ${options.sessionId}: the step was aborted during its provider call; the next step sends the request again`, {
+      cause: options.cause,
+    });
+    this.sessionId = options.sessionId;
+  }
+}
+
 /** A session operation that cannot run in the session's current state (e.g. compacting while a reply is awaited). */
 export class SessionBusy extends ContextHostError {
   readonly sessionId: string;

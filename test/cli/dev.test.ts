@@ -232,6 +232,48 @@ export default definePlugin({ name: "cfg", config: Type.Object({ city: Type.Stri
     expect(dev.output).to.contain("│ City: Tromsø");
   });
 
+  it("a real provider's reply is shown as it streams: its first piece is on screen before the rest is sent", async () => {
+    let release: () => void = () => {};
+    const rest = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on("end", async () => {
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        response.write(chunk({ role: "assistant", content: "The note " }));
+        await rest;
+        response.write(chunk({ content: "is one." }));
+        response.end(`${chunk({}, "stop")}data: [DONE]\n\n`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const dev = startDev(
+        ["--plugins", dir, "--data", path.join(dir, ".data"), "--provider", "openai", "--model", "m", "--base-url", url],
+        dir,
+      );
+      await dev.until("Type a prompt");
+      dev.type("what is the note?");
+      // The Baseline is shown when the boundary is admitted, then the reply as it arrives.
+      const first = await dev.until("assistant: The note ");
+      expect(dev.output.indexOf("│ Note: one")).to.be.below(first);
+      expect(dev.output).not.to.contain("is one.");
+      release();
+      await dev.until("assistant: The note is one.\n");
+      dev.end();
+      expect(await dev.exited).to.equal(0);
+      expect(dev.output.split("The note").length - 1).to.equal(1);
+    } finally {
+      release();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   it("--provider openai --base-url talks to a compatible server: the request carries the Baseline, the reply is shown", async () => {
     const bodies: Array<{ model: string; messages: Array<{ role: string; content: string }> }> = [];
     const server = createServer((request, response) => {

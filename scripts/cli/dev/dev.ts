@@ -14,7 +14,7 @@ import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts
 import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
 import { openAIModels } from "../../../core/providers/openai-lowering.ts";
 import { scriptedProvider } from "../../../core/providers/scripted.ts";
-import type { Provider } from "../../../core/session/provider.ts";
+import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
 import { readToolDefinition } from "../../../core/session/read-tool.ts";
 import type { StoredMessage } from "../../../core/session/store/store.ts";
 import { type Inspector, startInspector } from "../inspector/server.ts";
@@ -111,6 +111,8 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
   let inspector: Inspector | undefined;
   let unsubscribe = () => {};
   let exitCode: number | undefined;
+  /** Cancels the provider call of the turn running now, if any. */
+  let inFlight: AbortController | undefined;
   try {
     for (const plugin of host.plugins()) model.recordPlugin("activated", plugin);
     model.syncProblems(host.currentDiagnostics());
@@ -173,22 +175,59 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       seenSeq = all.at(-1)?.seq ?? seenSeq;
       return fresh;
     };
-    const printMessages = (messages: readonly StoredMessage[]) => {
+    /** Prints messages; the text of an assistant message whose reply was streamed is already on screen. */
+    const printMessages = (messages: readonly StoredMessage[], streamedSeq?: number) => {
       for (const message of messages) {
         if (message.role === "system-update") screen.section("update", "Mid-Conversation System Message", message.text);
         else if (message.role === "summary") screen.section("summary", "Compaction summary", message.text);
         else if (message.role === "assistant") {
-          screen.lines(safeLines(message.text).map((line, i) => `${i === 0 ? "assistant: " : "           "}${line}`));
+          if (message.seq !== streamedSeq)
+            screen.lines(safeLines(message.text).map((line, i) => `${i === 0 ? "assistant: " : "           "}${line}`));
           for (const call of message.toolCalls ?? []) screen.line("note", `  (tool call ${safeLines(call.name).join(" ")})`);
         } else if (message.role === "tool")
           screen.line("note", `  (tool ${safeLines(message.name ?? "?").join(" ")}: ${message.text.length} characters)`);
       }
     };
 
+    /** The boundary just admitted, before the provider is called: a new Baseline, the Mid-Conversation System Message. */
+    async function showBoundary(request: ProviderRequest): Promise<void> {
+      const epoch = await host.epoch(id);
+      const appended = await newMessages();
+      if (epoch !== undefined) {
+        const boundary = model.recordBoundary(id, { request, epoch, admitted: appended });
+        if (boundary.epochStarted !== undefined) {
+          screen.section(
+            "baseline",
+            `Baseline System Context · epoch ${boundary.epochStarted.number} (${boundary.epochStarted.reason})`,
+            boundary.epochStarted.baseline,
+          );
+        }
+      }
+      printMessages(appended);
+    }
+
+    /** Writes the reply as it streams (decision 123); a retried call's reply starts again on a new line. */
+    let streamedAttempt: number | undefined;
+    const showText = (piece: string, attempt: number) => {
+      if (streamedAttempt !== undefined && streamedAttempt !== attempt)
+        screen.line("note", "  (the call was retried: its reply again, from the start)");
+      if (streamedAttempt !== attempt) screen.partial("assistant: ");
+      streamedAttempt = attempt;
+      screen.partial(safeLines(piece).join("\n           "));
+    };
+
     async function turn(text: string): Promise<void> {
       await host.prompt(id, text);
       for (;;) {
-        const result = await host.step(id);
+        streamedAttempt = undefined;
+        inFlight = new AbortController();
+        let result: Awaited<ReturnType<Host["step"]>>;
+        try {
+          result = await host.step(id, { onRequest: showBoundary, onText: showText, signal: inFlight.signal });
+        } finally {
+          inFlight = undefined;
+          screen.endLine();
+        }
         if (result.kind === "idle") return;
         if (result.kind === "blocked") {
           screen.line("problem", `  blocked: unavailable core sources ${result.keys.join(", ")}`);
@@ -198,19 +237,10 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
           screen.line("note", "  another process is calling the provider for this session; try again shortly");
           return;
         }
-        const epoch = await host.epoch(id);
-        const appended = await newMessages();
-        if (epoch !== undefined) {
-          const boundary = model.recordBoundary(id, { request: result.request, epoch, admitted: appended });
-          if (boundary.epochStarted !== undefined) {
-            screen.section(
-              "baseline",
-              `Baseline System Context · epoch ${boundary.epochStarted.number} (${boundary.epochStarted.reason})`,
-              boundary.epochStarted.baseline,
-            );
-          }
-        }
-        printMessages(appended);
+        const replied = await newMessages();
+        model.appendMessages(id, replied);
+        const reply = replied.find((m) => m.role === "assistant");
+        printMessages(replied, streamedAttempt === undefined ? undefined : reply?.seq);
         if ((result.reply.toolCalls ?? []).length === 0) return;
       }
     }
@@ -318,7 +348,9 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     // Closing unloads the plugins: that is no news to print.
     unsubscribe();
     await inspector?.close().catch(() => {});
-    // After Ctrl-C a turn may still be running (a provider call streaming): do not wait long for it.
+    // After Ctrl-C a turn may still be running (a provider call streaming): cancel its call
+    // (nothing of that reply is stored; the prompt stays admitted) and do not wait long.
+    if (exitCode === interruptedExitCode) inFlight?.abort();
     const closing = host.close();
     if (exitCode === interruptedExitCode) {
       await Promise.race([closing.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
