@@ -38,7 +38,8 @@ export class PluginWatcher {
   /** Starts watching the folders; resolves once the watcher is ready. */
   static async start(options: PluginWatcherOptions): Promise<PluginWatcher> {
     const watcher = new PluginWatcher(options);
-    await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
+    // chokidar never says "ready" when it watches nothing (`plugins: []`).
+    if (options.folders.length > 0) await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
     return watcher;
   }
 

@@ -63,6 +63,13 @@ describe("host: the first hour's failures are visible", () => {
     expect(error.message).to.equal(`setting plugins[1]: no such folder: ${missing}`);
   });
 
+  it("a host with no plugin folders (plugins: []) and watching on starts", async () => {
+    // chokidar never says "ready" with nothing to watch: the host waited for it forever.
+    const host = await openHost(folder.path, { providers, plugins: [], watch: true });
+    expect(host.plugins()).to.deep.equal([]);
+    await host.close();
+  });
+
   it("a file given as a plugin folder is an error naming it", async () => {
     const file = path.join(folder.path, "weather.ts");
     writeFileSync(file, throwingPlugin);
