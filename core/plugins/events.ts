@@ -30,12 +30,17 @@ export interface LoadTimings {
   readonly swapMs?: number;
 }
 
+/** What a source's loader last returned: a value, `absent` (nothing to tell) or `unavailable` (cannot tell now). */
+export type ObservedKind = "value" | "absent" | "unavailable";
+
 /** An active plugin, as `plugins()` lists it. */
 export interface PluginInfo {
   readonly name: string;
   readonly file: string;
   readonly generation: number;
   readonly keys: readonly string[];
+  /** What each key's loader returned at its last observation without a fault (any session); a key not yet observed is missing. */
+  readonly observed: Readonly<Record<string, ObservedKind>>;
   /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */
   readonly loadMs: number;
 }

@@ -14,7 +14,7 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import { discoverPlugins } from "./discover.ts";
-import type { LoadTimings, PluginEvent, PluginInfo } from "./events.ts";
+import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo } from "./events.ts";
 import type { Guard } from "./guarded-source.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { IsolatedPlugin } from "./isolated.ts";
@@ -115,6 +115,8 @@ interface PluginEntry {
   isRemoved: boolean;
   /** Source keys whose faults are in the current diagnostics. */
   readonly faulted: Set<string>;
+  /** What each source's loader returned at its last observation without a fault. */
+  readonly observed: Map<string, ObservedKind>;
   /**
    * Identities of the diagnostics this file reported since its problems were last resolved:
    * what a reload or removal of this file clears. Not the plugin name: a file that lost the
@@ -227,6 +229,12 @@ export class PluginSet {
           file: entry.file,
           generation: active.generation,
           keys: active.keys,
+          observed: Object.fromEntries(
+            active.keys.flatMap((key) => {
+              const kind = entry.observed.get(key);
+              return kind === undefined ? [] : [[key, kind]];
+            }),
+          ),
           loadMs: active.loadMs,
         });
     }
@@ -367,6 +375,7 @@ export class PluginSet {
       isProvisional: false,
       isRemoved: false,
       faulted: new Set(),
+      observed: new Map(),
       reported: new Set(),
       queue: Promise.resolve(),
     };
@@ -620,7 +629,8 @@ export class PluginSet {
         const location = locate(fault.error);
         this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
       },
-      observed: (key) => {
+      observed: (key, kind) => {
+        entry.observed.set(key, kind);
         // Cheap at every boundary: only a source with a fault on record resolves anything.
         if (!entry.faulted.delete(key)) return;
         this.#diagnostics.resolve(

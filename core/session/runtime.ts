@@ -79,7 +79,6 @@ export interface ToolSpec {
   readonly deadlineMs?: number;
 }
 
-/** The outcome of one `step`. */
 /** What a caller of `step` may ask for besides the result (decision 123). */
 export interface StepOptions {
   /**
@@ -93,6 +92,7 @@ export interface StepOptions {
   readonly signal?: AbortSignal;
 }
 
+/** The outcome of one `step`. */
 export type StepResult =
   | { readonly kind: "replied"; readonly request: ProviderRequest; readonly reply: ProviderReply }
   | { readonly kind: "blocked"; readonly keys: readonly string[] }

@@ -75,7 +75,7 @@ describe("context-host dev (plain streams)", function () {
     expect(await dev.exited).to.equal(0);
   });
 
-  it("/context lists the sources with no value and why: absent or unavailable, a failed loader, a plugin that did not load", async () => {
+  it("/context lists the sources with no value and why: absent, unavailable, a failed loader, a plugin that did not load", async () => {
     const plugin = (name: string, load: string) => `import { definePlugin, SystemContext } from "context-host/plugin";
 import Type from "typebox";
 export default definePlugin({ name: "${name}", setup(api) {
@@ -83,6 +83,7 @@ export default definePlugin({ name: "${name}", setup(api) {
     baseline: (v) => "${name}: " + v, update: (_p, v) => "${name} is now: " + v });
 } });`;
     writeFileSync(path.join(dir, "quiet.ts"), plugin("quiet", "SystemContext.absent"));
+    writeFileSync(path.join(dir, "later.ts"), plugin("later", "SystemContext.unavailable"));
     writeFileSync(path.join(dir, "thrown.ts"), plugin("thrown", "lookUp()"));
     writeFileSync(path.join(dir, "broken.ts"), "export default definePlugin({ name: 'broken', setup( });\n");
     const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data")], dir);
@@ -94,9 +95,8 @@ export default definePlugin({ name: "${name}", setup(api) {
     await dev.until("Sources with no value (left out of the context)", before);
     await dev.until("broken (plugin): did not load (bundle)", before);
     const shown = dev.output.slice(before);
-    expect(shown).to.contain(
-      "quiet/value: no value: its loader returned absent (nothing to tell) or unavailable (cannot tell now)",
-    );
+    expect(shown).to.contain("quiet/value: absent: its loader observed nothing to tell");
+    expect(shown).to.contain("later/value: unavailable: its loader cannot tell right now (it is left out until it loads)");
     expect(shown).to.contain("thrown/value: failed (load): lookUp is not defined — /problems shows where");
     expect(shown).not.to.contain("note/text:");
     dev.type("/quit");

@@ -401,8 +401,8 @@ function repl(io: DevIo, screen: Screen, handle: (line: string) => Promise<boole
 /**
  * The plugin sources and plugins that give the model nothing now, and why: a fault the
  * diagnostics name (the loader threw, a value its schema rejects, a plugin that did not
- * load), else the loader's own answer, `absent` (nothing to tell) or `unavailable` (cannot
- * tell now: the model keeps what it was told).
+ * load), else what the loader last returned, `absent` (nothing to tell) or `unavailable`
+ * (cannot tell now: an admitted value stays what the model was told).
  */
 export function withoutValue(
   plugins: readonly PluginInfo[],
@@ -415,10 +415,15 @@ export function withoutValue(
     for (const key of plugin.keys) {
       if (withValue.has(key)) continue;
       const fault = problems.find((d) => d.plugin === plugin.name && d.key === key);
+      const observed = plugin.observed[key];
       lines.push(
-        fault === undefined
-          ? `${key}: no value: its loader returned absent (nothing to tell) or unavailable (cannot tell now)`
-          : `${key}: failed (${fault.phase}): ${safeLines(fault.message).join(" ")} — /problems shows where`,
+        fault !== undefined
+          ? `${key}: failed (${fault.phase}): ${safeLines(fault.message).join(" ")} — /problems shows where`
+          : observed === "absent"
+            ? `${key}: absent: its loader observed nothing to tell`
+            : observed === "unavailable"
+              ? `${key}: unavailable: its loader cannot tell right now (it is left out until it loads)`
+              : `${key}: not observed yet`,
       );
     }
   }
