@@ -76,7 +76,10 @@ describe("context-host render", function () {
     const json = JSON.parse(stdout);
     expect(json.baseline).to.contain("alpha/x is x-value");
     expect(json.snapshot["alpha/x"]).to.deep.equal({ value: "x-value" });
-    expect(json.plugins).to.deep.equal([{ name: "alpha", file: path.join(dir, "alpha.ts"), generation: 1, keys: ["alpha/x"] }]);
+    // `observed`: what each loader returned (a value, absent or unavailable): why a source may be missing.
+    expect(json.plugins).to.deep.equal([
+      { name: "alpha", file: path.join(dir, "alpha.ts"), generation: 1, keys: ["alpha/x"], observed: { "alpha/x": "value" } },
+    ]);
     expect(json.diagnostics).to.deep.equal([]);
   });
 
