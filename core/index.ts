@@ -47,6 +47,7 @@ export {
   ProviderReplyInvalid,
   SessionBusy,
   SizeLimitExceeded,
+  StepAborted,
   TextNotWellFormed,
   ToolInputInvalid,
 } from "./session/errors.ts";
@@ -56,12 +57,13 @@ export type {
   ProviderReply,
   ProviderRequest,
   RequestMessage,
+  SendOptions,
   TokenUsage,
   ToolCall,
 } from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { SessionLimits } from "./session/reply-check.ts";
-export type { BoundaryPreview, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
+export type { BoundaryPreview, StepOptions, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export { type InstructionSettings, type ProjectFiles, ProjectFileUnreadable } from "./sources/instructions/service.ts";

@@ -1,5 +1,5 @@
-// Builds the package into dist/ (`npm run build`; `prepare` runs it, so `npm ci`,
-// `npm pack` and git installs build too). Plain JavaScript so that it needs nothing but
+// Builds the package into dist/ (`npm run build`; `prepack` runs it, so `npm pack`,
+// `npm publish` and git installs build; `npm ci` does not, and no test needs dist/). Plain JavaScript so that it needs nothing but
 // Node and the project's TypeScript.
 //
 // 1. tsconfig.build.json: core/ and the command line as ESM JavaScript with source maps,

@@ -3,21 +3,44 @@
 // part it does not understand yields no arbitrary, and the checks fall back to the
 // values the loader returned and the source's own `examples`.
 
-import fc from "fast-check";
+import { createRequire } from "node:module";
+import type * as FastCheck from "fast-check";
+import { ConformanceSetupInvalid } from "./errors.ts";
+
+let loaded: typeof FastCheck | undefined;
+
+/**
+ * fast-check, an optional peer dependency of the package (hosts do not install it; plugin
+ * authors who run the checks do): required at the first generated input, so that importing
+ * the kit, or the command line, works without it, and a check without it says what to do.
+ */
+function fastCheck(): typeof FastCheck {
+  if (loaded !== undefined) return loaded;
+  try {
+    loaded = createRequire(import.meta.url)("fast-check") as typeof FastCheck;
+  } catch (error) {
+    throw new ConformanceSetupInvalid({
+      suite: "the conformance checks",
+      reason: `they need fast-check, an optional peer dependency of context-host that is not installed here (npm install --save-dev fast-check): ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
+    });
+  }
+  return loaded;
+}
 
 type Schema = Readonly<Record<string, unknown>>;
 
 const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** An arbitrary of the values `schema` accepts, or `undefined` when a part of it is out of reach. */
-export function arbitraryOf(schema: unknown, depth = 0): fc.Arbitrary<unknown> | undefined {
+export function arbitraryOf(schema: unknown, depth = 0): FastCheck.Arbitrary<unknown> | undefined {
+  const fc = fastCheck();
   if (!isSchema(schema) || depth > 6) return undefined;
   if ("const" in schema) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]));
   if (Array.isArray(schema.anyOf)) {
     const options = (schema.anyOf as unknown[]).map((part) => arbitraryOf(part, depth + 1));
     if (options.some((option) => option === undefined)) return undefined;
-    return fc.oneof(...(options as fc.Arbitrary<unknown>[]));
+    return fc.oneof(...(options as FastCheck.Arbitrary<unknown>[]));
   }
   switch (schema.type) {
     case "string": {
@@ -55,7 +78,7 @@ export function arbitraryOf(schema: unknown, depth = 0): fc.Arbitrary<unknown> |
     case "object": {
       const properties = isSchema(schema.properties) ? schema.properties : {};
       const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
-      const record: Record<string, fc.Arbitrary<unknown>> = {};
+      const record: Record<string, FastCheck.Arbitrary<unknown>> = {};
       for (const [name, part] of Object.entries(properties)) {
         const arbitrary = arbitraryOf(part, depth + 1);
         if (arbitrary === undefined) return undefined;
@@ -73,5 +96,5 @@ export function arbitraryOf(schema: unknown, depth = 0): fc.Arbitrary<unknown> |
 export function samplesOf(schema: unknown, count: number, seed: number): unknown[] {
   const arbitrary = arbitraryOf(schema);
   if (arbitrary === undefined || count <= 0) return [];
-  return fc.sample(arbitrary, { numRuns: count, seed });
+  return fastCheck().sample(arbitrary, { numRuns: count, seed });
 }

@@ -2,15 +2,25 @@
 // (their composition root is `context-sources.ts`), builds the session runtime and
 // exposes the Host API.
 
+import { statSync } from "node:fs";
 import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
-import type { Diagnostic } from "../base/diagnostics.ts";
+import { type Diagnostic, formatDiagnostic } from "../base/diagnostics.ts";
+import { SettingInvalid } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
+import { readPluginEntry } from "../plugins/find.ts";
 import type { Provider } from "../session/provider.ts";
 import { readTool } from "../session/read-tool.ts";
 import type { SessionLimits } from "../session/reply-check.ts";
-import { type BoundaryPreview, SessionRuntime, type StepResult, type Tool, type ToolSpec } from "../session/runtime.ts";
+import {
+  type BoundaryPreview,
+  SessionRuntime,
+  type StepOptions,
+  type StepResult,
+  type Tool,
+  type ToolSpec,
+} from "../session/runtime.ts";
 import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
 import type { EpochRecord, SessionStore, StoredMessage } from "../session/store/store.ts";
 import type { CoreSource } from "../sources/core-source.ts";
@@ -31,9 +41,12 @@ export interface HostOptions {
   /**
    * Where plugins are: folders of plugins, plugin files, and names of plugin packages
    * installed in the working folder's `node_modules` (resolved as Node resolves packages).
-   * They replace the default `plugins/` folder of the working folder.
+   * They replace the default `plugins/` folder of the working folder; a folder or file given
+   * must exist.
    */
   readonly plugins?: readonly string[];
+  /** Each new distinct diagnostic, once (default: printed to stderr with `formatDiagnostic`; `false`: nowhere). */
+  readonly onDiagnostic?: ((diagnostic: Diagnostic) => void) | false;
   /** Hot reload plugins on file changes (default true). */
   readonly watch?: boolean;
   /** The host project: relative `plugins` entries and plugin package names resolve from it (default: the working folder). */
@@ -78,7 +91,8 @@ export interface HostOptions {
 export interface Host {
   createSession(session: { location: string; provider: string; model: string }): Promise<string>;
   prompt(id: string, text: string): Promise<void>;
-  step(id: string): Promise<StepResult>;
+  /** One boundary and at most one provider call; `options` streams the reply's text and can cancel the call. */
+  step(id: string, options?: StepOptions): Promise<StepResult>;
   messages(id: string): Promise<StoredMessage[]>;
   compact(id: string): Promise<void>;
   switchModel(id: string, change: { provider?: string; model: string }): Promise<void>;
@@ -103,7 +117,7 @@ export interface Host {
 
 /** Creates a host: loads plugins, opens the store, and serves sessions. */
 export async function createHost(options: HostOptions): Promise<Host> {
-  checkSettings(options);
+  checkHostOptions(options);
   const scope = new Scope("host");
   try {
     return await assembleHost(options, scope);
@@ -116,6 +130,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
 
 async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
   const cwd = process.cwd();
+  checkPluginFolders(options.plugins ?? [], path.resolve(options.projectRoot ?? cwd));
   const store =
     options.store ?? new SqliteSessionStore(sessionsFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
   void scope.add(() => store.close());
@@ -146,6 +161,18 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     scope,
   );
   const { instructions, plugins } = sources;
+  if (options.onDiagnostic !== false) {
+    const report = options.onDiagnostic ?? ((diagnostic) => process.stderr.write(`${formatDiagnostic(diagnostic, cwd)}\n`));
+    // Those of the start first, then each new one as it is reported.
+    for (const diagnostic of sources.diagnostics.history) {
+      try {
+        report(diagnostic);
+      } catch {
+        // As for later ones (the channel's rule): a failing listener does not stop the host.
+      }
+    }
+    void scope.add(sources.diagnostics.subscribe(report));
+  }
 
   const runtime = new SessionRuntime({
     store,
@@ -160,7 +187,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
   return {
     createSession: (session) => runtime.createSession(session),
     prompt: (id, text) => runtime.prompt(id, text),
-    step: (id) => runtime.step(id),
+    step: (id, stepOptions) => runtime.step(id, stepOptions),
     messages: (id) => runtime.messages(id),
     compact: (id) => runtime.compact(id),
     switchModel: (id, change) => runtime.switchModel(id, change),
@@ -175,6 +202,49 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     onPluginEvent: (listener) => sources.subscribe(listener),
     close: () => scope.close(),
   };
+}
+
+/** `createHost()` without options, or without providers, says what it needs; then the settings are checked. */
+function checkHostOptions(options: unknown): void {
+  const example = "such as createHost({ providers: { scripted: scriptedProvider() } })";
+  if (typeof options !== "object" || options === null || Array.isArray(options))
+    throw new SettingInvalid({
+      setting: "(options)",
+      reason: `createHost needs an options object with at least { providers }, ${example}; got ${describe(options)}`,
+    });
+  const { providers } = options as { providers?: unknown };
+  if (typeof providers !== "object" || providers === null || Array.isArray(providers))
+    throw new SettingInvalid({
+      setting: "providers",
+      reason: `createHost needs { providers }, the model APIs by name, ${example}; got ${describe(providers)}`,
+    });
+  checkSettings(options);
+}
+
+/**
+ * Each plugin folder or file given explicitly must exist: a typo would otherwise start a host
+ * without its plugins, silently. A package name is looked up when plugins load (a missing
+ * package is a diagnostic that clears once it is installed, decision 131).
+ */
+function checkPluginFolders(entries: readonly string[], projectRoot: string): void {
+  for (const [index, entry] of entries.entries()) {
+    const spec = readPluginEntry(entry, projectRoot);
+    if (spec.kind === "package") continue;
+    try {
+      statSync(spec.path);
+    } catch {
+      throw new SettingInvalid({ setting: `plugins[${index}]`, reason: `no such folder or file: ${spec.path}` });
+    }
+  }
+}
+
+/** A short description of a value a caller passed: its type, and the value when it is small. */
+function describe(value: unknown): string {
+  if (value === undefined || value === null) return String(value);
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "function") return "a function";
+  return `${typeof value} ${JSON.stringify(value)}`;
 }
 
 /** The options that are set, of the given names (`exactOptionalPropertyTypes` keeps unset ones out). */

@@ -15,7 +15,9 @@ export type PluginEvent =
       /** Where the load's time went, in ms (isolated plugins; in-process loads give `loadMs` only). */
       readonly timings: LoadTimings;
     }
-  | { readonly kind: "removed"; readonly plugin: string; readonly file: string };
+  | { readonly kind: "removed"; readonly plugin: string; readonly file: string }
+  /** The files bundle to the active generation again (an undo after a broken save): that failure is cleared. */
+  | { readonly kind: "restored"; readonly plugin: string; readonly file: string; readonly generation: number };
 
 /** Where one load's time went, in ms. */
 export interface LoadTimings {
@@ -36,6 +38,9 @@ export type PluginOrigin =
   | { readonly kind: "folder"; readonly folder: string }
   | { readonly kind: "package"; readonly name: string; readonly version: string; readonly root: string };
 
+/** What a source's loader last returned: a value, `absent` (nothing to tell) or `unavailable` (cannot tell now). */
+export type ObservedKind = "value" | "absent" | "unavailable";
+
 /** An active plugin, as `plugins()` lists it. */
 export interface PluginInfo {
   readonly name: string;
@@ -44,6 +49,8 @@ export interface PluginInfo {
   readonly origin: PluginOrigin;
   readonly generation: number;
   readonly keys: readonly string[];
+  /** What each key's loader returned at its last observation without a fault (any session); a key not yet observed is missing. */
+  readonly observed: Readonly<Record<string, ObservedKind>>;
   /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */
   readonly loadMs: number;
 }

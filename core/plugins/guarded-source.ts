@@ -6,8 +6,9 @@
 import { withinDeadline } from "../base/deadline.ts";
 import { perEnv } from "../registry/per-env.ts";
 import type { Registration, SourceEnv } from "../registry/registry.ts";
-import { contain, type SourceFault, type SystemContext } from "../system-context/index.ts";
+import { absent, contain, type SourceFault, type SystemContext, unavailable } from "../system-context/index.ts";
 import type { PluginSource } from "./define.ts";
+import type { ObservedKind } from "./events.ts";
 
 export interface Guard {
   readonly deadlineMs: number;
@@ -15,9 +16,13 @@ export interface Guard {
   /** Largest accepted value of an isolated source, in UTF-8 bytes of its JSON. */
   readonly maxValueBytes?: number;
   report(fault: SourceFault): void;
-  /** The loader of `key` returned without throwing: its earlier load faults may no longer hold. */
-  observed(key: string): void;
+  /** The loader of `key` returned without throwing (what it returned): its earlier load faults may no longer hold. */
+  observed(key: string, kind: ObservedKind): void;
 }
+
+/** What a loader's result was, for `/context` (decision 124). */
+const observedOf = (loaded: unknown): ObservedKind =>
+  loaded === unavailable ? "unavailable" : loaded === absent ? "absent" : "value";
 
 /** A plugin-origin registration whose loader and renderers are contained, built once per session env. */
 export function guardedRegistration(source: PluginSource, guard: Guard): Registration {
@@ -41,11 +46,11 @@ function containedFor(source: PluginSource, guard: Guard, env: SourceEnv): Syste
         // A loader that returns at once needs no timer (in-process, nothing could interrupt it anyway).
         const loaded = source.load(env);
         if (!(loaded instanceof Promise)) {
-          guard.observed(source.key);
+          guard.observed(source.key, observedOf(loaded));
           return loaded;
         }
         return withinDeadline(() => loaded, deadlineMs, what).then((value) => {
-          guard.observed(source.key);
+          guard.observed(source.key, observedOf(value));
           return value;
         });
       },

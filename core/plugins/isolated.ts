@@ -19,6 +19,7 @@ import {
   type SourceFault,
 } from "../system-context/index.ts";
 import type { PluginBundle } from "./bundle.ts";
+import type { ObservedKind } from "./events.ts";
 import type { Location } from "./locations.ts";
 import { PluginWorker, PluginWorkerFault, type PluginWorkerStopped, sanitizeLocation } from "./worker/plugin-worker.ts";
 import type { Activated, Evaluated, Observed, WorkerFault, WorkerObservation, WorkerText } from "./worker/protocol.ts";
@@ -235,7 +236,7 @@ export class IsolatedPlugin {
     generation: number,
     key: string,
     limits: { readonly maxTextLength: number; readonly maxValueBytes: number; report(fault: SourceFault): void },
-    observed: (key: string) => void,
+    observed: (key: string, kind: ObservedKind) => void,
   ): Registration {
     return {
       key,
@@ -450,7 +451,7 @@ export class IsolatedPlugin {
     env: SourceEnv,
     key: string,
     stored: Json | undefined,
-    observed: (key: string) => void,
+    observed: (key: string, kind: ObservedKind) => void,
   ): Promise<PrerenderedObservation> {
     const deadlines = this.#living.get(generation);
     const worker = this.#worker;
@@ -478,7 +479,7 @@ export class IsolatedPlugin {
   async #flush(
     worker: PluginWorker,
     batch: { env: SourceEnv; generation: number; waiting: Waiting[] },
-    observed: (key: string) => void,
+    observed: (key: string, kind: ObservedKind) => void,
   ): Promise<void> {
     const { waiting } = batch;
     const loaderMs = Math.max(...waiting.map((w) => w.deadlineMs));
@@ -515,7 +516,8 @@ export class IsolatedPlugin {
     this.#reportFaults(faults);
     waiting.forEach((w, i) => {
       const arrived = observations[i];
-      if (!faulted.has(w.key)) observed(w.key);
+      if (!faulted.has(w.key))
+        observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(arrived));
     });
   }

@@ -44,7 +44,7 @@ export interface LoadFault {
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
 export type LoadResult =
   /** The bundle is identical to the last attempted one: nothing was evaluated. */
-  | { readonly kind: "unchanged"; readonly inputs: readonly string[] }
+  | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
   /** esbuild failed: the bundle hash is unknown. */
   | { readonly kind: "bundle-failed"; readonly inputs: readonly string[]; readonly fault: LoadFault }
   /** The module, its definition, its config or its setup failed. */
@@ -81,7 +81,7 @@ export async function bundleForLoad(
       },
     };
   }
-  if (request.attemptedHash === bundle.hash) return { kind: "unchanged", inputs: bundle.inputs };
+  if (request.attemptedHash === bundle.hash) return { kind: "unchanged", inputs: bundle.inputs, hash: bundle.hash };
   return { kind: "bundled", bundle };
 }
 

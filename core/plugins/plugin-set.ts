@@ -13,7 +13,7 @@ import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
-import type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
+import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
 import type { Guard } from "./guarded-source.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
@@ -92,6 +92,8 @@ const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 interface Active {
   readonly name: string;
   readonly generation: number;
+  /** Hash of the bundle it was loaded from. */
+  readonly hash: string;
   readonly scope: Scope;
   readonly keys: readonly string[];
   readonly loadMs: number;
@@ -123,6 +125,8 @@ interface PluginEntry {
   isRemoved: boolean;
   /** Source keys whose faults are in the current diagnostics. */
   readonly faulted: Set<string>;
+  /** What each source's loader returned at its last observation without a fault. */
+  readonly observed: Map<string, ObservedKind>;
   /**
    * Identities of the diagnostics this file reported since its problems were last resolved:
    * what a reload or removal of this file clears. Not the plugin name: a file that lost the
@@ -261,6 +265,12 @@ export class PluginSet {
           origin: entry.origin,
           generation: active.generation,
           keys: active.keys,
+          observed: Object.fromEntries(
+            active.keys.flatMap((key) => {
+              const kind = entry.observed.get(key);
+              return kind === undefined ? [] : [[key, kind]];
+            }),
+          ),
           loadMs: active.loadMs,
         });
     }
@@ -482,6 +492,7 @@ export class PluginSet {
       isProvisional: false,
       isRemoved: false,
       faulted: new Set(),
+      observed: new Map(),
       reported: new Set(),
       queue: Promise.resolve(),
     };
@@ -538,7 +549,8 @@ export class PluginSet {
     // host is not for): its code is not run; the scan that follows says why.
     if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
       this.#scheduleRescan();
-      return { kind: "unchanged", inputs: entry.inputs.files };
+      // No content was bundled: no hash that could match the active generation's (nothing is restored).
+      return { kind: "unchanged", inputs: entry.inputs.files, hash: "" };
     }
     const request = {
       file: entry.file,
@@ -600,6 +612,14 @@ export class PluginSet {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
       this.#inputs.set(entry.inputs, result.inputs);
+      // Exactly the active generation's content again after a failed load (an editor's undo,
+      // or a comment added: esbuild leaves comments out): the failure no longer holds.
+      const active = entry.active;
+      if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
+        entry.failed = undefined;
+        this.#resolveLoadProblems(entry);
+        this.#emit({ kind: "restored", plugin: active.name, file: entry.file, generation: active.generation });
+      }
       return;
     }
     if (result.kind === "bundle-failed") {
@@ -678,6 +698,7 @@ export class PluginSet {
       generation,
       scope: next.scope,
       keys: registrations.map((r) => r.key),
+      hash: load.hash,
       loadMs: Math.round(load.readyAt - load.startedAt),
     };
     entry.failed = undefined;
@@ -733,7 +754,8 @@ export class PluginSet {
         const location = locate(fault.error);
         this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
       },
-      observed: (key) => {
+      observed: (key, kind) => {
+        entry.observed.set(key, kind);
         // Cheap at every boundary: only a source with a fault on record resolves anything.
         if (!entry.faulted.delete(key)) return;
         this.#diagnostics.resolve(
@@ -784,6 +806,19 @@ export class PluginSet {
     if (mine.size === 0) return;
     for (const other of this.#entries.values()) if (other !== entry) for (const id of other.reported) mine.delete(id);
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
+  }
+
+  /**
+   * The problems of this file's failed loads (bundle, module code, config, setup, namespace)
+   * no longer hold; those its active generation's sources reported at boundaries stay until
+   * they load again.
+   */
+  #resolveLoadProblems(entry: PluginEntry) {
+    this.#diagnostics.resolve((d) => {
+      if (d.origin !== "plugin" || boundaryPhases.has(d.phase)) return false;
+      const id = diagnosticIdentity(d);
+      return entry.reported.delete(id);
+    });
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */

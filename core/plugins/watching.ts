@@ -46,7 +46,7 @@ export class PluginWatcher {
   /** Starts watching the folders; resolves once the watcher is ready. */
   static async start(options: PluginWatcherOptions): Promise<PluginWatcher> {
     const watcher = new PluginWatcher(options);
-    // chokidar is never ready with nothing to watch (plugins only from packages): files are added later.
+    // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
     if (options.folders.length > 0) await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
     return watcher;
   }

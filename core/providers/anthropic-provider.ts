@@ -61,8 +61,8 @@ export function anthropicProvider(options: AnthropicProviderOptions = {}): Provi
     options,
   );
   return {
-    async send(request) {
-      const reply = await http.send(request);
+    async send(request, call) {
+      const reply = await http.send(request, call);
       // Thinking blocks belong to the model that wrote them: record which, for replay.
       const content = reply.providerContent;
       return content === undefined ? reply : { ...reply, providerContent: { ...content, model: request.model } };

@@ -81,6 +81,7 @@ type OpenBlock =
 export async function anthropicReplyFromStream(
   events: AsyncIterable<ServerSentEvent>,
   endpoint: Endpoint,
+  onText?: (text: string) => void,
 ): Promise<ProviderReply> {
   const blocks = new Map<number, OpenBlock>();
   let isComplete = false;
@@ -92,8 +93,10 @@ export async function anthropicReplyFromStream(
       case "content_block_start": {
         if (!isBlockStart.Check(payload)) throw invalid(endpoint, "content_block_start without index and content_block");
         const block = payload.content_block;
-        if (isText.Check(block)) blocks.set(payload.index, { kind: "text", text: block.text });
-        else if (isToolUse.Check(block)) {
+        if (isText.Check(block)) {
+          blocks.set(payload.index, { kind: "text", text: block.text });
+          if (block.text !== "") onText?.(block.text);
+        } else if (isToolUse.Check(block)) {
           blocks.set(payload.index, { kind: "tool", id: block.id, name: block.name, input: block.input, json: "" });
         } else if (isThinking.Check(block)) {
           blocks.set(payload.index, { kind: "thinking", thinking: block.thinking, signature: block.signature });
@@ -103,7 +106,10 @@ export async function anthropicReplyFromStream(
       case "content_block_delta": {
         if (!isBlockDelta.Check(payload)) throw invalid(endpoint, "content_block_delta without index and delta");
         const block = blocks.get(payload.index);
-        if (block?.kind === "text" && payload.delta.type === "text_delta") block.text += payload.delta.text ?? "";
+        if (block?.kind === "text" && payload.delta.type === "text_delta" && payload.delta.text) {
+          block.text += payload.delta.text;
+          onText?.(payload.delta.text);
+        }
         if (block?.kind === "tool" && payload.delta.type === "input_json_delta") block.json += payload.delta.partial_json ?? "";
         if (block?.kind === "thinking" && payload.delta.type === "thinking_delta") block.thinking += payload.delta.thinking ?? "";
         if (block?.kind === "thinking" && payload.delta.type === "signature_delta")

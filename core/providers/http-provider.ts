@@ -2,7 +2,7 @@
 // format, serialize it once (asking for a stream unless told not to), and POST that one
 // string with the shared transport, reading the reply as an event stream or as JSON.
 
-import type { Provider, ProviderReply, ProviderRequest } from "../session/provider.ts";
+import type { Provider, ProviderReply, ProviderRequest, SendOptions } from "../session/provider.ts";
 import {
   type ConnectionOptions,
   type Endpoint,
@@ -43,7 +43,7 @@ export function httpProvider(api: HttpApi, options: HttpProviderOptions): Provid
   const isStreaming = options.stream ?? true;
 
   return {
-    async send(request: ProviderRequest): Promise<ProviderReply> {
+    async send(request: ProviderRequest, call: SendOptions = {}): Promise<ProviderReply> {
       const endpoint: Endpoint = {
         provider: api.provider,
         url: api.url,
@@ -56,7 +56,15 @@ export function httpProvider(api: HttpApi, options: HttpProviderOptions): Provid
       };
       const body = api.lower(request);
       const serialized = JSON.stringify(isStreaming ? { ...body, stream: true, ...(api.streamFields?.(request) ?? {}) } : body);
-      return postWithRetries(endpoint, serialized, (response) => readReply(response, endpoint, api.readers), effects);
+      const { onText, signal } = call;
+      return postWithRetries(
+        endpoint,
+        serialized,
+        (response, attempt) =>
+          readReply(response, endpoint, api.readers, onText === undefined ? undefined : (text) => onText(text, attempt)),
+        effects,
+        signal,
+      );
     },
   };
 }

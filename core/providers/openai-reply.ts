@@ -101,7 +101,11 @@ interface OpenToolCall {
  * stream that ends before `[DONE]` or a `finish_reason`, throws `StreamInterrupted` so
  * the call is retried.
  */
-export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEvent>, endpoint: Endpoint): Promise<ProviderReply> {
+export async function openAIReplyFromStream(
+  events: AsyncIterable<ServerSentEvent>,
+  endpoint: Endpoint,
+  onText?: (text: string) => void,
+): Promise<ProviderReply> {
   let text = "";
   let refusal = "";
   let usage: TokenUsage | undefined;
@@ -125,7 +129,11 @@ export async function openAIReplyFromStream(events: AsyncIterable<ServerSentEven
     usage = usageOf(chunk) ?? usage;
     const choice = chunk.choices[0];
     if (choice === undefined) continue; // a usage-only chunk
-    text += choice.delta?.content ?? "";
+    const piece = choice.delta?.content ?? "";
+    if (piece !== "") {
+      text += piece;
+      onText?.(piece);
+    }
     refusal += choice.delta?.refusal ?? "";
     for (const fragment of choice.delta?.tool_calls ?? []) {
       const call = calls.get(fragment.index) ?? { name: "", arguments: "" };

@@ -27,15 +27,23 @@ export function scriptedProvider(script: readonly ScriptedTurn[] = []): Scripted
     failNext(count, error = new Error("scripted provider failure")) {
       failures = [...failures, ...Array.from({ length: count }, () => error)];
     },
-    async send(request) {
+    async send(request, options = {}) {
       requests.push(structuredClone(request) as ProviderRequest);
+      options.signal?.throwIfAborted();
       const failure = failures.shift();
       if (failure !== undefined) throw failure;
       const next = script[turn];
       turn += 1;
-      if (next !== undefined) return typeof next === "function" ? next(request) : next;
       const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
-      return { text: `reply ${turn}: ${lastUser?.role === "user" ? lastUser.text : ""}` };
+      const reply =
+        next === undefined
+          ? { text: `reply ${turn}: ${lastUser?.role === "user" ? lastUser.text : ""}` }
+          : typeof next === "function"
+            ? await next(request)
+            : next;
+      // Not streamed: the text arrives in one piece.
+      if (reply.text !== "") options.onText?.(reply.text, 1);
+      return reply;
     },
   };
 }

@@ -93,17 +93,27 @@ export function transportEffects(options: ConnectionOptions): TransportEffects {
 /** How one API's replies read: as one JSON document, or as an event stream. */
 export interface ReplyReaders<Reply> {
   readonly fromJson: (json: unknown, endpoint: Endpoint) => Reply;
-  readonly fromStream: (events: AsyncIterable<ServerSentEvent>, endpoint: Endpoint) => Promise<Reply>;
+  /** Reads the stream; `onText` hears each piece of the reply's text as it arrives. */
+  readonly fromStream: (
+    events: AsyncIterable<ServerSentEvent>,
+    endpoint: Endpoint,
+    onText?: (text: string) => void,
+  ) => Promise<Reply>;
 }
 
 /**
  * Reads a 2xx response by its content type — an event stream, or JSON (the
  * non-streaming fallback, also taken when a server ignores `stream: true`).
  */
-export async function readReply<Reply>(response: Response, endpoint: Endpoint, readers: ReplyReaders<Reply>): Promise<Reply> {
+export async function readReply<Reply extends { readonly text: string }>(
+  response: Response,
+  endpoint: Endpoint,
+  readers: ReplyReaders<Reply>,
+  onText?: (text: string) => void,
+): Promise<Reply> {
   if (isEventStream(response)) {
     if (response.body === null) throw new ProviderReplyInvalid({ ...where(endpoint), reason: "an event stream without a body" });
-    return readers.fromStream(readServerSentEvents(response.body), endpoint);
+    return readers.fromStream(readServerSentEvents(response.body), endpoint, onText);
   }
   const text = await response.text();
   let json: unknown;
@@ -117,7 +127,10 @@ export async function readReply<Reply>(response: Response, endpoint: Endpoint, r
       cause: error,
     });
   }
-  return readers.fromJson(json, endpoint);
+  const reply = readers.fromJson(json, endpoint);
+  // Not streamed: the text arrives in one piece.
+  if (reply.text !== "") onText?.(reply.text);
+  return reply;
 }
 
 /** `https://host/v1/` → `https://host/v1`, so paths join with one slash. */
@@ -142,12 +155,17 @@ interface Failure {
 export async function postWithRetries<Reply>(
   endpoint: Endpoint,
   body: string,
-  readReply: (response: Response) => Promise<Reply>,
+  readReply: (response: Response, attempt: number) => Promise<Reply>,
   effects: TransportEffects,
+  signal?: AbortSignal,
 ): Promise<Reply> {
   for (let attempt = 1; ; attempt++) {
+    signal?.throwIfAborted();
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), effects.timeoutMs);
+    // The caller's abort ends this attempt too, and no other is made.
+    const cancel = () => controller.abort(signal?.reason);
+    signal?.addEventListener("abort", cancel);
     let failure: Failure;
     try {
       const response = await effects.fetch(endpoint.url, {
@@ -156,7 +174,7 @@ export async function postWithRetries<Reply>(
         body,
         signal: controller.signal,
       });
-      if (response.ok) return await readReply(response);
+      if (response.ok) return await readReply(response, attempt);
       const apiError = apiErrorOf(await response.text());
       if (!isRetryableStatus(response.status)) {
         throw new ProviderRejected({
@@ -173,6 +191,7 @@ export async function postWithRetries<Reply>(
         isTimeout: false,
       };
     } catch (error) {
+      signal?.throwIfAborted();
       if (controller.signal.aborted) {
         failure = { reason: `no answer within ${effects.timeoutMs} ms`, isTimeout: true, cause: error };
       } else if (error instanceof ProviderRejected || error instanceof ProviderReplyInvalid) {
@@ -182,6 +201,7 @@ export async function postWithRetries<Reply>(
       }
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", cancel);
     }
     if (attempt > effects.retry.maxRetries) {
       if (failure.isTimeout) throw new ProviderTimedOut({ ...where(endpoint), timeoutMs: effects.timeoutMs, attempts: attempt });

@@ -41,6 +41,20 @@ export class ProviderNotFound extends ContextHostError {
   }
 }
 
+/**
+ * A step's `signal` was aborted while its provider call ran: nothing of the reply is stored;
+ * what the boundary admitted stays, and the next step sends the same request again.
+ */
+export class StepAborted extends ContextHostError {
+  readonly sessionId: string;
+  constructor(options: { readonly sessionId: string; readonly cause: unknown }) {
+    super(`session ${options.sessionId}: the step was aborted during its provider call; the next step sends the request again`, {
+      cause: options.cause,
+    });
+    this.sessionId = options.sessionId;
+  }
+}
+
 /** A session operation that cannot run in the session's current state (e.g. compacting while a reply is awaited). */
 export class SessionBusy extends ContextHostError {
   readonly sessionId: string;
@@ -209,13 +223,14 @@ export class StoreBusy extends ContextHostError {
   }
 }
 
-/** SQLite failed; names the file and the operation, with SQLite's error as the cause. */
+/** SQLite failed; names the file and the operation, with SQLite's error as the cause and, when known, what to do. */
 export class StoreFailed extends ContextHostError {
   readonly file: string;
   readonly operation: string;
-  constructor(options: { readonly file: string; readonly operation: string; readonly cause: unknown }) {
+  constructor(options: { readonly file: string; readonly operation: string; readonly cause: unknown; readonly advice?: string }) {
     const reason = options.cause instanceof Error ? options.cause.message : String(options.cause);
-    super(`${options.file}: ${options.operation} failed: ${reason}`, { cause: options.cause });
+    const advice = options.advice === undefined ? "" : ` — ${options.advice}`;
+    super(`${options.file}: ${options.operation} failed: ${reason}${advice}`, { cause: options.cause });
     this.file = options.file;
     this.operation = options.operation;
   }

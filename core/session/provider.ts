@@ -78,9 +78,20 @@ export interface ProviderReply {
   readonly refusal?: string;
 }
 
+/** What the caller of `send` may ask for besides the reply (decision 123). */
+export interface SendOptions {
+  /**
+   * Each piece of the reply's text as it arrives, in order (one piece when the reply is not
+   * streamed). A retried attempt starts its text over: `attempt` (from 1) tells them apart.
+   */
+  readonly onText?: (text: string, attempt: number) => void;
+  /** Cancels the call: `send` rejects at once and tries no more. */
+  readonly signal?: AbortSignal;
+}
+
 /** A model API. */
 export interface Provider {
-  send(request: ProviderRequest): Promise<ProviderReply>;
+  send(request: ProviderRequest, options?: SendOptions): Promise<ProviderReply>;
 }
 
 // The port's shapes as TypeBox schemas: the store checks stored tool calls with

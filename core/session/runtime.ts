@@ -21,10 +21,11 @@ import {
   ProviderNotFound,
   SessionBusy,
   SizeLimitExceeded,
+  StepAborted,
 } from "./errors.ts";
 import { SessionHistories, type SessionHistory } from "./history.ts";
 import { requestOf } from "./projection.ts";
-import type { Provider, ProviderReply, ProviderRequest, ToolCall } from "./provider.ts";
+import type { Provider, ProviderReply, ProviderRequest, SendOptions, ToolCall } from "./provider.ts";
 import {
   bytesOf,
   checkReply,
@@ -68,6 +69,19 @@ export interface ToolSpec {
   readonly run: Tool;
   /** Milliseconds the tool may take; then its call gets an error result (default: the host's `toolDeadlineMs`). */
   readonly deadlineMs?: number;
+}
+
+/** What a caller of `step` may ask for besides the result (decision 123). */
+export interface StepOptions {
+  /**
+   * Called once the boundary is admitted (prompts promoted, any Mid-Conversation System
+   * Message or new Baseline stored) and before the provider is called, with the request; awaited.
+   */
+  readonly onRequest?: (request: ProviderRequest) => void | Promise<void>;
+  /** The reply's text as it arrives, piece by piece; a retried attempt (`attempt` from 1) starts over. */
+  readonly onText?: (text: string, attempt: number) => void;
+  /** Aborting cancels the provider call: `step` rejects with `StepAborted`, nothing of the reply is stored. */
+  readonly signal?: AbortSignal;
 }
 
 /** The outcome of one `step`. */
@@ -213,7 +227,19 @@ export class SessionRuntime {
 
   /** Admits input durably. It is promoted into history at the next boundary; nothing is sent now. */
   async prompt(id: string, text: string): Promise<void> {
-    if (typeof text !== "string" || text.trim() === "") {
+    if (typeof text !== "string") {
+      const value: unknown = text;
+      const got =
+        value === null || value === undefined
+          ? String(value)
+          : Array.isArray(value)
+            ? "an array"
+            : typeof value === "object" || typeof value === "function"
+              ? `a${typeof value === "object" ? "n object" : " function"}`
+              : `${typeof value} ${String(value)}`;
+      throw new PromptInvalid({ sessionId: id, reason: `the prompt must be a string; got ${got}` });
+    }
+    if (text.trim() === "") {
       throw new PromptInvalid({ sessionId: id, reason: "the text is empty; a prompt must say something" });
     }
     checkWellFormed(text, id, "prompt");
@@ -288,11 +314,11 @@ export class SessionRuntime {
    * session run one at a time in this runtime; across runtimes the in-flight lease lets
    * exactly one call the provider for a boundary.
    */
-  step(id: string): Promise<StepResult> {
-    return this.#queue.run(id, () => this.#step(id));
+  step(id: string, options: StepOptions = {}): Promise<StepResult> {
+    return this.#queue.run(id, () => this.#step(id, options));
   }
 
-  async #step(id: string): Promise<StepResult> {
+  async #step(id: string, options: StepOptions): Promise<StepResult> {
     const prepared = await this.#boundary(id);
     if (prepared.kind !== "ready") return prepared;
     const { request, location, lastSeq, history } = prepared;
@@ -302,11 +328,13 @@ export class SessionRuntime {
       let reply: ProviderReply;
       let stored: ProviderReply;
       try {
-        reply = await this.#provider(request.provider).send(request);
+        await options.onRequest?.(request);
+        reply = await this.#provider(request.provider).send(request, sendOptions(options));
         // Checked before anything is written or any tool runs: nothing of a bad reply is admitted.
         stored = checkReply(reply, { sessionId: id, provider: request.provider });
       } catch (error) {
         await store.releaseLease(id, this.#holder).catch(() => {});
+        if (options.signal?.aborted === true) throw new StepAborted({ sessionId: id, cause: error });
         throw error;
       }
       const calls = stored.toolCalls ?? [];
@@ -566,4 +594,23 @@ export class SessionRuntime {
     if (provider === undefined) throw new ProviderNotFound({ provider: name });
     return provider;
   }
+}
+
+/** The provider's send options of a step: a listener that throws does not break the call. */
+function sendOptions(options: StepOptions): SendOptions {
+  const { onText, signal } = options;
+  return {
+    ...(onText === undefined
+      ? {}
+      : {
+          onText: (text: string, attempt: number) => {
+            try {
+              onText(text, attempt);
+            } catch {
+              // The caller's display failing must not lose the reply.
+            }
+          },
+        }),
+    ...(signal === undefined ? {} : { signal }),
+  };
 }

@@ -1,7 +1,8 @@
-// An example plugin for `npm start`: the weather of a configured city, read from a
-// small JSON file beside the session's working folder (`weather.json`, `{ "sky": "…" }`)
-// so you can change it and watch the Mid-Conversation System Message arrive. Its config
-// comes from the settings file (`examples/context-host.json`: pluginSettings.weather).
+// An example plugin for `npm start`: the weather of a configured city. It shows from the
+// first prompt: the sky is the configured `sky` ("clear") until a `weather.json`
+// (`{ "sky": "…" }`) appears in the session's working folder; write one and the next
+// prompt carries the Mid-Conversation System Message. Its config comes from the settings
+// file (`examples/context-host.json`: pluginSettings.weather).
 
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -10,7 +11,10 @@ import Type from "typebox";
 
 export default definePlugin({
   name: "weather",
-  config: Type.Object({ city: Type.String({ minLength: 1, default: "Oslo" }) }),
+  config: Type.Object({
+    city: Type.String({ minLength: 1, default: "Oslo" }),
+    sky: Type.String({ minLength: 1, default: "clear" }),
+  }),
   setup(api, config) {
     api.source({
       key: "weather/today",
@@ -20,11 +24,11 @@ export default definePlugin({
         try {
           text = await readFile(path.join(env.location, "weather.json"), "utf8");
         } catch {
-          return SystemContext.absent; // no weather file: nothing to tell
+          return { city: config.city, sky: config.sky }; // no weather file: the configured sky
         }
         try {
           const { sky } = JSON.parse(text) as { sky?: unknown };
-          return typeof sky === "string" ? { city: config.city, sky } : SystemContext.unavailable;
+          return typeof sky === "string" && sky !== "" ? { city: config.city, sky } : SystemContext.unavailable;
         } catch {
           return SystemContext.unavailable; // mid-write: keep what the model was told
         }

@@ -1,5 +1,5 @@
 // Bench `package-size`, metric `unpacked-bytes`: the unpacked size of the tarball
-// `npm pack` makes (its `unpackedSize`; `prepare` builds dist/ first): the `files`
+// `npm pack` makes (its `unpackedSize`; `prepack` builds dist/ first): the `files`
 // allow-list (dist/) plus README, LICENSE and package.json. Goal: at most 512 KiB (decision 101).
 //
 // Baseline, in the same run: what the package shipped without an allow-list — every file
@@ -25,7 +25,7 @@ function packedSize(): { unpackedSize: number; entryCount: number } {
     maxBuffer: 16 << 20,
     stdio: ["ignore", "pipe", "ignore"],
   });
-  // `prepare` prints the build's output before npm's JSON.
+  // `prepack` prints the build's output before npm's JSON.
   const [report] = JSON.parse(stdout.slice(stdout.indexOf("[\n"))) as { unpackedSize: number; entryCount: number }[];
   if (report === undefined) throw new Error(`npm pack printed no report: ${stdout}`);
   return report;

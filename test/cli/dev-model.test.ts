@@ -115,7 +115,7 @@ describe("dev model", () => {
     const off = model.on("plugin", ({ plugin, change }) => heard.push(`${change} ${plugin.name} ${plugin.generation}`));
     model.on("problem", ({ problems }) => heard.push(`problems ${problems.length}`));
     const origin = { kind: "folder", folder: "/p" } as const;
-    const info = { name: "w", file: "/p/w.ts", origin, keys: ["w/x"] };
+    const info = { name: "w", file: "/p/w.ts", origin, keys: ["w/x"], observed: {} };
     model.recordPlugin("activated", { ...info, generation: 1, loadMs: 12 });
     const problem: Diagnostic = { origin: "plugin", plugin: "w", file: "/p/w.ts", phase: "bundle", message: "bad" };
     model.recordProblem(problem, [problem]);

@@ -59,6 +59,51 @@ describe("context-host dev (plain streams)", function () {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+  it("the example weather plugin (npm start) shows weather at the first prompt, and weather.json changes it", async () => {
+    const examples = path.resolve(import.meta.dirname, "../../examples");
+    const args = ["--plugins", path.join(examples, "plugins"), "--settings", path.join(examples, "context-host.json")];
+    const dev = startDev([...args, "--data", path.join(dir, ".data")], dir);
+    await dev.until("Type a prompt");
+    dev.type("first");
+    await dev.until("assistant: reply 1: first");
+    expect(dev.output).to.contain("│ The weather in Bergen: clear.");
+    writeFileSync(path.join(dir, "weather.json"), JSON.stringify({ sky: "rain" }));
+    const before = dev.output.length;
+    dev.type("second");
+    await dev.until("assistant: reply 2: second", before);
+    expect(dev.output.slice(before)).to.contain("│ The weather in Bergen is now rain.");
+    dev.type("/quit");
+    expect(await dev.exited).to.equal(0);
+  });
+
+  it("/context lists the sources with no value and why: absent, unavailable, a failed loader, a plugin that did not load", async () => {
+    const plugin = (name: string, load: string) => `import { definePlugin, SystemContext } from "context-host/plugin";
+import Type from "typebox";
+export default definePlugin({ name: "${name}", setup(api) {
+  api.source({ key: "${name}/value", schema: Type.String(), load: () => ${load},
+    baseline: (v) => "${name}: " + v, update: (_p, v) => "${name} is now: " + v });
+} });`;
+    writeFileSync(path.join(dir, "quiet.ts"), plugin("quiet", "SystemContext.absent"));
+    writeFileSync(path.join(dir, "later.ts"), plugin("later", "SystemContext.unavailable"));
+    writeFileSync(path.join(dir, "thrown.ts"), plugin("thrown", "lookUp()"));
+    writeFileSync(path.join(dir, "broken.ts"), "export default definePlugin({ name: 'broken', setup( });\n");
+    const dev = startDev(["--plugins", dir, "--data", path.join(dir, ".data")], dir);
+    await dev.until("Type a prompt");
+    dev.type("hello");
+    await dev.until("assistant: reply 1: hello");
+    const before = dev.output.length;
+    dev.type("/context");
+    await dev.until("Sources with no value (left out of the context)", before);
+    await dev.until("broken (plugin): did not load (bundle)", before);
+    const shown = dev.output.slice(before);
+    expect(shown).to.contain("quiet/value: absent: its loader observed nothing to tell");
+    expect(shown).to.contain("later/value: unavailable: its loader cannot tell right now (it is left out until it loads)");
+    expect(shown).to.contain("thrown/value: failed (load): lookUp is not defined — /problems shows where");
+    expect(shown).not.to.contain("note/text:");
+    dev.type("/quit");
+    expect(await dev.exited).to.equal(0);
+  });
+
   it("shows the Baseline once per epoch, each admitted Mid-Conversation System Message, reloads, /context without admitting", async () => {
     const other = mkdtempSync(path.join(os.tmpdir(), "dev-other-"));
     try {
@@ -213,6 +258,48 @@ export default definePlugin({ name: "cfg", config: Type.Object({ city: Type.Stri
     dev.end();
     expect(await dev.exited).to.equal(0);
     expect(dev.output).to.contain("│ City: Tromsø");
+  });
+
+  it("a real provider's reply is shown as it streams: its first piece is on screen before the rest is sent", async () => {
+    let release: () => void = () => {};
+    const rest = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on("end", async () => {
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        response.write(chunk({ role: "assistant", content: "The note " }));
+        await rest;
+        response.write(chunk({ content: "is one." }));
+        response.end(`${chunk({}, "stop")}data: [DONE]\n\n`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const dev = startDev(
+        ["--plugins", dir, "--data", path.join(dir, ".data"), "--provider", "openai", "--model", "m", "--base-url", url],
+        dir,
+      );
+      await dev.until("Type a prompt");
+      dev.type("what is the note?");
+      // The Baseline is shown when the boundary is admitted, then the reply as it arrives.
+      const first = await dev.until("assistant: The note ");
+      expect(dev.output.indexOf("│ Note: one")).to.be.below(first);
+      expect(dev.output).not.to.contain("is one.");
+      release();
+      await dev.until("assistant: The note is one.\n");
+      dev.end();
+      expect(await dev.exited).to.equal(0);
+      expect(dev.output.split("The note").length - 1).to.equal(1);
+    } finally {
+      release();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it("--provider openai --base-url talks to a compatible server: the request carries the Baseline, the reply is shown", async () => {

@@ -16,6 +16,18 @@ import { expect } from "chai";
 import { useInspected, weatherPlugin } from "./inspector.fixture.ts";
 
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+const forecastValue = {
+  days: ["Mon", "Tue", "Wed", "Thu"].map((day, i) => ({ day, sky: i % 2 === 0 ? "clear" : "rain", celsius: 10 + i })),
+};
+/** A plugin whose value is too long for one line of the snapshot table. */
+const forecastPlugin = `import { definePlugin } from "context-host";
+import Type from "typebox";
+export default definePlugin({ name: "forecast", setup(api) {
+  api.source({ key: "forecast/week", schema: Type.Unknown(), load: () => (${JSON.stringify(forecastValue)}),
+    baseline: (v) => "Forecast: " + JSON.stringify(v), update: (_p, v) => "Forecast now: " + JSON.stringify(v) });
+} });
+`;
 const artifacts = path.resolve(import.meta.dirname, "../../artifacts");
 
 describe("inspector: in headless Chromium", function () {
@@ -35,7 +47,11 @@ describe("inspector: in headless Chromium", function () {
   });
 
   it("shows the Baseline and snapshot, then a plugin reload and a new boundary without reloading the page", async () => {
-    const { host, inspector, pluginFile, activated } = await start({ weather: "sunny <b>and</b> warm", builtins: true });
+    const { host, inspector, pluginFile, activated } = await start({
+      weather: "sunny <b>and</b> warm",
+      builtins: true,
+      plugins: { "forecast.ts": forecastPlugin },
+    });
     const id = await host.createSession({ location: os.tmpdir(), provider: "scripted", model: "echo" });
     await host.prompt(id, "What is the weather like? <em>Warm</em>?");
     await host.step(id);
@@ -54,6 +70,16 @@ describe("inspector: in headless Chromium", function () {
       await page.evaluate(`document.querySelector('#snapshot tr[data-key="weather/today"] td:nth-child(2)').textContent`),
     ).to.equal(JSON.stringify("sunny <b>and</b> warm"));
     expect(await page.evaluate(`document.querySelectorAll("main b, main em").length`)).to.equal(0);
+    // Once the first data is in, the session list is the sessions, not a loading note.
+    expect(await page.evaluate(`document.getElementById("no-sessions").dataset.state`)).to.equal("loaded");
+    expect(await page.evaluate(`document.getElementById("no-sessions").hidden`)).to.equal(true);
+    // A long value is folded: a one-line preview, opened as indented JSON.
+    const forecast = `document.querySelector('#snapshot tr[data-key="forecast/week"] td:nth-child(2) details')`;
+    expect(await page.evaluate(`${forecast}.open`)).to.equal(false);
+    expect(await page.evaluate(`${forecast}.querySelector("summary").textContent`)).to.match(/^\{"days":\[\{"day":"Mon".*…$/);
+    await page.evaluate(`${forecast}.querySelector("summary").click()`);
+    expect(await page.evaluate(`${forecast}.open`)).to.equal(true);
+    expect(await page.evaluate(`${forecast}.querySelector("pre").textContent`)).to.equal(JSON.stringify(forecastValue, null, 2));
     expect(await page.evaluate(`document.querySelector('#timeline li[data-seq="1"] pre').textContent`)).to.equal(
       "What is the weather like? <em>Warm</em>?",
     );

@@ -53,13 +53,19 @@ export function useInspected() {
     for (const stop of started.splice(0).reverse()) await stop();
   });
   return {
-    async start(options: { readonly weather: string; readonly builtins?: boolean }): Promise<Inspected> {
+    async start(options: {
+      readonly weather: string;
+      readonly builtins?: boolean;
+      /** More plugin files for the plugin folder, by file name. */
+      readonly plugins?: Readonly<Record<string, string>>;
+    }): Promise<Inspected> {
       const folder = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "context-host-inspector-")));
       started.push(async () => fs.rmSync(folder, { recursive: true, force: true }));
       const plugins = path.join(folder, "plugins");
       fs.mkdirSync(plugins);
       const pluginFile = path.join(plugins, "weather.ts");
       fs.writeFileSync(pluginFile, weatherPlugin(options.weather));
+      for (const [name, text] of Object.entries(options.plugins ?? {})) fs.writeFileSync(path.join(plugins, name), text);
       const recorder = requestRecorder();
       const store = new SqliteSessionStore(path.join(folder, "data", "sessions.db"));
       const real = await createHost({
@@ -71,6 +77,8 @@ export function useInspected() {
         builtins: options.builtins ?? false,
         timeZone: "UTC",
         systemPrompt: "You are a test agent.",
+        // The tests read problems from the inspector; nothing printed.
+        onDiagnostic: false,
       });
       started.push(() => real.close());
       const source = hostInspectorSource({ host: real, store, recorder });

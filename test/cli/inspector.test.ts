@@ -31,6 +31,9 @@ describe("inspector: the server", () => {
     expect(page.headers.get("content-security-policy")).to.contain("default-src 'none'").and.contain("script-src 'self'");
     const html = await page.text();
     expect(html).to.contain('<script src="/inspector.js" defer></script>').and.contain('href="/inspector.css"');
+    // Before its first data arrives the page says it is loading, not that there is no session.
+    expect(html).to.contain('<p id="no-sessions" class="muted" data-state="loading">Loading…</p>');
+    expect(html).not.to.contain("No session yet");
     for (const [asset, type] of [
       ["/inspector.js", "text/javascript; charset=utf-8"],
       ["/inspector.css", "text/css; charset=utf-8"],

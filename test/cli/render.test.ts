@@ -76,6 +76,7 @@ describe("context-host render", function () {
     const json = JSON.parse(stdout);
     expect(json.baseline).to.contain("alpha/x is x-value");
     expect(json.snapshot["alpha/x"]).to.deep.equal({ value: "x-value" });
+    // `observed`: what each loader returned (a value, absent or unavailable): why a source may be missing.
     expect(json.plugins).to.deep.equal([
       {
         name: "alpha",
@@ -83,6 +84,7 @@ describe("context-host render", function () {
         origin: { kind: "folder", folder: dir },
         generation: 1,
         keys: ["alpha/x"],
+        observed: { "alpha/x": "value" },
       },
     ]);
     expect(json.diagnostics).to.deep.equal([]);

@@ -1,20 +1,23 @@
-// The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), the
+// The package as a user gets it: `npm pack` (which builds dist/ through `prepack`), the
 // tarball installed into a temp project that has no dev tools, then plain `node` runs a
 // host with a plugin of the consumer's own, `tsc` type-checks a consumer of every entry
 // point, and the `context-host` program runs: through `npx` once, then through the link
 // in node_modules/.bin that npx finds (as a package.json script runs it; npx itself costs
-// ~0.7 s of CPU a run). A second project, a copy of
-// examples/third-party-plugin, gets the same tarball and runs its author's own test
-// (`describePluginConformance` under mocha) and `tsc`; a third, a copy of
-// examples/third-party-registry, runs `describeRegistryConformance` on its own registry and `tsc`.
-// (`describePluginConformance` under mocha) and `tsc`. A third, a host project, installs
-// that example packed as a package (context-host-plugin-tides) next to the packed
-// context-host, names it in its settings file and loads it by name; its packed updates (a
-// newer version, one for another context-host) are installed as `npm update` would.
+// ~0.7 s of CPU a run). `tsc` checks a second consumer with no Node.js types at all. A
+// second project, a copy of examples/third-party-plugin, gets the same tarball and runs its
+// author's own test (`describePluginConformance` under mocha) and `tsc`; another, a copy of
+// examples/third-party-registry, runs `describeRegistryConformance` on its own registry and
+// `tsc`. fast-check, an optional peer, is installed as the plugin and registry authors and the
+// consumer's `check` install it; a project without it shows what the conformance kit says
+// then. A host project installs examples/third-party-plugin packed as a package
+// (context-host-plugin-tides) next to the packed context-host, names it in its settings file
+// and loads it by name; its packed updates (a newer version, one for another context-host)
+// are installed as `npm update` would.
 //
 // Installing is done the way npm lays a tarball out, without the network and without
 // rebuilding better-sqlite3 (50 s): the tarball is unpacked into node_modules/context-host,
-// each of its `dependencies` is linked from this project's node_modules, and its `bin`
+// each of its `dependencies` is linked from this project's node_modules (optional peers
+// are not: npm does not install them either), and its `bin`
 // is linked into node_modules/.bin. Only what the tarball's package.json declares is
 // there, so a missing dependency fails here as it would for a user.
 
@@ -61,7 +64,7 @@ interface Installed {
 /** Packs the package at `from` (building it, for this one) into `folder` and returns the tarball and what it lists. */
 async function pack(folder: string, from = root): Promise<{ tarball: string; files: PackedFile[]; unpackedSize: number }> {
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", folder], { cwd: from, maxBuffer: 16 << 20 });
-  // `prepare` prints the build's output before npm's JSON.
+  // `prepack` prints the build's output before npm's JSON.
   const [report] = JSON.parse(stdout.slice(stdout.indexOf("[\n"))) as {
     filename: string;
     files: PackedFile[];
@@ -126,14 +129,14 @@ function linkDevDependency(project: string, name: string): void {
  * relative to the project, so a fresh temp project reuses it; tsc still reads every file
  * and checks again whatever changed (the package's declarations, the consumer's code).
  */
-async function typecheck(project: string, name: string) {
+async function typecheck(project: string, name: string, config = "tsconfig.json") {
   const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc");
-  const state = path.join(project, "tsconfig.tsbuildinfo");
+  const state = path.join(project, `${name}.tsbuildinfo`);
   const kept = path.join(root, "node_modules", ".cache", "context-host", `consumer-${name}.tsbuildinfo`);
   if (existsSync(kept)) copyFileSync(kept, state);
   const result = await inProject(project, process.execPath, [
     tsc,
-    ...["--noEmit", "-p", ".", "--singleThreaded", "--incremental", "--tsBuildInfoFile", state],
+    ...["--noEmit", "-p", config, "--singleThreaded", "--incremental", "--tsBuildInfoFile", state],
   ]);
   if (result.code === 0 && existsSync(state)) {
     mkdirSync(path.dirname(kept), { recursive: true });
@@ -167,11 +170,13 @@ describe("package: a consumer project using the packed tarball", function () {
     | "host"
     | "internal"
     | "tsc"
+    | "tscNoNodeTypes"
     | "version"
     | "render"
     | "check"
     | "pluginTest"
     | "pluginTsc"
+    | "noFastCheck"
     | "registryTest"
     | "registryTsc"
     | "tidesRender"
@@ -206,11 +211,16 @@ describe("package: a consumer project using the packed tarball", function () {
     cpSync(tidesFixture, tidesHost, { recursive: true });
     await install(packed.tarball, tidesHost);
     await install(tides.tarball, tidesHost, "context-host-plugin-tides");
-    for (const tool of ["mocha", "tsx", "@types/node"]) linkDevDependency(plugin, tool);
+    for (const tool of ["mocha", "tsx", "@types/node", "fast-check"]) linkDevDependency(plugin, tool);
     const registry = path.join(folder, "third-party-registry");
     cpSync(thirdPartyRegistry, registry, { recursive: true });
     await install(packed.tarball, registry);
-    for (const tool of ["mocha", "tsx", "@types/node"]) linkDevDependency(registry, tool);
+    for (const tool of ["mocha", "tsx", "@types/node", "fast-check"]) linkDevDependency(registry, tool);
+    // The consumer runs `context-host check` too, so it installs the kit's optional peer.
+    linkDevDependency(project, "fast-check");
+    const bare = path.join(folder, "bare");
+    cpSync(path.join(fixture, "plugins"), path.join(bare, "plugins"), { recursive: true });
+    await install(packed.tarball, bare);
     installed = { folder, project, files: packed.files, unpackedSize: packed.unpackedSize };
     const bin = path.join(project, "node_modules", ".bin", "context-host");
     runs = {
@@ -221,6 +231,12 @@ describe("package: a consumer project using the packed tarball", function () {
         'await import("context-host/dist/core/host/host.js");',
       ]),
       tsc: typecheck(project, "project"),
+      tscNoNodeTypes: typecheck(project, "project-no-node-types", "tsconfig.no-node-types.json"),
+      noFastCheck: inProject(bare, process.execPath, [
+        "--input-type=module",
+        "--eval",
+        'const { checkPlugin } = await import("context-host/conformance"); console.log(JSON.stringify(await checkPlugin(process.cwd() + "/plugins/weather.ts")));',
+      ]),
       version: inProject(project, "npx", ["--no-install", "context-host", "--version"]),
       render: inProject(project, bin, ["render", "--plugins", "plugins"]),
       check: inProject(project, bin, ["check", "plugins"]),
@@ -309,6 +325,28 @@ describe("package: a consumer project using the packed tarball", function () {
     expect(output.roles).to.deep.equal(["user", "assistant"]);
     expect(output.plugins).to.deep.equal(["weather"]);
     expect(output.diagnostics).to.deep.equal([]);
+  });
+
+  it("the packed package.json has no install-time scripts (a consumer's npm has nothing of ours to allow or warn about)", () => {
+    const installedManifest = JSON.parse(
+      readFileSync(path.join(installed.project, "node_modules", manifest.name, "package.json"), "utf8"),
+    ) as { scripts?: Record<string, string> };
+    const scripts = Object.keys(installedManifest.scripts ?? {});
+    expect(scripts.filter((name) => ["preinstall", "install", "postinstall", "prepare"].includes(name))).to.deep.equal([]);
+  });
+
+  it("fast-check is an optional peer: without it the conformance kit imports, and a check says to install it", async () => {
+    const { code, stdout, stderr } = await runs.noFastCheck;
+    expect(stdout + stderr, stdout + stderr)
+      .to.contain("need fast-check")
+      .and.contain("npm install --save-dev fast-check");
+    expect(code, stderr).to.be.oneOf([0, 1]);
+  });
+
+  it("tsc type-checks a consumer with no Node.js types (types: [], the package's declarations checked too)", async () => {
+    const { code, stdout, stderr } = await runs.tscNoNodeTypes;
+    expect(stdout + stderr).to.equal("");
+    expect(code).to.equal(0);
   });
 
   it("nothing internal is reachable: a module inside dist/ is not exported", async () => {

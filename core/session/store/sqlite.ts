@@ -194,6 +194,31 @@ export function sessionsFile(dataDir: string): string {
   return path.join(dataDir, "sessions.db");
 }
 
+/** Opens the SQLite file (creating its folder) in WAL mode; a failure is `StoreFailed` naming the file and what to do. */
+function openDatabase(file: string): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+    db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    db.pragma("foreign_keys = ON");
+    return db;
+  } catch (error) {
+    db?.close();
+    throw openFailed(file, error);
+  }
+}
+
+/** Why a store could not be opened, with what to do about it. */
+function openFailed(file: string, error: unknown): StoreFailed {
+  const code = (error as { code?: unknown }).code;
+  const advice =
+    code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT"
+      ? "it is not a context-host session store: move it away, or give another data folder (dataDir)"
+      : "check that its folder exists or can be created and that this process may write to both, or give another data folder (dataDir)";
+  return new StoreFailed({ file, operation: "open the session store", cause: error, advice });
+}
+
 /** The default `SessionStore`: one SQLite file (WAL), each boundary one transaction guarded by the session's revision. */
 export class SqliteSessionStore implements SessionStore {
   readonly #db: Database.Database;
@@ -209,10 +234,7 @@ export class SqliteSessionStore implements SessionStore {
   >;
 
   constructor(readonly file: string) {
-    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
-    this.#db = new Database(file);
-    this.#db.pragma("journal_mode = WAL");
-    this.#db.pragma("foreign_keys = ON");
+    this.#db = openDatabase(file);
     try {
       this.#db.pragma("busy_timeout = 5000");
       this.#migrate();
@@ -226,7 +248,7 @@ export class SqliteSessionStore implements SessionStore {
     } catch (error) {
       // A store that failed to open keeps nothing open.
       this.#db.close();
-      throw error;
+      throw error instanceof ContextHostError ? error : openFailed(file, error);
     }
   }
 

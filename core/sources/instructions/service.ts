@@ -26,8 +26,11 @@ export const instructionFileName = "AGENTS.md";
 /** Environment variable that switches project instruction discovery off when `1`, `true`, `yes` or `on`. */
 export const disableDiscoveryVariable = "CONTEXT_HOST_DISABLE_PROJECT_INSTRUCTIONS";
 
+/** Environment variables (not `NodeJS.ProcessEnv`: declarations name no Node.js type). */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
 /** The default global instruction file: `$XDG_CONFIG_HOME/context-host/AGENTS.md` or `~/.config/…`. */
-export function defaultGlobalFile(env: NodeJS.ProcessEnv = process.env): string {
+export function defaultGlobalFile(env: Environment = process.env): string {
   const configHome = env.XDG_CONFIG_HOME ?? path.join(os.homedir(), ".config");
   return path.join(configHome, "context-host", instructionFileName);
 }
@@ -137,7 +140,7 @@ export class InstructionService {
     report?: (problem: InstructionProblem) => void;
     /** The file's problems no longer hold: it was read, or it is gone. */
     resolve?: (file: string) => void;
-    env?: NodeJS.ProcessEnv;
+    env?: Environment;
   }) {
     const settings = options.settings ?? {};
     this.#store = options.store;

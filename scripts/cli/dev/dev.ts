@@ -6,7 +6,7 @@
 
 import path from "node:path";
 import readline from "node:readline";
-import { escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
+import { type Diagnostic, escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
 import { messageOf } from "../../../core/base/errors.ts";
 import { createHost, type Host } from "../../../core/host/host.ts";
 import type { PluginInfo } from "../../../core/plugins/events.ts";
@@ -15,7 +15,7 @@ import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts
 import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
 import { openAIModels } from "../../../core/providers/openai-lowering.ts";
 import { scriptedProvider } from "../../../core/providers/scripted.ts";
-import type { Provider } from "../../../core/session/provider.ts";
+import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
 import { readToolDefinition } from "../../../core/session/read-tool.ts";
 import type { StoredMessage } from "../../../core/session/store/store.ts";
 import { type Inspector, startInspector } from "../inspector/server.ts";
@@ -69,7 +69,7 @@ function bannerOf(args: DevArgs, env: NodeJS.ProcessEnv): string {
 }
 
 const help = [
-  "/context        the Baseline, the snapshot, and what the next boundary would admit (nothing is admitted)",
+  "/context        the Baseline, the snapshot, what the next boundary would admit (nothing is admitted), sources with no value and why",
   "/plugins        the active plugins, their generations, last reload and where each came from",
   "/problems       the problems that still hold",
   "/compact        summarise the conversation; the next prompt starts a new Context Epoch",
@@ -109,6 +109,8 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     ...args.settings,
     plugins: args.plugins,
     projectRoot: io.cwd,
+    // Printed below, in the session's own lines.
+    onDiagnostic: false,
     logger: {
       info: () => {},
       warn: (message) => screen.line("note", `  [warn] ${safeLines(message).join(" ")}`),
@@ -118,6 +120,8 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
   let inspector: Inspector | undefined;
   let unsubscribe = () => {};
   let exitCode: number | undefined;
+  /** Cancels the provider call of the turn running now, if any. */
+  let inFlight: AbortController | undefined;
   try {
     for (const plugin of host.plugins()) model.recordPlugin("activated", plugin);
     model.syncProblems(host.currentDiagnostics());
@@ -136,6 +140,11 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
         screen.line(
           "reload",
           `  ${event.plugin} generation ${event.generation} active${loadMs === undefined ? "" : ` in ${loadMs} ms`}`,
+        );
+      } else if (event.kind === "restored") {
+        screen.line(
+          "reload",
+          `  ${event.plugin} back to generation ${event.generation} (the failed save's problems are cleared)`,
         );
       } else {
         model.recordPlugin("removed", { name: event.plugin, file: event.file });
@@ -175,22 +184,59 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       seenSeq = all.at(-1)?.seq ?? seenSeq;
       return fresh;
     };
-    const printMessages = (messages: readonly StoredMessage[]) => {
+    /** Prints messages; the text of an assistant message whose reply was streamed is already on screen. */
+    const printMessages = (messages: readonly StoredMessage[], streamedSeq?: number) => {
       for (const message of messages) {
         if (message.role === "system-update") screen.section("update", "Mid-Conversation System Message", message.text);
         else if (message.role === "summary") screen.section("summary", "Compaction summary", message.text);
         else if (message.role === "assistant") {
-          screen.lines(safeLines(message.text).map((line, i) => `${i === 0 ? "assistant: " : "           "}${line}`));
+          if (message.seq !== streamedSeq)
+            screen.lines(safeLines(message.text).map((line, i) => `${i === 0 ? "assistant: " : "           "}${line}`));
           for (const call of message.toolCalls ?? []) screen.line("note", `  (tool call ${safeLines(call.name).join(" ")})`);
         } else if (message.role === "tool")
           screen.line("note", `  (tool ${safeLines(message.name ?? "?").join(" ")}: ${message.text.length} characters)`);
       }
     };
 
+    /** The boundary just admitted, before the provider is called: a new Baseline, the Mid-Conversation System Message. */
+    async function showBoundary(request: ProviderRequest): Promise<void> {
+      const epoch = await host.epoch(id);
+      const appended = await newMessages();
+      if (epoch !== undefined) {
+        const boundary = model.recordBoundary(id, { request, epoch, admitted: appended });
+        if (boundary.epochStarted !== undefined) {
+          screen.section(
+            "baseline",
+            `Baseline System Context · epoch ${boundary.epochStarted.number} (${boundary.epochStarted.reason})`,
+            boundary.epochStarted.baseline,
+          );
+        }
+      }
+      printMessages(appended);
+    }
+
+    /** Writes the reply as it streams (decision 123); a retried call's reply starts again on a new line. */
+    let streamedAttempt: number | undefined;
+    const showText = (piece: string, attempt: number) => {
+      if (streamedAttempt !== undefined && streamedAttempt !== attempt)
+        screen.line("note", "  (the call was retried: its reply again, from the start)");
+      if (streamedAttempt !== attempt) screen.partial("assistant: ");
+      streamedAttempt = attempt;
+      screen.partial(safeLines(piece).join("\n           "));
+    };
+
     async function turn(text: string): Promise<void> {
       await host.prompt(id, text);
       for (;;) {
-        const result = await host.step(id);
+        streamedAttempt = undefined;
+        inFlight = new AbortController();
+        let result: Awaited<ReturnType<Host["step"]>>;
+        try {
+          result = await host.step(id, { onRequest: showBoundary, onText: showText, signal: inFlight.signal });
+        } finally {
+          inFlight = undefined;
+          screen.endLine();
+        }
         if (result.kind === "idle") return;
         if (result.kind === "blocked") {
           screen.line("problem", `  blocked: unavailable core sources ${result.keys.join(", ")}`);
@@ -200,19 +246,10 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
           screen.line("note", "  another process is calling the provider for this session; try again shortly");
           return;
         }
-        const epoch = await host.epoch(id);
-        const appended = await newMessages();
-        if (epoch !== undefined) {
-          const boundary = model.recordBoundary(id, { request: result.request, epoch, admitted: appended });
-          if (boundary.epochStarted !== undefined) {
-            screen.section(
-              "baseline",
-              `Baseline System Context · epoch ${boundary.epochStarted.number} (${boundary.epochStarted.reason})`,
-              boundary.epochStarted.baseline,
-            );
-          }
-        }
-        printMessages(appended);
+        const replied = await newMessages();
+        model.appendMessages(id, replied);
+        const reply = replied.find((m) => m.role === "assistant");
+        printMessages(replied, streamedAttempt === undefined ? undefined : reply?.seq);
         if ((result.reply.toolCalls ?? []).length === 0) return;
       }
     }
@@ -231,6 +268,9 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
         screen.section("baseline", `The next boundary starts a new epoch (${next.reason}) with this Baseline`, next.baseline);
       } else if (next.kind === "blocked") screen.line("problem", `  the next boundary is blocked: ${next.keys.join(", ")}`);
       else screen.line("note", "  nothing new would be admitted at the next boundary");
+      const withValue = new Set(Object.keys(next.kind === "blocked" ? (epoch?.snapshot ?? {}) : next.snapshot));
+      const missing = withoutValue(host.plugins(), host.currentDiagnostics(), withValue);
+      if (missing.length > 0) screen.section("note", "Sources with no value (left out of the context)", missing.join("\n"));
     }
 
     async function command(line: string): Promise<boolean> {
@@ -317,7 +357,9 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     // Closing unloads the plugins: that is no news to print.
     unsubscribe();
     await inspector?.close().catch(() => {});
-    // After Ctrl-C a turn may still be running (a provider call streaming): do not wait long for it.
+    // After Ctrl-C a turn may still be running (a provider call streaming): cancel its call
+    // (nothing of that reply is stored; the prompt stays admitted) and do not wait long.
+    if (exitCode === interruptedExitCode) inFlight?.abort();
     const closing = host.close();
     if (exitCode === interruptedExitCode) {
       await Promise.race([closing.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
@@ -363,4 +405,44 @@ function repl(io: DevIo, screen: Screen, handle: (line: string) => Promise<boole
     lines.on("close", () => void queue.then(() => finish(0)));
     screen.showPrompt();
   });
+}
+
+/**
+ * The plugin sources and plugins that give the model nothing now, and why: a fault the
+ * diagnostics name (the loader threw, a value its schema rejects, a plugin that did not
+ * load), else what the loader last returned, `absent` (nothing to tell) or `unavailable`
+ * (cannot tell now: an admitted value stays what the model was told).
+ */
+export function withoutValue(
+  plugins: readonly PluginInfo[],
+  problems: readonly Diagnostic[],
+  withValue: ReadonlySet<string>,
+): string[] {
+  const lines: string[] = [];
+  const active = new Set(plugins.map((p) => p.name));
+  for (const plugin of plugins) {
+    for (const key of plugin.keys) {
+      if (withValue.has(key)) continue;
+      const fault = problems.find((d) => d.plugin === plugin.name && d.key === key);
+      const observed = plugin.observed[key];
+      lines.push(
+        fault !== undefined
+          ? `${key}: failed (${fault.phase}): ${safeLines(fault.message).join(" ")} — /problems shows where`
+          : observed === "absent"
+            ? `${key}: absent: its loader observed nothing to tell`
+            : observed === "unavailable"
+              ? `${key}: unavailable: its loader cannot tell right now (it is left out until it loads)`
+              : `${key}: not observed yet`,
+      );
+    }
+  }
+  const unloaded = new Set<string>();
+  for (const problem of problems) {
+    if (problem.origin !== "plugin" || active.has(problem.plugin) || unloaded.has(problem.plugin)) continue;
+    unloaded.add(problem.plugin);
+    lines.push(
+      `${problem.plugin} (plugin): did not load (${problem.phase}): ${safeLines(problem.message).join(" ")} — /problems shows where`,
+    );
+  }
+  return lines;
 }

@@ -36,6 +36,8 @@ export class Screen {
   readonly #color: boolean;
   #prompt: Interface | undefined;
   #isPromptShown = false;
+  /** A streamed reply is being written: the cursor is mid-line. */
+  #isMidLine = false;
 
   constructor(options: { readonly write: (text: string) => void; readonly isTTY: boolean; readonly color: boolean }) {
     this.#write = options.write;
@@ -68,8 +70,26 @@ export class Screen {
     return this.#color && tone !== "reply" ? `\u001b[${ansi[tone]}m${text}\u001b[0m` : text;
   }
 
+  /**
+   * Writes a piece of a line as it arrives (a streamed reply; already safe): a line printed
+   * meanwhile (a reload) starts on a line of its own, and `endLine` ends it.
+   */
+  partial(text: string): void {
+    if (text === "") return;
+    this.#write(text);
+    this.#isMidLine = !text.endsWith("\n");
+  }
+
+  /** Ends a line `partial` left open. */
+  endLine(): void {
+    if (!this.#isMidLine) return;
+    this.#write("\n");
+    this.#isMidLine = false;
+  }
+
   /** Prints lines (already safe); above the waiting prompt when there is one. */
   lines(lines: readonly string[]): void {
+    this.endLine();
     const text = `${lines.join("\n")}\n`;
     if (this.#isPromptShown && this.#isTTY && this.#prompt !== undefined) {
       // Clear the prompt line, print, and draw the prompt again with what was typed so far.

@@ -47,11 +47,11 @@ export function requestRecorder(now: () => number = Date.now): RequestRecorder {
   return {
     requests,
     wrap: (provider) => ({
-      send(request) {
+      send(request, options) {
         const recorded = { request: structuredClone(request) as ProviderRequest, at: now() };
         requests.push(recorded);
         for (const listener of listeners) listener(recorded);
-        return provider.send(request);
+        return provider.send(request, options);
       },
     }),
     onRequest(listener) {
@@ -233,7 +233,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
       return id;
     },
     prompt: (id, text) => host.prompt(id, text),
-    step: (id) => announcing(id, () => host.step(id)),
+    step: (id, options) => announcing(id, () => host.step(id, options)),
     messages: (id) => host.messages(id),
     preview: (id) => host.preview(id),
     epoch: (id) => host.epoch(id),

@@ -9,6 +9,7 @@ export const pageScript = String.raw`"use strict";
   var selected = null;
   var revision = 0;
   var openUpdates = new Set();
+  var openValues = new Set();
   var running = false;
   var again = false;
 
@@ -58,6 +59,9 @@ export const pageScript = String.raw`"use strict";
   }
 
   function renderSessions(sessions) {
+    // Until the first read arrives it says "Loading…", not that there is no session.
+    $("no-sessions").textContent = "No session yet. Type a prompt in the terminal.";
+    $("no-sessions").dataset.state = "loaded";
     $("no-sessions").hidden = sessions.length > 0;
     $("sessions").replaceChildren.apply($("sessions"), sessions.map(function (session) {
       var button = el("button", { type: "button", title: session.id, "aria-current": String(session.id === selected) },
@@ -83,12 +87,26 @@ export const pageScript = String.raw`"use strict";
     rows($("snapshot"), view.snapshot.map(function (row) {
       return el("tr", { "data-key": row.key }, [
         el("td", {}, el("code", {}, row.key)),
-        el("td", {}, el("code", {}, JSON.stringify(row.value))),
+        el("td", { class: "value" }, valueOf(row.key, row.value)),
         el("td", {}, when(row.admittedAt)),
       ]);
     }));
     renderTimeline(view);
     renderRequests(view.requests);
+  }
+
+  // A snapshot value: short JSON on one line; longer JSON folded, opened as indented JSON
+  // (what is open stays open across renders, as in the timeline).
+  function valueOf(key, value) {
+    var line = JSON.stringify(value);
+    if (line.length <= 60) return el("code", {}, line);
+    var details = el("details", { "data-key": key }, [
+      el("summary", {}, el("code", {}, line.slice(0, 57) + "…")),
+      el("pre", {}, JSON.stringify(value, null, 2)),
+    ]);
+    details.open = openValues.has(key);
+    details.addEventListener("toggle", function () { if (details.open) openValues.add(key); else openValues.delete(key); });
+    return details;
   }
 
   function renderTimeline(view) {

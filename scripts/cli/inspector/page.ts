@@ -21,7 +21,7 @@ export const pageHtml = `<!doctype html>
   <nav aria-label="Sessions">
     <h2>Sessions</h2>
     <ul id="sessions" class="sessions"></ul>
-    <p id="no-sessions" class="muted">No session yet. Type a prompt in the terminal.</p>
+    <p id="no-sessions" class="muted" data-state="loading">Loading…</p>
   </nav>
   <main>
     <section id="session" hidden>
@@ -103,6 +103,8 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 0; }
 .requests li[data-prefix="break-within-epoch"] { color: var(--bad); }
 .legend { font-size: .75rem; color: var(--muted); font-weight: normal; margin-left: .5rem; }
 .legend i { display: inline-block; width: .7rem; height: .7rem; margin: 0 .2rem 0 .5rem; vertical-align: -1px; }
+.value summary { cursor: pointer; }
+.value pre { background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: .3rem .5rem; margin-top: .2rem; max-height: 20rem; overflow: auto; }
 .problems { padding-left: 1.2rem; }
 .problem { color: var(--bad); }
 .problem pre { color: var(--fg); }
