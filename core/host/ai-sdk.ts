@@ -96,7 +96,10 @@ export function contextMiddleware(engine: ContextEngine, options: ContextMiddlew
   const native = (model: ModelLike) => {
     const key = `${model.provider}\u0000${model.modelId}`;
     let isNative = decided.get(key);
-    if (isNative === undefined) decided.set(key, (isNative = decide(model)));
+    if (isNative === undefined) {
+      isNative = decide(model);
+      decided.set(key, isNative);
+    }
     return isNative;
   };
   return {
