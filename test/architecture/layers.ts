@@ -53,6 +53,8 @@ export const layers: readonly Layer[] = [
       "core/providers.ts",
       "core/store.ts",
       "core/conformance.ts",
+      "core/ai-sdk.ts",
+      "core/openai-agents.ts",
     ],
     imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host", "conformance"],
     packages: [],

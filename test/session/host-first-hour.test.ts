@@ -60,7 +60,7 @@ describe("host: the first hour's failures are visible", () => {
     const missing = path.join(folder.path, "no-such-plugins");
     const error = await rejection(openHost(folder.path, { providers, plugins: [folder.path, missing] }));
     expect(error).to.be.instanceOf(SettingInvalid);
-    expect(error.message).to.equal(`setting plugins[1]: no such folder: ${missing}`);
+    expect(error.message).to.equal(`setting plugins[1]: no such folder or file: ${missing}`);
   });
 
   it("a host with no plugin folders (plugins: []) and watching on starts", async () => {
@@ -70,11 +70,15 @@ describe("host: the first hour's failures are visible", () => {
     await host.close();
   });
 
-  it("a file given as a plugin folder is an error naming it", async () => {
+  it("a plugin file given explicitly loads as that plugin (a folder or file must exist; decision 131)", async () => {
     const file = path.join(folder.path, "weather.ts");
     writeFileSync(file, throwingPlugin);
-    const error = await rejection(openHost(folder.path, { providers, plugins: [file] }));
-    expect(error.message).to.equal(`setting plugins[0]: not a folder: ${file}`);
+    const host = await openHost(folder.path, { providers, plugins: [file], onDiagnostic: false });
+    try {
+      expect(host.plugins().map((plugin) => plugin.file)).to.deep.equal([file]);
+    } finally {
+      await host.close();
+    }
   });
 
   it("by default each new plugin problem is printed to stderr once, however many boundaries it recurs at", async () => {
