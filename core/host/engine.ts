@@ -193,7 +193,6 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
     const queue = new PerKeyQueue();
 
     const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
-      checkLocation(input.location);
       const count = input.messages.length;
       let digests: { all: string; prefix: string | undefined; seen: number | undefined } | undefined;
       for (let round = 0; round < maxReplans; round++) {
@@ -212,6 +211,8 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
           record.location === input.location;
         // A retry of the same call: the same answer, nothing admitted twice.
         if (same) return answer(record);
+        // A location is checked when it is new to the session, as the Host checks it at createSession and move.
+        if (record?.location !== input.location) checkLocation(input.location);
         const due = record === undefined ? undefined : dueOf(record, input, digests.prefix);
         const context = await sources.compose({ location: input.location, sessionId: id });
         const decided = await decideBoundary(context, record?.epoch, due);
