@@ -16,6 +16,15 @@ export {
   StoreFileChanged,
   StoreSchemaNewer,
 } from "./session/errors.ts";
+export {
+  type AdmittedUpdate,
+  type EngineLedger,
+  type LedgerCommit,
+  type LedgerRecord,
+  ledgerFile,
+  SqliteEngineLedger,
+} from "./session/store/engine-ledger.ts";
+export { PostgresEngineLedger, type PostgresEngineLedgerOptions } from "./session/store/engine-ledger-postgres.ts";
 export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";
 export { SqliteSessionStore } from "./session/store/sqlite.ts";
 export type {

@@ -6,12 +6,27 @@ import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import Type from "typebox";
-import { type ContextEngine, type ContextEngineOptions, createContextEngine } from "../../core/host/engine.ts";
+import { type ContextEngine, type ContextEngineOptions, createContextEngine, type EngineLedger } from "../../core/host/engine.ts";
+import { PostgresEngineLedger } from "../../core/session/store/engine-ledger-postgres.ts";
 import { InitializationBlocked } from "../../core/system-context/index.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { testSource } from "../session/fixtures.ts";
+import { describeWithPostgres } from "../session/postgres-server.ts";
 
-describe("context engine", () => {
+describe("context engine (SQLite ledger)", () => declare(undefined));
+
+describeWithPostgres("context engine (PostgreSQL ledger)", (server) => {
+  let schemas = 0;
+  let schema = "";
+  beforeEach(() => {
+    schema = `engine_${process.pid}_${++schemas}`;
+  });
+  // Each engine its own pool on the test's schema, as another process would have.
+  declare(() => PostgresEngineLedger.open({ connectionString: server().url, schema, poolSize: 2 }));
+});
+
+/** The semantics of `engine.boundary`, on the default ledger or on the ledgers `ledger` opens (one per engine). */
+function declare(ledger: (() => Promise<EngineLedger>) | undefined) {
   let dir = "";
   const engines: ContextEngine[] = [];
   beforeEach(() => {
@@ -23,7 +38,8 @@ describe("context engine", () => {
   });
 
   async function start(options: Omit<ContextEngineOptions, "dataDir"> = {}): Promise<ContextEngine> {
-    const engine = await createContextEngine({ builtins: false, plugins: [], watch: false, ...options, dataDir: dir });
+    const own = ledger === undefined ? {} : { ledger: await ledger() };
+    const engine = await createContextEngine({ builtins: false, plugins: [], watch: false, ...options, ...own, dataDir: dir });
     engines.push(engine);
     return engine;
   }
@@ -167,4 +183,4 @@ describe("context engine", () => {
     expect(error).to.be.instanceOf(InitializationBlocked);
     expect((error as InitializationBlocked).keys).to.deep.equal(["core/down"]);
   });
-});
+}
