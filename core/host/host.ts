@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
 import { Scope } from "../base/scope.ts";
+import type { McpServersSettings } from "../mcp/settings.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import type { Provider } from "../session/provider.ts";
 import { readTool } from "../session/read-tool.ts";
@@ -66,6 +67,13 @@ export interface HostOptions {
    * process, for trusted first-party plugins and comparison benchmarks.
    */
   readonly isolation?: "worker" | "none";
+  /**
+   * MCP servers whose resources and instructions are Context Sources, keyed `mcp/<server>/<name>`
+   * and `mcp/<server>/instructions`: `{ command, args?, env?, cwd? }` (stdio) or `{ url, headers? }`
+   * (Streamable HTTP), each with `resources?` (URIs, `{ template, arguments }`, or `"*"`) and
+   * `instructions?`. Read at Safe Provider-Turn Boundaries only. Needs `@modelcontextprotocol/client`.
+   */
+  readonly mcpServers?: McpServersSettings;
 }
 
 /** The Host API (SPEC section 5). */
@@ -133,6 +141,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
         "timeZone",
         "instructions",
         "isolation",
+        "mcpServers",
       ]),
       ...(options.limits?.sourceValueBytes === undefined ? {} : { maxValueBytes: options.limits.sourceValueBytes }),
     },

@@ -1,0 +1,49 @@
+// Owns loading the MCP client SDK (`@modelcontextprotocol/client`, an optional peer
+// dependency: decision 141). It is imported only when `mcpServers` names a server, so a
+// host without MCP servers neither needs nor loads it.
+
+import type { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { ContextHostError } from "../base/errors.ts";
+
+/** The package that holds the MCP client. */
+export const mcpClientPackage = "@modelcontextprotocol/client";
+
+/** The parts of the SDK the MCP sources use. */
+export interface McpSdk {
+  readonly Client: typeof Client;
+  readonly StdioClientTransport: typeof StdioClientTransport;
+  readonly StreamableHTTPClientTransport: typeof StreamableHTTPClientTransport;
+}
+
+/** `mcpServers` names a server, and the MCP client package is not installed. */
+export class McpClientMissing extends ContextHostError {
+  constructor(options: { readonly cause: unknown }) {
+    super(`mcpServers needs the MCP client: install it with \`npm install ${mcpClientPackage}@^2.4.0\``, options);
+  }
+}
+
+let loading: Promise<McpSdk> | undefined;
+
+/** Loads the SDK once per process; rejects with `McpClientMissing` when it is not installed. */
+export function loadMcpSdk(): Promise<McpSdk> {
+  loading ??= (async () => {
+    try {
+      const [client, stdio] = await Promise.all([
+        import("@modelcontextprotocol/client"),
+        import("@modelcontextprotocol/client/stdio"),
+      ]);
+      return {
+        Client: client.Client,
+        StdioClientTransport: stdio.StdioClientTransport,
+        StreamableHTTPClientTransport: client.StreamableHTTPClientTransport,
+      };
+    } catch (error) {
+      loading = undefined;
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") throw new McpClientMissing({ cause: error });
+      throw error;
+    }
+  })();
+  return loading;
+}

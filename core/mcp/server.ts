@@ -1,0 +1,505 @@
+// Owns one MCP server as a set of Context Sources: its connection (reconnected with
+// back-off), the resources it exposes (one registration each, `mcp/<server>/<name>`), its
+// instructions, and what a boundary does with them. A notification only marks a resource
+// changed; `prepare`, run at a Safe Provider-Turn Boundary before the sources are observed,
+// lists, subscribes and reads what is due within the server's deadline; observation then
+// reads nothing and answers from what was read, so an unchanged resource costs no read.
+
+import path from "node:path";
+import type { Client } from "@modelcontextprotocol/client";
+import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
+import type { Diagnostics } from "../base/diagnostics.ts";
+import { messageOf } from "../base/errors.ts";
+import { Scope } from "../base/scope.ts";
+import type { Registration, Registry } from "../registry/registry.ts";
+import { type Absent, absent, contain, type Key, type Unavailable, unavailable } from "../system-context/index.ts";
+import {
+  InstructionsValue,
+  instructionsKey,
+  instructionsRenderers,
+  mcpNamespace,
+  nameOfUri,
+  ResourceValue,
+  resourceRenderers,
+} from "./render.ts";
+import type { McpSdk } from "./sdk.ts";
+import { isStdio, type McpServerSettings } from "./settings.ts";
+
+/** A server's default deadline at a boundary (connect, list, subscribe, read). */
+export const defaultMcpDeadlineMs = 2000;
+const firstRetryMs = 250;
+const maxRetryMs = 30_000;
+/** MCP's "resource not found" error code. */
+const resourceNotFound = -32002;
+
+/** Where a server's diagnostic arose. */
+export type McpPhase = "connect" | "list" | "subscribe" | "read";
+
+/** One exposed resource, as the dev host and the inspector list it. */
+export interface McpResourceInfo {
+  readonly key: Key;
+  readonly uri: string;
+  /** `read`: its value is known and current; `changed`: a read is due; `unread`: never read; `failed`: its last read failed. */
+  readonly state: "read" | "changed" | "unread" | "failed";
+  readonly isSubscribed: boolean;
+  /** How long its last read took, ms. */
+  readonly readMs?: number;
+  /** How many times it was read. */
+  readonly reads: number;
+}
+
+/** One server, as the dev host and the inspector list it. */
+export interface McpServerInfo {
+  readonly name: string;
+  readonly transport: "stdio" | "http";
+  readonly state: "connecting" | "connected" | "down" | "closed";
+  readonly canSubscribe: boolean;
+  readonly instructionsKey?: Key;
+  readonly resources: readonly McpResourceInfo[];
+}
+
+export interface McpServerOptions {
+  readonly name: string;
+  readonly settings: McpServerSettings;
+  readonly sdk: McpSdk;
+  readonly registry: Registry;
+  readonly diagnostics: Diagnostics;
+  /** The working folder a stdio server's relative `cwd` is resolved against. */
+  readonly cwd: string;
+  /** Largest accepted resource value, UTF-8 bytes of its JSON. */
+  readonly maxValueBytes: number;
+  readonly now: () => number;
+}
+
+/** A live connection. */
+interface Link {
+  readonly client: Client;
+  readonly canSubscribe: boolean;
+  readonly instructions: string | undefined;
+  readonly subscribed: Set<string>;
+}
+
+/** One exposed resource and what is known of it. */
+class ExposedResource {
+  readonly key: Key;
+  readonly uri: string;
+  registration: Registration | undefined;
+  /** Counts change notifications (and reconnections); a read is due while `readMark` differs. */
+  changedMark = 0;
+  /** `changedMark` when the last successful read started; -1 before the first. */
+  readMark = -1;
+  value: ResourceValue | Absent | undefined;
+  readAt = 0;
+  ttlMs: number | undefined;
+  isFailing = false;
+  reading: Promise<void> | undefined;
+  readMs: number | undefined;
+  reads = 0;
+
+  constructor(key: Key, uri: string) {
+    this.key = key;
+    this.uri = uri;
+  }
+}
+
+export class McpServer {
+  readonly name: string;
+  readonly #options: McpServerOptions;
+  readonly #scope: Scope;
+  readonly #deadlineMs: number;
+  readonly #resources = new Map<string, ExposedResource>();
+  readonly #hasWildcard: boolean;
+  readonly #secrets: string[];
+  #link: Link | undefined;
+  #state: McpServerInfo["state"] = "connecting";
+  #connecting: Promise<void> | undefined;
+  #preparing: Promise<void> | undefined;
+  #listing: Promise<void> | undefined;
+  #isListDirty = true;
+  #retryMs = firstRetryMs;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: McpServerOptions) {
+    this.#options = options;
+    this.name = options.name;
+    this.#scope = new Scope(`mcp server ${options.name}`);
+    this.#deadlineMs = options.settings.deadlineMs ?? defaultMcpDeadlineMs;
+    const entries = options.settings.resources ?? [];
+    this.#hasWildcard = entries.includes("*");
+    const settings = options.settings;
+    const secretValues = isStdio(settings) ? Object.values(settings.env ?? {}) : Object.values(settings.headers ?? {});
+    // Each value, and each longer word of it (the token of `Bearer <token>`), is kept out of diagnostics.
+    this.#secrets = [...new Set(secretValues.flatMap((value) => [value, ...value.split(/\s+/).filter((w) => w.length >= 6)]))]
+      .filter((value) => value.length >= 3)
+      .sort((a, b) => b.length - a.length);
+  }
+
+  /** Registers the configured sources and starts connecting (in the background). */
+  start(sdkClientVersion: string): void {
+    const { settings } = this.#options;
+    const explicit: Array<{ uri: string; name: string | undefined }> = [];
+    for (const entry of settings.resources ?? []) {
+      if (entry === "*") continue;
+      if (typeof entry === "string") explicit.push({ uri: entry, name: undefined });
+      else if ("uri" in entry) explicit.push({ uri: entry.uri, name: entry.name });
+      else explicit.push({ uri: expandTemplate(entry.template, entry.arguments), name: entry.name });
+    }
+    this.#explicit = explicit;
+    const registrations: Registration[] = [];
+    if (settings.instructions !== false) registrations.push(this.#instructionsRegistration());
+    registrations.push(...this.#expose(explicit));
+    this.#options.registry.batch((batch) => {
+      for (const registration of registrations) batch.register(this.#scope, registration);
+    });
+    this.#clientVersion = sdkClientVersion;
+    this.#startConnecting();
+  }
+
+  #explicit: Array<{ uri: string; name: string | undefined }> = [];
+  #clientVersion = "0.0.0";
+
+  /**
+   * The boundary's work for this server, bounded by its deadline: wait for a connection in
+   * progress, list (after `list_changed`) and subscribe, then read every resource that is due.
+   * Never rejects; what missed the deadline goes on in the background and is reported.
+   */
+  async prepare(): Promise<void> {
+    if (this.#state === "closed") return;
+    this.#preparing ??= this.#sync().finally(() => {
+      this.#preparing = undefined;
+    });
+    try {
+      await withinDeadline(() => this.#preparing, this.#deadlineMs, `MCP server ${this.name}`);
+    } catch (error) {
+      if (!(error instanceof DeadlineExceeded)) {
+        this.#report("read", undefined, messageOf(error));
+        return;
+      }
+      const late = `missed its deadline of ${this.#deadlineMs} ms`;
+      if (this.#connecting !== undefined) this.#report("connect", undefined, `connecting ${late}`);
+      else if (this.#listing !== undefined) this.#report("list", undefined, `listing resources ${late}`);
+      for (const resource of this.#resources.values()) {
+        if (resource.reading !== undefined) this.#report("read", resource.key, `read of ${resource.uri} ${late}`);
+      }
+    }
+  }
+
+  /** The server and its resources, for listings. */
+  info(): McpServerInfo {
+    const link = this.#link;
+    return {
+      name: this.name,
+      transport: isStdio(this.#options.settings) ? "stdio" : "http",
+      state: this.#state,
+      canSubscribe: link?.canSubscribe ?? false,
+      ...(this.#options.settings.instructions === false ? {} : { instructionsKey: instructionsKey(this.name) }),
+      resources: [...this.#resources.values()]
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        .map((resource) => ({
+          key: resource.key,
+          uri: resource.uri,
+          state: resource.isFailing
+            ? "failed"
+            : resource.readMark === -1
+              ? "unread"
+              : resource.readMark !== resource.changedMark
+                ? "changed"
+                : "read",
+          isSubscribed: link?.subscribed.has(resource.uri) ?? false,
+          ...(resource.readMs === undefined ? {} : { readMs: resource.readMs }),
+          reads: resource.reads,
+        })),
+    };
+  }
+
+  /** Ends the connection (a stdio server's process with it) and removes the sources. */
+  async close(): Promise<void> {
+    if (this.#state === "closed") return;
+    this.#state = "closed";
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    const link = this.#link;
+    this.#link = undefined;
+    await this.#connecting?.catch(() => {});
+    await link?.client.close().catch(() => {});
+    await this.#scope.close();
+  }
+
+  #startConnecting(): void {
+    this.#retryTimer = undefined;
+    if (this.#state === "closed") return;
+    this.#state = "connecting";
+    this.#connecting = this.#connect().finally(() => {
+      this.#connecting = undefined;
+    });
+  }
+
+  async #connect(): Promise<void> {
+    const { sdk, settings } = this.#options;
+    const client = new sdk.Client({ name: "context-host", version: this.#clientVersion }, { capabilities: {} });
+    client.setNotificationHandler("notifications/resources/updated", (notification) => {
+      const resource = this.#resources.get(notification.params.uri);
+      if (resource !== undefined) resource.changedMark++;
+    });
+    client.setNotificationHandler("notifications/resources/list_changed", () => {
+      this.#isListDirty = true;
+    });
+    const transport = isStdio(settings)
+      ? new sdk.StdioClientTransport({
+          command: settings.command,
+          ...(settings.args === undefined ? {} : { args: settings.args }),
+          ...(settings.env === undefined ? {} : { env: settings.env }),
+          ...(settings.cwd === undefined ? {} : { cwd: path.resolve(this.#options.cwd, settings.cwd) }),
+          stderr: "ignore",
+        })
+      : new sdk.StreamableHTTPClientTransport(
+          new URL(settings.url),
+          settings.headers === undefined ? undefined : { requestInit: { headers: settings.headers } },
+        );
+    try {
+      await withinDeadline(
+        () => client.connect(transport, { timeout: this.#deadlineMs }),
+        this.#deadlineMs,
+        `connecting to MCP server ${this.name}`,
+      );
+    } catch (error) {
+      await client.close().catch(() => {});
+      if (this.#state === "closed") return;
+      this.#report("connect", undefined, `cannot connect: ${messageOf(error)}`);
+      this.#down();
+      return;
+    }
+    if (this.#state === "closed") {
+      await client.close().catch(() => {});
+      return;
+    }
+    const link: Link = {
+      client,
+      canSubscribe: client.getServerCapabilities()?.resources?.subscribe === true,
+      instructions: client.getInstructions() || undefined,
+      subscribed: new Set(),
+    };
+    client.onclose = () => {
+      if (this.#link !== link || this.#state === "closed") return;
+      this.#link = undefined;
+      this.#report("connect", undefined, "the connection closed");
+      this.#down();
+    };
+    this.#link = link;
+    this.#state = "connected";
+    this.#retryMs = firstRetryMs;
+    this.#isListDirty = true;
+    // Anything may have changed while disconnected: every resource is read again.
+    for (const resource of this.#resources.values()) resource.changedMark++;
+    this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "connect");
+  }
+
+  /** Down: the sources are unavailable until a reconnection, tried after a growing back-off. */
+  #down(): void {
+    this.#state = "down";
+    this.#retryTimer = setTimeout(() => this.#startConnecting(), this.#retryMs);
+    this.#retryTimer.unref();
+    this.#retryMs = Math.min(this.#retryMs * 2, maxRetryMs);
+  }
+
+  async #sync(): Promise<void> {
+    if (this.#connecting !== undefined) await this.#connecting;
+    const link = this.#link;
+    if (link === undefined) return;
+    if (this.#isListDirty && this.#hasWildcard) {
+      this.#listing = this.#relist(link).finally(() => {
+        this.#listing = undefined;
+      });
+      await this.#listing;
+    }
+    if (link.canSubscribe) {
+      await Promise.all(
+        [...this.#resources.values()]
+          .filter((resource) => !link.subscribed.has(resource.uri))
+          .map(async (resource) => {
+            try {
+              await link.client.subscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs });
+              link.subscribed.add(resource.uri);
+            } catch (error) {
+              if (this.#link === link) this.#report("subscribe", resource.key, `cannot subscribe: ${messageOf(error)}`);
+            }
+          }),
+      );
+    }
+    const now = this.#options.now();
+    await Promise.all(
+      [...this.#resources.values()]
+        .filter((resource) => this.#isDue(resource, link, now))
+        .map((resource) => {
+          resource.reading ??= this.#read(resource, link).finally(() => {
+            resource.reading = undefined;
+          });
+          return resource.reading;
+        }),
+    );
+  }
+
+  #isDue(resource: ExposedResource, link: Link, now: number): boolean {
+    if (resource.isFailing || resource.readMark !== resource.changedMark) return true;
+    if (link.subscribed.has(resource.uri)) return false;
+    const maxAge = resource.ttlMs ?? this.#options.settings.maxAgeMs ?? 0;
+    return now - resource.readAt >= maxAge;
+  }
+
+  async #relist(link: Link): Promise<void> {
+    this.#isListDirty = false;
+    let listed: string[];
+    try {
+      const result = await link.client.listResources(undefined, { timeout: this.#deadlineMs, cacheMode: "bypass" });
+      listed = result.resources.map((resource) => resource.uri);
+    } catch (error) {
+      this.#isListDirty = true;
+      if (this.#link === link) this.#report("list", undefined, `cannot list resources: ${messageOf(error)}`);
+      return;
+    }
+    this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "list");
+    const wanted = new Set([...this.#explicit.map((entry) => entry.uri), ...listed]);
+    const gone = [...this.#resources.values()].filter((resource) => !wanted.has(resource.uri));
+    const added = this.#expose(listed.filter((uri) => !this.#resources.has(uri)).map((uri) => ({ uri, name: undefined })));
+    if (gone.length === 0 && added.length === 0) return;
+    this.#options.registry.batch((batch) => {
+      for (const resource of gone) {
+        if (resource.registration !== undefined) batch.unregister(resource.registration);
+      }
+      for (const registration of added) batch.register(this.#scope, registration);
+    });
+    for (const resource of gone) {
+      this.#resources.delete(resource.uri);
+      if (link.subscribed.delete(resource.uri)) {
+        link.client.unsubscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs }).catch(() => {});
+      }
+    }
+  }
+
+  /** Makes resources exposed: a key each (names from the settings or the URI; a taken one gets `-2`, `-3`…) and a registration. */
+  #expose(entries: ReadonlyArray<{ uri: string; name: string | undefined }>): Registration[] {
+    const taken = new Set([instructionsKey(this.name), ...[...this.#resources.values()].map((resource) => resource.key)]);
+    const registrations: Registration[] = [];
+    const sorted = [...entries].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+    for (const entry of sorted) {
+      if (this.#resources.has(entry.uri)) continue;
+      const base = `${mcpNamespace}/${this.name}/${entry.name ?? nameOfUri(entry.uri)}`;
+      let key = base;
+      for (let n = 2; taken.has(key); n++) key = `${base}-${n}`;
+      taken.add(key);
+      const resource = new ExposedResource(key, entry.uri);
+      resource.registration = this.#resourceRegistration(resource);
+      this.#resources.set(entry.uri, resource);
+      registrations.push(resource.registration);
+    }
+    return registrations;
+  }
+
+  async #read(resource: ExposedResource, link: Link): Promise<void> {
+    const mark = resource.changedMark;
+    const started = this.#options.now();
+    resource.reads++;
+    let result: Awaited<ReturnType<Client["readResource"]>>;
+    try {
+      result = await link.client.readResource({ uri: resource.uri }, { timeout: this.#deadlineMs, cacheMode: "bypass" });
+    } catch (error) {
+      if ((error as { code?: unknown }).code === resourceNotFound) {
+        this.#admitRead(resource, mark, started, absent, undefined);
+        return;
+      }
+      resource.isFailing = true;
+      if (this.#link === link) this.#report("read", resource.key, `cannot read ${resource.uri}: ${messageOf(error)}`);
+      return;
+    }
+    const contents: ResourceValue["contents"] = [];
+    for (const part of result.contents) {
+      if (!("text" in part) || typeof part.text !== "string") {
+        this.#report("read", resource.key, `${resource.uri} is binary (${part.mimeType ?? "no type"}): not a source`);
+        this.#admitRead(resource, mark, started, absent, undefined);
+        return;
+      }
+      contents.push({ uri: part.uri, ...(part.mimeType === undefined ? {} : { mimeType: part.mimeType }), text: part.text });
+    }
+    const value: ResourceValue = { uri: resource.uri, contents };
+    const bytes = Buffer.byteLength(JSON.stringify(value));
+    if (bytes > this.#options.maxValueBytes) {
+      resource.isFailing = true;
+      this.#report("read", resource.key, `${resource.uri} is ${bytes} bytes, over the limit of ${this.#options.maxValueBytes}`);
+      return;
+    }
+    const ttlMs = (result as { ttlMs?: unknown }).ttlMs;
+    this.#admitRead(resource, mark, started, value, typeof ttlMs === "number" && ttlMs >= 0 ? ttlMs : undefined);
+  }
+
+  #admitRead(
+    resource: ExposedResource,
+    mark: number,
+    started: number,
+    value: ResourceValue | Absent,
+    ttlMs: number | undefined,
+  ): void {
+    const now = this.#options.now();
+    resource.value = value;
+    resource.readMark = mark;
+    resource.readAt = now;
+    resource.readMs = now - started;
+    resource.ttlMs = ttlMs;
+    resource.isFailing = false;
+    if (value !== absent) {
+      this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.key === resource.key);
+    }
+  }
+
+  /** Observation: no I/O; what `prepare` read, or unavailable while down, failing or known to be stale. */
+  #observe(resource: ExposedResource): ResourceValue | Absent | Unavailable {
+    if (this.#link === undefined || resource.isFailing || resource.readMark !== resource.changedMark) return unavailable;
+    return resource.value ?? unavailable;
+  }
+
+  #resourceRegistration(resource: ExposedResource): Registration {
+    const context = contain(
+      { key: resource.key, schema: ResourceValue, load: () => this.#observe(resource), ...resourceRenderers(this.name) },
+      { report: (fault) => this.#report("read", fault.key, messageOf(fault.error)), maxTextLength: this.#options.maxValueBytes },
+    );
+    return { key: resource.key, origin: "plugin", load: () => context };
+  }
+
+  #instructionsRegistration(): Registration {
+    const key = instructionsKey(this.name);
+    const context = contain(
+      {
+        key,
+        schema: InstructionsValue,
+        load: () => (this.#link === undefined ? unavailable : (this.#link.instructions ?? absent)),
+        ...instructionsRenderers(this.name),
+      },
+      { report: (fault) => this.#report("read", fault.key, messageOf(fault.error)), maxTextLength: this.#options.maxValueBytes },
+    );
+    return { key, origin: "plugin", load: () => context };
+  }
+
+  /** The diagnostics' `file`: the server's setting. */
+  get #file(): string {
+    return `mcpServers.${this.name}`;
+  }
+
+  #report(phase: McpPhase, key: Key | undefined, message: string): void {
+    let safe = message;
+    for (const secret of this.#secrets) safe = safe.replaceAll(secret, "***");
+    this.#options.diagnostics.report({
+      origin: "mcp",
+      plugin: mcpNamespace,
+      file: this.#file,
+      phase,
+      ...(key === undefined ? {} : { key }),
+      message: safe,
+    });
+  }
+}
+
+/** Expands a level-1 URI template (`{name}`, and `{+name}` unescaped) with its arguments. */
+function expandTemplate(template: string, args: Readonly<Record<string, string>>): string {
+  return template.replace(/\{(\+?)([A-Za-z0-9_.]+)\}/g, (_match, reserved: string, name: string) => {
+    const value = args[name] ?? "";
+    return reserved === "+" ? encodeURI(value) : encodeURIComponent(value);
+  });
+}
