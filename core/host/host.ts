@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
 import { Scope } from "../base/scope.ts";
+import type { McpServerInfo } from "../mcp/server.ts";
 import type { McpServersSettings } from "../mcp/settings.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import type { Provider } from "../session/provider.ts";
@@ -94,6 +95,8 @@ export interface Host {
   epoch(id: string): Promise<EpochRecord | undefined>;
   /** Active plugins. */
   plugins(): PluginInfo[];
+  /** The configured MCP servers, their state and their exposed resources (none configured: empty). */
+  mcpServers(): McpServerInfo[];
   /** Every distinct diagnostic so far, oldest first: plugins, instruction files and the watcher (`origin` says which). */
   readonly diagnostics: readonly Diagnostic[];
   /** The problems that still hold (a plugin that loaded again clears its earlier ones). */
@@ -170,6 +173,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     preview: (id) => runtime.preview(id),
     epoch: (id) => store.activeEpoch(id),
     plugins: () => plugins.plugins(),
+    mcpServers: () => sources.mcp?.servers() ?? [],
     get diagnostics() {
       return sources.diagnostics.history;
     },

@@ -27,6 +27,8 @@ import { isStdio, type McpServerSettings } from "./settings.ts";
 
 /** A server's default deadline at a boundary (connect, list, subscribe, read). */
 export const defaultMcpDeadlineMs = 2000;
+/** How long connecting (spawning, `initialize`) may take; a boundary waits for it only up to its deadline. */
+export const connectDeadlineMs = 10_000;
 const firstRetryMs = 250;
 const maxRetryMs = 30_000;
 /** MCP's "resource not found" error code. */
@@ -256,11 +258,8 @@ export class McpServer {
           settings.headers === undefined ? undefined : { requestInit: { headers: settings.headers } },
         );
     try {
-      await withinDeadline(
-        () => client.connect(transport, { timeout: this.#deadlineMs }),
-        this.#deadlineMs,
-        `connecting to MCP server ${this.name}`,
-      );
+      const ms = Math.max(this.#deadlineMs, connectDeadlineMs);
+      await withinDeadline(() => client.connect(transport, { timeout: ms }), ms, `connecting to MCP server ${this.name}`);
     } catch (error) {
       await client.close().catch(() => {});
       if (this.#state === "closed") return;

@@ -240,6 +240,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     switchModel: (id, change) => announcing(id, () => host.switchModel(id, change)),
     move: (id, location) => announcing(id, () => host.move(id, location)),
     plugins: () => host.plugins(),
+    mcpServers: () => host.mcpServers(),
     get diagnostics() {
       return host.diagnostics;
     },
