@@ -165,9 +165,9 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     compose:
       mcp === undefined
         ? (env) => registry.compose(env)
-        : async (env) => {
-            await mcp.prepare();
-            return registry.compose(env);
+        : (env) => {
+            const preparing = mcp.prepare();
+            return preparing === undefined ? registry.compose(env) : preparing.then(() => registry.compose(env));
           },
     subscribe(listener) {
       const fromPlugins = plugins.subscribe((event) => {

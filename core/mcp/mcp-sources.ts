@@ -23,8 +23,11 @@ export interface McpSourcesOptions {
 
 /** The started MCP sources of one host. */
 export interface McpSources {
-  /** Run at each Safe Provider-Turn Boundary before composing: each server's due work, within its deadline. */
-  prepare(): Promise<void>;
+  /**
+   * Run at each Safe Provider-Turn Boundary before composing: each server's due work, within its
+   * deadline; `undefined` when no server has any (no promise, no timer: the usual boundary).
+   */
+  prepare(): Promise<void> | undefined;
   /** The servers and their resources. */
   servers(): McpServerInfo[];
 }
@@ -48,15 +51,20 @@ export async function startMcpSources(options: McpSourcesOptions, scope: Scope):
       diagnostics: options.diagnostics,
       cwd: options.cwd,
       maxValueBytes: options.maxValueBytes ?? 1 << 20,
-      now: options.now ?? Date.now,
+      now: options.now ?? (() => performance.now()),
     });
     void scope.add(() => server.close());
     server.start("0.1.0");
     servers.push(server);
   }
   return {
-    prepare: async () => {
-      await Promise.all(servers.map((server) => server.prepare()));
+    prepare: () => {
+      const pending: Array<Promise<void>> = [];
+      for (const server of servers) {
+        const preparing = server.prepare();
+        if (preparing !== undefined) pending.push(preparing);
+      }
+      return pending.length === 0 ? undefined : Promise.all(pending).then(() => {});
     },
     servers: () => servers.map((server) => server.info()),
   };

@@ -27,19 +27,35 @@ export function nameOfUri(uri: string): string {
   return name === "" ? "resource" : name;
 }
 
-/** A read resource's value: each text part of its contents. */
-export const ResourceValue = Type.Object({
-  uri: Type.String(),
-  contents: Type.Array(Type.Object({ uri: Type.String(), mimeType: Type.Optional(Type.String()), text: Type.String() })),
-});
+/**
+ * A read resource's value: its text, when its contents are one text part of its own URI
+ * without a MIME type (the common case, and the cheapest to compare at every boundary);
+ * otherwise each text part of its contents.
+ */
+export const ResourceValue = Type.Union([
+  Type.String(),
+  Type.Object({
+    uri: Type.String(),
+    contents: Type.Array(Type.Object({ uri: Type.String(), mimeType: Type.Optional(Type.String()), text: Type.String() })),
+  }),
+]);
 export type ResourceValue = Static<typeof ResourceValue>;
+type ResourceParts = Exclude<ResourceValue, string>["contents"];
+
+/** The value of a read's text parts. */
+export function resourceValueOf(uri: string, contents: ResourceParts): ResourceValue {
+  const [only] = contents;
+  if (contents.length === 1 && only !== undefined && only.uri === uri && only.mimeType === undefined) return only.text;
+  return { uri, contents };
+}
 
 /** A server's instructions, as `initialize` gave them. */
 export const InstructionsValue = Type.String();
 
 const escapeAttribute = (text: string) => text.replaceAll("&", "&amp;").replaceAll('"', "&quot;").replaceAll("<", "&lt;");
 
-function describeResource(server: string, value: ResourceValue): string {
+function describeResource(server: string, uri: string, value: ResourceValue): string {
+  if (typeof value === "string") value = { uri, contents: [{ uri, text: value }] };
   const parts = value.contents.map((part) => {
     const type = part.mimeType === undefined ? "" : ` type="${escapeAttribute(part.mimeType)}"`;
     return `<mcp-resource server="${escapeAttribute(server)}" uri="${escapeAttribute(part.uri)}"${type}>\n${part.text}\n</mcp-resource>`;
@@ -49,13 +65,13 @@ function describeResource(server: string, value: ResourceValue): string {
     : parts.join("\n");
 }
 
-/** The renderers of a resource source. */
-export function resourceRenderers(server: string) {
+/** The renderers of the source of resource `uri`. */
+export function resourceRenderers(server: string, uri: string) {
   return {
-    baseline: (current: ResourceValue) => describeResource(server, current),
+    baseline: (current: ResourceValue) => describeResource(server, uri, current),
     update: (_previous: ResourceValue, current: ResourceValue) =>
-      `The MCP resource ${current.uri} of server ${server} is now:\n${describeResource(server, current)}`,
-    removed: (previous: ResourceValue) => `The MCP resource ${previous.uri} of server ${server} no longer applies.`,
+      `The MCP resource ${uri} of server ${server} is now:\n${describeResource(server, uri, current)}`,
+    removed: () => `The MCP resource ${uri} of server ${server} no longer applies.`,
   };
 }
 

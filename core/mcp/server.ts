@@ -21,6 +21,7 @@ import {
   nameOfUri,
   ResourceValue,
   resourceRenderers,
+  resourceValueOf,
 } from "./render.ts";
 import type { McpSdk } from "./sdk.ts";
 import { isStdio, type McpServerSettings } from "./settings.ts";
@@ -164,9 +165,29 @@ export class McpServer {
    * The boundary's work for this server, bounded by its deadline: wait for a connection in
    * progress, list (after `list_changed`) and subscribe, then read every resource that is due.
    * Never rejects; what missed the deadline goes on in the background and is reported.
+   * Nothing to do (the usual boundary: connected, subscribed, nothing changed): `undefined`, at once.
    */
-  async prepare(): Promise<void> {
-    if (this.#state === "closed") return;
+  prepare(): Promise<void> | undefined {
+    if (this.#preparing === undefined && !this.#hasWork()) return undefined;
+    return this.#prepare();
+  }
+
+  /** Whether a boundary has anything to wait for or ask this server. */
+  #hasWork(): boolean {
+    if (this.#state === "closed") return false;
+    if (this.#connecting !== undefined) return true;
+    const link = this.#link;
+    if (link === undefined) return false;
+    if (this.#isListDirty && this.#hasWildcard) return true;
+    const now = this.#options.now();
+    for (const resource of this.#resources.values()) {
+      if (link.canSubscribe && !link.subscribed.has(resource.uri)) return true;
+      if (this.#isDue(resource, link, now)) return true;
+    }
+    return false;
+  }
+
+  async #prepare(): Promise<void> {
     this.#preparing ??= this.#sync().finally(() => {
       this.#preparing = undefined;
     });
@@ -409,7 +430,7 @@ export class McpServer {
       if (this.#link === link) this.#report("read", resource.key, `cannot read ${resource.uri}: ${messageOf(error)}`);
       return;
     }
-    const contents: ResourceValue["contents"] = [];
+    const contents: Parameters<typeof resourceValueOf>[1] = [];
     for (const part of result.contents) {
       if (!("text" in part) || typeof part.text !== "string") {
         this.#report("read", resource.key, `${resource.uri} is binary (${part.mimeType ?? "no type"}): not a source`);
@@ -418,7 +439,7 @@ export class McpServer {
       }
       contents.push({ uri: part.uri, ...(part.mimeType === undefined ? {} : { mimeType: part.mimeType }), text: part.text });
     }
-    const value: ResourceValue = { uri: resource.uri, contents };
+    const value = resourceValueOf(resource.uri, contents);
     const bytes = Buffer.byteLength(JSON.stringify(value));
     if (bytes > this.#options.maxValueBytes) {
       resource.isFailing = true;
@@ -456,7 +477,12 @@ export class McpServer {
 
   #resourceRegistration(resource: ExposedResource): Registration {
     const context = contain(
-      { key: resource.key, schema: ResourceValue, load: () => this.#observe(resource), ...resourceRenderers(this.name) },
+      {
+        key: resource.key,
+        schema: ResourceValue,
+        load: () => this.#observe(resource),
+        ...resourceRenderers(this.name, resource.uri),
+      },
       { report: (fault) => this.#report("read", fault.key, messageOf(fault.error)), maxTextLength: this.#options.maxValueBytes },
     );
     return { key: resource.key, origin: "plugin", load: () => context };

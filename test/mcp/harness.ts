@@ -3,13 +3,11 @@
 // that records requests, and a way to wait for a condition until a deadline.
 
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
 import { createHost, type Host, type HostOptions, type Provider, type ProviderRequest } from "../../core/index.ts";
 import type { StdioServerSettings } from "../../core/mcp/settings.ts";
-import { World, type WorldCommand, type WorldState, type WorldStats } from "./fixtures/world.ts";
+import { startHttpWorld, type WorldCommand, type WorldState, type WorldStats } from "../../scripts/bench/mcp-world.ts";
 
 export const stdioFixture = path.join(import.meta.dirname, "fixtures", "stdio-server.ts");
 
@@ -56,45 +54,8 @@ export class StdioFixture {
   }
 }
 
-/** The Streamable HTTP fixture on 127.0.0.1: one server per MCP session, over one world. */
-export async function startHttpFixture(
-  state: WorldState,
-  options: { requiredHeader?: [string, string] } = {},
-): Promise<{ world: World; url: string; close(): Promise<void> }> {
-  const world = new World(state);
-  const transports = new Map<string, NodeStreamableHTTPServerTransport>();
-  const server = http.createServer(async (request, response) => {
-    const required = options.requiredHeader;
-    if (required !== undefined && request.headers[required[0]] !== required[1]) {
-      response.statusCode = 401;
-      response.end(`unauthorized: ${String(request.headers[required[0]] ?? "")}`);
-      return;
-    }
-    const id = request.headers["mcp-session-id"];
-    let transport = typeof id === "string" ? transports.get(id) : undefined;
-    if (transport === undefined) {
-      transport = new NodeStreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (sessionId: string) => {
-          transports.set(sessionId, transport as NodeStreamableHTTPServerTransport);
-        },
-      });
-      await world.createServer().connect(transport);
-    }
-    await transport.handleRequest(request, response);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    world,
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      await Promise.all([...transports.values()].map((transport) => transport.close().catch(() => {})));
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
+/** The Streamable HTTP fixture on 127.0.0.1, in this process. */
+export const startHttpFixture = startHttpWorld;
 
 /** A host over MCP servers with a provider that records each request; closed and cleaned by `close`. */
 export class McpHostHarness {
