@@ -43,7 +43,7 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   --model M         the model (needed with anthropic and openai)
   --base-url URL    the API root of an Anthropic- or OpenAI-compatible server
   --settings FILE   the settings file (default ./context-host.json when it exists):
-                    { timeZone?, instructions?, pluginSettings? }
+                    { timeZone?, instructions?, pluginSettings?, mcpServers? }
   --data DIR        where sessions are kept (default ./.context-host)
   --inspect[=PORT]  also serve the browser inspector on 127.0.0.1
 

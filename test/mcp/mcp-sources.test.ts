@@ -2,11 +2,13 @@
 // process, the Streamable HTTP fixture on 127.0.0.1, and @modelcontextprotocol/server-everything.
 // A resource's update is only marked; the next boundary reads it once and admits its new state.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { expect } from "chai";
 import { formatDiagnostic, type Host, SettingInvalid } from "../../core/index.ts";
+import { render } from "../../scripts/cli/render.ts";
+import { loadSettings } from "../../scripts/cli/settings.ts";
 import { McpHostHarness, StdioFixture, startHttpFixture, systemUpdates, until } from "./harness.ts";
 
 const require = createRequire(import.meta.url);
@@ -227,6 +229,17 @@ describe("MCP sources: resources and instructions over stdio", function () {
     expect(text).not.to.contain(secret);
   });
 
+  it("a URI template with its arguments exposes the expanded resource under the configured name", async () => {
+    const fixture = new StdioFixture(harness.folder, state, {
+      resources: [{ template: "fixture://notes/{day}", arguments: { day: "today" }, name: "day" }],
+      instructions: false,
+    });
+    const host = await harness.host({ mcpServers: { notes: fixture.settings } });
+    const request = await harness.turn(host, await session(host));
+    expect(request.system).to.deep.equal(['<mcp-resource server="notes" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>']);
+    expect(host.mcpServers()[0]?.resources.map((r) => r.key)).to.deep.equal(["mcp/notes/day"]);
+  });
+
   it("closing the host ends a stdio server's process", async () => {
     const fixture = new StdioFixture(harness.folder, state, { resources: ["fixture://notes/today"] });
     const host = await harness.host({ mcpServers: { notes: fixture.settings } });
@@ -305,6 +318,41 @@ describe("MCP sources: Streamable HTTP on 127.0.0.1", function () {
     expect(text).not.to.contain("wrong-token-77");
     // The server echoed the header back; the diagnostic keeps the message with the secret masked.
     expect(text).to.contain("unauthorized: ***");
+  });
+});
+
+describe("MCP sources: the settings file", function () {
+  this.timeout(30_000);
+
+  it("mcpServers in context-host.json: render shows the server's resources; a bad server is a usage error naming file and setting", async () => {
+    const harness = new McpHostHarness();
+    try {
+      const fixture = new StdioFixture(harness.folder, state, { resources: ["fixture://notes/today"], instructions: false });
+      const file = path.join(harness.folder, "context-host.json");
+      writeFileSync(file, JSON.stringify({ mcpServers: { notes: fixture.settings } }));
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await render({
+        plugins: [],
+        json: false,
+        location: harness.folder,
+        builtins: false,
+        settings: loadSettings(undefined, harness.folder, "render"),
+        out: (text) => out.push(text),
+        err: (text) => err.push(text),
+      });
+      expect([code, out, err]).to.deep.equal([
+        0,
+        ['<mcp-resource server="notes" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>'],
+        [],
+      ]);
+      writeFileSync(file, JSON.stringify({ mcpServers: { notes: { command: "x", env: { TOKEN: 12345 } } } }));
+      expect(() => loadSettings(undefined, harness.folder, "render")).to.throw(
+        /context-host\.json: setting mcpServers\.notes\.env\.TOKEN: /,
+      );
+    } finally {
+      await harness.close();
+    }
   });
 });
 
