@@ -14,8 +14,8 @@
 export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/diagnostics.ts";
 export { ContextHostError, DisposersFailed, SettingInvalid } from "./base/errors.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
-export { McpClientMissing } from "./mcp/sdk.ts";
-export type { McpResourceInfo, McpServerInfo } from "./mcp/server.ts";
+export { McpClientMissing } from "./mcp/errors.ts";
+export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
 export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
 export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/events.ts";

@@ -6,7 +6,7 @@ import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
 import { Scope } from "../base/scope.ts";
-import type { McpServerInfo } from "../mcp/server.ts";
+import type { McpServerInfo } from "../mcp/info.ts";
 import type { McpServersSettings } from "../mcp/settings.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import type { Provider } from "../session/provider.ts";

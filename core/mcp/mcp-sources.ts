@@ -6,8 +6,9 @@
 import type { Diagnostics } from "../base/diagnostics.ts";
 import type { Scope } from "../base/scope.ts";
 import type { Registry } from "../registry/registry.ts";
+import type { McpServerInfo } from "./info.ts";
 import { loadMcpSdk } from "./sdk.ts";
-import { McpServer, type McpServerInfo } from "./server.ts";
+import { McpServer } from "./server.ts";
 import { checkMcpServers, type McpServersSettings } from "./settings.ts";
 
 export interface McpSourcesOptions {

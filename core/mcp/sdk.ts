@@ -4,23 +4,13 @@
 
 import type { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { ContextHostError } from "../base/errors.ts";
-
-/** The package that holds the MCP client. */
-export const mcpClientPackage = "@modelcontextprotocol/client";
+import { McpClientMissing } from "./errors.ts";
 
 /** The parts of the SDK the MCP sources use. */
 export interface McpSdk {
   readonly Client: typeof Client;
   readonly StdioClientTransport: typeof StdioClientTransport;
   readonly StreamableHTTPClientTransport: typeof StreamableHTTPClientTransport;
-}
-
-/** `mcpServers` names a server, and the MCP client package is not installed. */
-export class McpClientMissing extends ContextHostError {
-  constructor(options: { readonly cause: unknown }) {
-    super(`mcpServers needs the MCP client: install it with \`npm install ${mcpClientPackage}@^2.4.0\``, options);
-  }
 }
 
 let loading: Promise<McpSdk> | undefined;

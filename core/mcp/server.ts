@@ -13,6 +13,7 @@ import { messageOf } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import { type Absent, absent, contain, type Key, type Unavailable, unavailable } from "../system-context/index.ts";
+import type { McpServerInfo } from "./info.ts";
 import {
   InstructionsValue,
   instructionsKey,
@@ -36,30 +37,7 @@ const maxRetryMs = 30_000;
 const resourceNotFound = -32002;
 
 /** Where a server's diagnostic arose. */
-export type McpPhase = "connect" | "list" | "subscribe" | "read";
-
-/** One exposed resource, as the dev host and the inspector list it. */
-export interface McpResourceInfo {
-  readonly key: Key;
-  readonly uri: string;
-  /** `read`: its value is known and current; `changed`: a read is due; `unread`: never read; `failed`: its last read failed. */
-  readonly state: "read" | "changed" | "unread" | "failed";
-  readonly isSubscribed: boolean;
-  /** How long its last read took, ms. */
-  readonly readMs?: number;
-  /** How many times it was read. */
-  readonly reads: number;
-}
-
-/** One server, as the dev host and the inspector list it. */
-export interface McpServerInfo {
-  readonly name: string;
-  readonly transport: "stdio" | "http";
-  readonly state: "connecting" | "connected" | "down" | "closed";
-  readonly canSubscribe: boolean;
-  readonly instructionsKey?: Key;
-  readonly resources: readonly McpResourceInfo[];
-}
+type McpPhase = "connect" | "list" | "subscribe" | "read";
 
 export interface McpServerOptions {
   readonly name: string;
