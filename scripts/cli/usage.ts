@@ -47,7 +47,7 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   --data DIR        where sessions are kept (default ./.context-host)
   --inspect[=PORT]  also serve the browser inspector on 127.0.0.1
 
-  In the session: /context /plugins /problems /compact /model P M /cd DIR /help /quit
+  In the session: /context /plugins /problems /mcp /compact /model P M /cd DIR /help /quit
   exit codes: 0 /quit or end of input; 130 Ctrl-C; 64 bad usage`,
   render: `usage: context-host render [--plugins DIR]... [--json] [--location DIR] [--settings FILE]
 

@@ -236,7 +236,9 @@ describe("MCP sources: resources and instructions over stdio", function () {
     });
     const host = await harness.host({ mcpServers: { notes: fixture.settings } });
     const request = await harness.turn(host, await session(host));
-    expect(request.system).to.deep.equal(['<mcp-resource server="notes" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>']);
+    expect(request.system).to.deep.equal([
+      '<mcp-resource server="notes" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>',
+    ]);
     expect(host.mcpServers()[0]?.resources.map((r) => r.key)).to.deep.equal(["mcp/notes/day"]);
   });
 

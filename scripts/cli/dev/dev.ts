@@ -9,6 +9,7 @@ import readline from "node:readline";
 import { escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
 import { messageOf } from "../../../core/base/errors.ts";
 import { createHost, type Host } from "../../../core/host/host.ts";
+import type { McpServerInfo } from "../../../core/mcp/info.ts";
 import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
 import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
 import { openAIModels } from "../../../core/providers/openai-lowering.ts";
@@ -66,10 +67,26 @@ function bannerOf(args: DevArgs, env: NodeJS.ProcessEnv): string {
   return `provider: ${args.provider}, model ${args.model}${args.baseUrl === undefined ? "" : ` at ${args.baseUrl}`} (${key})`;
 }
 
+/** The `/mcp` listing: each server and its state, then each resource's key, URI, state and reads. */
+export function mcpLines(servers: readonly McpServerInfo[]): string[] {
+  const lines: string[] = [];
+  for (const server of servers) {
+    const subscribe = server.canSubscribe ? "subscriptions" : "no subscriptions";
+    lines.push(`  ${server.name} (${server.transport}, ${server.state}, ${subscribe})`);
+    if (server.instructionsKey !== undefined) lines.push(`    ${server.instructionsKey}`);
+    for (const r of server.resources) {
+      const read = r.readMs === undefined ? "" : `, last read ${r.readMs.toFixed(1)} ms`;
+      lines.push(`    ${r.key}  ${r.uri}  ${r.state}${r.isSubscribed ? ", subscribed" : ""}, ${r.reads} reads${read}`);
+    }
+  }
+  return lines.map((line) => safeLines(line).join(" "));
+}
+
 const help = [
   "/context        the Baseline, the snapshot, and what the next boundary would admit (nothing is admitted)",
   "/plugins        the active plugins, their generations and last reload",
   "/problems       the problems that still hold",
+  "/mcp            the MCP servers, their state and their resources' sources",
   "/compact        summarise the conversation; the next prompt starts a new Context Epoch",
   "/model P M      switch provider and model (P: scripted, anthropic, openai); a new epoch",
   "/cd DIR         move the session to DIR; a new epoch there",
@@ -250,6 +267,12 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
               `  ${p.name} generation ${p.generation} (loaded in ${p.loadMs} ms): ${p.keys.join(", ")} — ${shown(p.file)}`,
             );
           }
+          return true;
+        }
+        case "/mcp": {
+          const servers = host.mcpServers();
+          if (servers.length === 0) screen.line("note", "  no MCP servers (mcpServers in the settings file)");
+          for (const line of mcpLines(servers)) screen.line("note", line);
           return true;
         }
         case "/problems": {
