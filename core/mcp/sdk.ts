@@ -4,7 +4,7 @@
 
 import type { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { McpClientMissing } from "./errors.ts";
+import { McpClientMissing, mcpClientPackage } from "./errors.ts";
 
 /** The parts of the SDK the MCP sources use. */
 export interface McpSdk {
@@ -19,10 +19,12 @@ let loading: Promise<McpSdk> | undefined;
 export function loadMcpSdk(): Promise<McpSdk> {
   loading ??= (async () => {
     try {
-      const [client, stdio] = await Promise.all([
-        import("@modelcontextprotocol/client"),
-        import("@modelcontextprotocol/client/stdio"),
-      ]);
+      // Named through a constant: a program bundled with this module (the worker of `check`)
+      // resolves the optional peer at run time, never at bundling.
+      const [client, stdio] = (await Promise.all([import(mcpClientPackage), import(`${mcpClientPackage}/stdio`)])) as [
+        typeof import("@modelcontextprotocol/client"),
+        typeof import("@modelcontextprotocol/client/stdio"),
+      ];
       return {
         Client: client.Client,
         StdioClientTransport: stdio.StdioClientTransport,

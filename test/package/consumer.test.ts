@@ -133,7 +133,7 @@ describe("package: a consumer project using the packed tarball", function () {
   let installed: Installed;
   /** The consumer's commands, started together once installed (each never rejects); the tests check their results. */
   let runs: Record<
-    "host" | "internal" | "tsc" | "version" | "render" | "check" | "pluginTest" | "pluginTsc",
+    "host" | "internal" | "tsc" | "version" | "render" | "check" | "pluginTest" | "pluginTsc" | "mcpMissing",
     ReturnType<typeof inProject>
   >;
 
@@ -166,6 +166,19 @@ describe("package: a consumer project using the packed tarball", function () {
         "dot",
       ]),
       pluginTsc: typecheck(plugin, "third-party-plugin"),
+      // The MCP client is an optional peer the consumer did not install (decision 141).
+      mcpMissing: inProject(project, process.execPath, [
+        "--input-type=module",
+        "--eval",
+        `import { createHost, McpClientMissing } from "context-host";
+const options = { dataDir: ${JSON.stringify(path.join(folder, "mcp-data"))}, providers: {}, plugins: [], watch: false };
+await createHost({ ...options, mcpServers: { x: { command: "none" } } }).then(
+  () => console.log("created"),
+  (error) => console.log(error instanceof McpClientMissing, error.message),
+);
+const host = await createHost(options); // without mcpServers nothing of MCP is loaded
+await host.close();`,
+      ]),
     };
     await Promise.all(Object.values(runs));
   });
@@ -231,6 +244,14 @@ describe("package: a consumer project using the packed tarball", function () {
     expect(output.roles).to.deep.equal(["user", "assistant"]);
     expect(output.plugins).to.deep.equal(["weather"]);
     expect(output.diagnostics).to.deep.equal([]);
+  });
+
+  it("mcpServers without the optional MCP client fails createHost with McpClientMissing, saying what to install", async () => {
+    const { code, stdout, stderr } = await runs.mcpMissing;
+    expect([code, stderr]).to.deep.equal([0, ""]);
+    expect(stdout).to.equal(
+      "true mcpServers needs the MCP client: install it with `npm install @modelcontextprotocol/client@^2.4.0`\n",
+    );
   });
 
   it("nothing internal is reachable: a module inside dist/ is not exported", async () => {
