@@ -40,7 +40,7 @@ export interface DevIo {
 /** Starts the browser inspector over the dev model (`--inspect[=PORT]`). */
 function startDevInspector(options: { model: DevModelStore; host: Host; port?: number }): Promise<Inspector> {
   return startInspector({
-    source: devInspectorSource(options.model),
+    source: devInspectorSource(options.model, () => options.host.mcpServers()),
     ...(options.port === undefined ? {} : { port: options.port }),
   });
 }

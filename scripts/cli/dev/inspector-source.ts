@@ -6,6 +6,7 @@ import type { Diagnostic } from "../../../core/base/diagnostics.ts";
 import type {
   InspectorEvent,
   InspectorSource,
+  McpServerView,
   ProblemView,
   RequestView,
   SessionSummary,
@@ -75,8 +76,9 @@ function viewOf(session: DevSession): SessionView {
 }
 
 /** The inspector's view of a dev host's model. */
-export function devInspectorSource(model: DevModel): InspectorSource {
+export function devInspectorSource(model: DevModel, mcpServers?: () => readonly McpServerView[]): InspectorSource {
   return {
+    ...(mcpServers === undefined ? {} : { mcpServers }),
     sessions: () => model.sessions().map(summaryOf),
     session: (id) => {
       const session = model.session(id);

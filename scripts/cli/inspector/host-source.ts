@@ -326,6 +326,8 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
 
     problems: () => host.currentDiagnostics().map(problemView),
 
+    mcpServers: () => host.mcpServers(),
+
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
