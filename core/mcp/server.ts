@@ -25,7 +25,7 @@ import {
   resourceValueOf,
 } from "./render.ts";
 import type { McpSdk } from "./sdk.ts";
-import { isStdio, type McpServerSettings } from "./settings.ts";
+import { expandTemplate, isStdio, type McpServerSettings } from "./settings.ts";
 
 /** A server's default deadline at a boundary (connect, list, subscribe, read). */
 export const defaultMcpDeadlineMs = 2000;
@@ -497,12 +497,4 @@ export class McpServer {
       message: safe,
     });
   }
-}
-
-/** Expands a level-1 URI template (`{name}`, and `{+name}` unescaped) with its arguments. */
-function expandTemplate(template: string, args: Readonly<Record<string, string>>): string {
-  return template.replace(/\{(\+?)([A-Za-z0-9_.]+)\}/g, (_match, reserved: string, name: string) => {
-    const value = args[name] ?? "";
-    return reserved === "+" ? encodeURI(value) : encodeURIComponent(value);
-  });
 }

@@ -107,6 +107,18 @@ export function checkMcpServers(servers: unknown): asserts servers is McpServers
       }
       throw new SettingInvalid({ setting: field === "" ? setting : `${setting}.${field}`, reason: first?.message ?? "invalid" });
     }
+    const resources = (server as McpServerSettings).resources ?? [];
+    resources.forEach((entry, index) => {
+      if (typeof entry !== "object" || !("template" in entry)) return;
+      for (const [, , name] of entry.template.matchAll(templateExpression)) {
+        if (!Object.hasOwn(entry.arguments, name as string)) {
+          throw new SettingInvalid({
+            setting: `${setting}.resources.${index}.arguments`,
+            reason: `no argument ${name} for the template's {${name}}`,
+          });
+        }
+      }
+    });
     if (hasUrl) {
       const { url } = server as HttpServerSettings;
       if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
@@ -114,6 +126,17 @@ export function checkMcpServers(servers: unknown): asserts servers is McpServers
       }
     }
   }
+}
+
+/** A level-1 URI template expression, `{name}` or `{+name}` (reserved expansion). */
+export const templateExpression = /\{(\+?)([A-Za-z0-9_.]+)\}/g;
+
+/** Expands a level-1 URI template with its arguments: `{x}` percent-encoded, `{+x}` keeping reserved characters. */
+export function expandTemplate(template: string, args: Readonly<Record<string, string>>): string {
+  return template.replace(templateExpression, (_match, reserved: string, name: string) => {
+    const value = args[name] ?? "";
+    return reserved === "+" ? encodeURI(value) : encodeURIComponent(value);
+  });
 }
 
 /** Whether a server is spawned over stdio. */

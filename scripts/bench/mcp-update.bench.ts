@@ -7,7 +7,8 @@
 // update (goal exactly 1: only the changed resource is read). Baseline: the same for a host whose
 // server offers no subscriptions and no `ttlMs` hint (every resource read at every boundary).
 // Metric `read-ms`: the median time of the boundary's read of the changed resource, as the host
-// measured it. Baseline: the same `resources/read` by a bare SDK client on the same server.
+// measured it. Baseline: the same `resources/read` by a bare SDK client on the same server,
+// subscribed too, reading each resource once its update notification arrived.
 //
 // Environment (defaults in brackets, quick defaults after the semicolon; BENCH_QUICK=1 makes the
 // quick ones the defaults): BENCH_MCP_RESOURCES [50; 50], BENCH_RUNS [200; 20], BENCH_WARMUP
@@ -101,11 +102,25 @@ try {
   const measured = await updates(host, subscribed.world, true);
   const baseline = await updates(polling, polled.world, false);
 
-  // The same read by a bare SDK client, for the read's latency.
+  // The same read by a bare SDK client in the same conditions: subscribed, it reads a resource
+  // once its update notification arrived.
+  let notified: string | undefined;
+  bare.setNotificationHandler("notifications/resources/updated", (notification) => {
+    notified = notification.params.uri;
+  });
   await bare.connect(new StreamableHTTPClientTransport(new URL(subscribed.url)));
+  await Promise.all(state.resources.map((resource) => bare.subscribeResource({ uri: resource.uri })));
   const bareMs: number[] = [];
   for (let run = 0; run < warmup + runs; run++) {
-    const ms = await timeOnce(() => bare.readResource({ uri: uriOf(run % size) }, { cacheMode: "bypass" }));
+    const uri = uriOf(run % size);
+    notified = undefined;
+    await subscribed.world.apply({ op: "update", uri, text: `bare ${run}` });
+    const deadline = Date.now() + 10_000;
+    while (notified !== uri) {
+      if (Date.now() > deadline) throw new Error(`the bare client got no notification for ${uri} within 10 s`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const ms = await timeOnce(() => bare.readResource({ uri }, { cacheMode: "bypass" }));
     if (run >= warmup) bareMs.push(ms);
   }
   await Promise.all([host.close(), polling.close()]);

@@ -368,6 +368,10 @@ describe("MCP sources: settings", () => {
         [{ a: { url: "ftp://x" } }, "setting mcpServers.a.url: must be an http: or https: URL"],
         [{ "My Server": { command: "x" } }, "setting mcpServers.My Server: a server's name must match"],
         [{ a: { command: "x", env: { TOKEN: 7 } } }, "setting mcpServers.a.env.TOKEN:"],
+        [
+          { a: { command: "x", resources: ["*", { template: "t://{day}/{+path}", arguments: { day: "mon" } }] } },
+          "setting mcpServers.a.resources.1.arguments: no argument path for the template's {path}",
+        ],
       ];
       for (const [mcpServers, message] of cases) {
         const error = await harness.host({ mcpServers: mcpServers as never }).then(
