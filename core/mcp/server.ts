@@ -99,6 +99,8 @@ export class McpServer {
   #isListDirty = true;
   #retryMs = firstRetryMs;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The client of a connection in progress: closing the server ends it (a spawned process too). */
+  #connectingClient: Client | undefined;
 
   constructor(options: McpServerOptions) {
     this.#options = options;
@@ -220,6 +222,7 @@ export class McpServer {
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
     const link = this.#link;
     this.#link = undefined;
+    await this.#connectingClient?.close().catch(() => {});
     await this.#connecting?.catch(() => {});
     await link?.client.close().catch(() => {});
     await this.#scope.close();
@@ -256,16 +259,19 @@ export class McpServer {
           new URL(settings.url),
           settings.headers === undefined ? undefined : { requestInit: { headers: settings.headers } },
         );
+    this.#connectingClient = client;
     try {
       const ms = Math.max(this.#deadlineMs, connectDeadlineMs);
       await withinDeadline(() => client.connect(transport, { timeout: ms }), ms, `connecting to MCP server ${this.name}`);
     } catch (error) {
+      this.#connectingClient = undefined;
       await client.close().catch(() => {});
       if (this.#state === "closed") return;
       this.#report("connect", undefined, `cannot connect: ${messageOf(error)}`);
       this.#down();
       return;
     }
+    this.#connectingClient = undefined;
     if (this.#state === "closed") {
       await client.close().catch(() => {});
       return;
@@ -289,6 +295,21 @@ export class McpServer {
     // Anything may have changed while disconnected: every resource is read again.
     for (const resource of this.#resources.values()) resource.changedMark++;
     this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "connect");
+  }
+
+  /**
+   * A request failed for want of a connection (not the server's JSON-RPC error, a timeout or
+   * a malformed result): over Streamable HTTP nothing else says a server went away. Drop the
+   * link and reconnect after the back-off.
+   */
+  #loseOn(link: Link, error: unknown): void {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "number" || code === "REQUEST_TIMEOUT" || code === "INVALID_RESULT") return;
+    if (this.#link !== link || this.#state === "closed") return;
+    this.#link = undefined;
+    this.#report("connect", undefined, "the connection was lost");
+    void link.client.close().catch(() => {});
+    this.#down();
   }
 
   /** Down: the sources are unavailable until a reconnection, tried after a growing back-off. */
@@ -319,6 +340,7 @@ export class McpServer {
               link.subscribed.add(resource.uri);
             } catch (error) {
               if (this.#link === link) this.#report("subscribe", resource.key, `cannot subscribe: ${messageOf(error)}`);
+              this.#loseOn(link, error);
             }
           }),
       );
@@ -352,6 +374,7 @@ export class McpServer {
     } catch (error) {
       this.#isListDirty = true;
       if (this.#link === link) this.#report("list", undefined, `cannot list resources: ${messageOf(error)}`);
+      this.#loseOn(link, error);
       return;
     }
     this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "list");
@@ -406,6 +429,7 @@ export class McpServer {
       }
       resource.isFailing = true;
       if (this.#link === link) this.#report("read", resource.key, `cannot read ${resource.uri}: ${messageOf(error)}`);
+      this.#loseOn(link, error);
       return;
     }
     const contents: Parameters<typeof resourceValueOf>[1] = [];

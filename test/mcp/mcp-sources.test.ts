@@ -305,6 +305,27 @@ describe("MCP sources: Streamable HTTP on 127.0.0.1", function () {
     expect(fixture.world.stats().reads).to.deep.equal({ "fixture://notes/today": 2 });
   });
 
+  it("a server that goes away makes its sources unavailable; when it is back it is reconnected and read again", async () => {
+    const today = (text: string) => ({ subscribe: false, resources: [{ uri: "fixture://notes/today", name: "Today", text }] });
+    const first = await startHttpFixture(today("Buy milk."));
+    const host = await harness.host({ mcpServers: { remote: { url: first.url, resources: ["fixture://notes/today"] } } });
+    const id = await session(host);
+    expect((await harness.turn(host, id)).system).to.deep.equal([
+      '<mcp-resource server="remote" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>',
+    ]);
+    await first.close();
+    // Not subscribed and without a ttlMs hint: read at every boundary, and this read fails.
+    expect(systemUpdates(await harness.turn(host, id))).to.deep.equal([]);
+    expect(host.mcpServers()[0]?.state).not.to.equal("connected");
+    expect(host.diagnostics.map((d) => [d.phase, d.message])).to.deep.include(["connect", "the connection was lost"]);
+    const second = await startHttpFixture(today("After the restart."), { port: Number(new URL(first.url).port) });
+    harness.onClose(second.close);
+    await until("reconnected", () => host.mcpServers()[0]?.state === "connected");
+    expect(systemUpdates(await harness.turn(host, id))).to.deep.equal([
+      'The MCP resource fixture://notes/today of server remote is now:\n<mcp-resource server="remote" uri="fixture://notes/today">\nAfter the restart.\n</mcp-resource>',
+    ]);
+  });
+
   it("a header secret the server refuses is in no diagnostic", async () => {
     const fixture = await startHttpFixture(state, { requiredHeader: ["authorization", "Bearer right"] });
     harness.onClose(fixture.close);
