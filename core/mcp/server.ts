@@ -5,6 +5,7 @@
 // lists, subscribes and reads what is due within the server's deadline; observation then
 // reads nothing and answers from what was read, so an unchanged resource costs no read.
 
+import { setMaxListeners } from "node:events";
 import path from "node:path";
 import type { Client } from "@modelcontextprotocol/client";
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
@@ -255,10 +256,10 @@ export class McpServer {
           ...(settings.cwd === undefined ? {} : { cwd: path.resolve(this.#options.cwd, settings.cwd) }),
           stderr: "ignore",
         })
-      : new sdk.StreamableHTTPClientTransport(
-          new URL(settings.url),
-          settings.headers === undefined ? undefined : { requestInit: { headers: settings.headers } },
-        );
+      : new sdk.StreamableHTTPClientTransport(new URL(settings.url), {
+          ...(settings.headers === undefined ? {} : { requestInit: { headers: settings.headers } }),
+          fetch: quietFetch,
+        });
     this.#connectingClient = client;
     try {
       const ms = Math.max(this.#deadlineMs, connectDeadlineMs);
@@ -303,13 +304,25 @@ export class McpServer {
    * link and reconnect after the back-off.
    */
   #loseOn(link: Link, error: unknown): void {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (typeof code === "number" || code === "REQUEST_TIMEOUT" || code === "INVALID_RESULT") return;
+    if (!isConnectionFailure(error)) return;
     if (this.#link !== link || this.#state === "closed") return;
     this.#link = undefined;
     this.#report("connect", undefined, "the connection was lost");
     void link.client.close().catch(() => {});
     this.#down();
+  }
+
+  /**
+   * Sends a request, and once more at once when it failed for want of a connection: a kept-alive
+   * socket the server had closed (ECONNRESET) fails the first request after a pause.
+   */
+  async #request<T>(link: Link, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      if (!isConnectionFailure(error) || this.#link !== link) throw error;
+      return await send();
+    }
   }
 
   /** Down: the sources are unavailable until a reconnection, tried after a growing back-off. */
@@ -336,7 +349,9 @@ export class McpServer {
           .filter((resource) => !link.subscribed.has(resource.uri))
           .map(async (resource) => {
             try {
-              await link.client.subscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs });
+              await this.#request(link, () =>
+                link.client.subscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs }),
+              );
               link.subscribed.add(resource.uri);
             } catch (error) {
               if (this.#link === link) this.#report("subscribe", resource.key, `cannot subscribe: ${messageOf(error)}`);
@@ -369,7 +384,9 @@ export class McpServer {
     this.#isListDirty = false;
     let listed: string[];
     try {
-      const result = await link.client.listResources(undefined, { timeout: this.#deadlineMs, cacheMode: "bypass" });
+      const result = await this.#request(link, () =>
+        link.client.listResources(undefined, { timeout: this.#deadlineMs, cacheMode: "bypass" }),
+      );
       listed = result.resources.map((resource) => resource.uri);
     } catch (error) {
       this.#isListDirty = true;
@@ -421,7 +438,9 @@ export class McpServer {
     resource.reads++;
     let result: Awaited<ReturnType<Client["readResource"]>>;
     try {
-      result = await link.client.readResource({ uri: resource.uri }, { timeout: this.#deadlineMs, cacheMode: "bypass" });
+      result = await this.#request(link, () =>
+        link.client.readResource({ uri: resource.uri }, { timeout: this.#deadlineMs, cacheMode: "bypass" }),
+      );
     } catch (error) {
       if ((error as { code?: unknown }).code === resourceNotFound) {
         this.#admitRead(resource, mark, started, absent, undefined);
@@ -521,4 +540,27 @@ export class McpServer {
       message: safe,
     });
   }
+}
+
+/** Whether a request failed for want of a connection: not the server's JSON-RPC error, a timeout or a malformed result. */
+function isConnectionFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code !== "number" && code !== "REQUEST_TIMEOUT" && code !== "INVALID_RESULT";
+}
+
+const quietSignals = new WeakSet<AbortSignal>();
+
+/**
+ * `fetch` for the Streamable HTTP transport, which gives every request the one signal of its
+ * connection: each request adds an abort listener that lives until the request is collected,
+ * so a host that reads often passes Node's warning threshold with no leak. That signal may
+ * have any number of listeners.
+ */
+function quietFetch(url: string | URL, init?: RequestInit): Promise<Response> {
+  const signal = init?.signal;
+  if (signal !== undefined && signal !== null && !quietSignals.has(signal)) {
+    setMaxListeners(0, signal);
+    quietSignals.add(signal);
+  }
+  return fetch(url, init);
 }
