@@ -7,7 +7,7 @@
 
 import { setMaxListeners } from "node:events";
 import path from "node:path";
-import type { Client } from "@modelcontextprotocol/client";
+import type { Client, McpSubscription } from "@modelcontextprotocol/client";
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import type { Diagnostics } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
@@ -58,7 +58,12 @@ interface Link {
   readonly client: Client;
   readonly canSubscribe: boolean;
   readonly instructions: string | undefined;
+  /** The URIs whose updates this connection is told of. */
   readonly subscribed: Set<string>;
+  /** Negotiated the 2026-07-28 revision: updates and `list_changed` come on one `subscriptions/listen` stream. */
+  readonly isModern: boolean;
+  /** That stream, and the filter it was opened with. */
+  listen: { readonly subscription: McpSubscription; readonly filter: string } | undefined;
 }
 
 /** One exposed resource and what is known of it. */
@@ -160,6 +165,7 @@ export class McpServer {
     const link = this.#link;
     if (link === undefined) return false;
     if (this.#isListDirty && this.#hasWildcard) return true;
+    if (link.isModern && link.listen?.filter !== this.#listenFilter(link)) return true;
     const now = this.#options.now();
     for (const resource of this.#resources.values()) {
       if (link.canSubscribe && !link.subscribed.has(resource.uri)) return true;
@@ -240,7 +246,12 @@ export class McpServer {
 
   async #connect(): Promise<void> {
     const { sdk, settings } = this.#options;
-    const client = new sdk.Client({ name: "context-host", version: this.#clientVersion }, { capabilities: {} });
+    // Over Streamable HTTP the client offers the 2026-07-28 revision and falls back to 2025; over
+    // stdio the SDK would probe by spawning the server twice, so stdio speaks 2025 (decision 140).
+    const client = new sdk.Client(
+      { name: "context-host", version: this.#clientVersion },
+      { capabilities: {}, ...(isStdio(settings) ? {} : { versionNegotiation: { mode: "auto" as const } }) },
+    );
     client.setNotificationHandler("notifications/resources/updated", (notification) => {
       const resource = this.#resources.get(notification.params.uri);
       if (resource !== undefined) resource.changedMark++;
@@ -282,6 +293,8 @@ export class McpServer {
       canSubscribe: client.getServerCapabilities()?.resources?.subscribe === true,
       instructions: client.getInstructions() || undefined,
       subscribed: new Set(),
+      isModern: client.getProtocolEra() === "modern",
+      listen: undefined,
     };
     client.onclose = () => {
       if (this.#link !== link || this.#state === "closed") return;
@@ -343,7 +356,9 @@ export class McpServer {
       });
       await this.#listing;
     }
-    if (link.canSubscribe) {
+    if (link.isModern) {
+      await this.#listen(link);
+    } else if (link.canSubscribe) {
       await Promise.all(
         [...this.#resources.values()]
           .filter((resource) => !link.subscribed.has(resource.uri))
@@ -371,6 +386,53 @@ export class McpServer {
           return resource.reading;
         }),
     );
+  }
+
+  /** The `subscriptions/listen` filter a modern connection needs now, as text: `list_changed` with `"*"`, and every exposed URI. */
+  #listenFilter(link: Link): string {
+    const uris = link.canSubscribe ? [...this.#resources.keys()].sort() : [];
+    return JSON.stringify({ resourcesListChanged: this.#hasWildcard, resourceSubscriptions: uris });
+  }
+
+  /**
+   * Opens the `subscriptions/listen` stream for the current filter (a new one before the old one
+   * closes, so no update falls between). A stream the server ends leaves every resource due and
+   * the list to be read again: what changed meanwhile was not told.
+   */
+  async #listen(link: Link): Promise<void> {
+    const filter = this.#listenFilter(link);
+    if (link.listen?.filter === filter) return;
+    const wanted = JSON.parse(filter) as { resourcesListChanged: boolean; resourceSubscriptions: string[] };
+    if (!wanted.resourcesListChanged && wanted.resourceSubscriptions.length === 0) return;
+    let subscription: McpSubscription;
+    try {
+      subscription = await this.#request(link, () =>
+        link.client.listen(
+          {
+            ...(wanted.resourcesListChanged ? { resourcesListChanged: true } : {}),
+            ...(wanted.resourceSubscriptions.length === 0 ? {} : { resourceSubscriptions: wanted.resourceSubscriptions }),
+          },
+          { timeout: this.#deadlineMs },
+        ),
+      );
+    } catch (error) {
+      if (this.#link === link) this.#report("subscribe", undefined, `cannot listen: ${messageOf(error)}`);
+      this.#loseOn(link, error);
+      return;
+    }
+    const previous = link.listen;
+    link.listen = { subscription, filter };
+    link.subscribed.clear();
+    for (const uri of subscription.honoredFilter.resourceSubscriptions ?? []) link.subscribed.add(uri);
+    void subscription.closed.then((why) => {
+      if (why === "local" || link.listen?.subscription !== subscription || this.#link !== link) return;
+      link.listen = undefined;
+      link.subscribed.clear();
+      for (const resource of this.#resources.values()) resource.changedMark++;
+      this.#isListDirty = true;
+      this.#report("subscribe", undefined, `the server ended the subscription (${why})`);
+    });
+    await previous?.subscription.close().catch(() => {});
   }
 
   #isDue(resource: ExposedResource, link: Link, now: number): boolean {
@@ -407,7 +469,7 @@ export class McpServer {
     });
     for (const resource of gone) {
       this.#resources.delete(resource.uri);
-      if (link.subscribed.delete(resource.uri)) {
+      if (link.subscribed.delete(resource.uri) && !link.isModern) {
         link.client.unsubscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs }).catch(() => {});
       }
     }

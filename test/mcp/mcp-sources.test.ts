@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { expect } from "chai";
 import { formatDiagnostic, type Host, SettingInvalid } from "../../core/index.ts";
+import { startModernHttpWorld } from "../../scripts/bench/mcp-world.ts";
 import { render } from "../../scripts/cli/render.ts";
 import { loadSettings } from "../../scripts/cli/settings.ts";
 import { McpHostHarness, StdioFixture, startHttpFixture, systemUpdates, until } from "./harness.ts";
@@ -229,6 +230,26 @@ describe("MCP sources: resources and instructions over stdio", function () {
     expect(text).not.to.contain(secret);
   });
 
+  it("a server's error that repeats its env secret reaches the diagnostic with the secret masked", async () => {
+    const secret = "tok-9f8e7d6c";
+    const fixture = new StdioFixture(
+      harness.folder,
+      state,
+      { resources: ["fixture://notes/today"], instructions: false },
+      { FIXTURE_SECRET: secret },
+    );
+    const host = await harness.host({ mcpServers: { notes: fixture.settings } });
+    const id = await session(host);
+    await harness.turn(host, id);
+    await fixture.send({ op: "mode", mode: "fail" });
+    await fixture.send({ op: "update", uri: "fixture://notes/today", text: "x" });
+    await until("the update marked", () => host.mcpServers()[0]?.resources[0]?.state === "changed");
+    expect(systemUpdates(await harness.turn(host, id))).to.deep.equal([]);
+    const failed = host.currentDiagnostics().find((d) => d.key === "mcp/notes/notes/today");
+    expect(failed?.message).to.match(/^cannot read fixture:\/\/notes\/today: .*read failed, token \*\*\*$/);
+    expect(JSON.stringify(host.diagnostics)).not.to.contain(secret);
+  });
+
   it("a URI template with its arguments exposes the expanded resource under the configured name", async () => {
     const fixture = new StdioFixture(harness.folder, state, {
       resources: [{ template: "fixture://notes/{day}", arguments: { day: "today" }, name: "day" }],
@@ -326,6 +347,30 @@ describe("MCP sources: Streamable HTTP on 127.0.0.1", function () {
     ]);
   });
 
+  it("a 2026-07-28 server: updates and list_changed come on subscriptions/listen; an update is read once, a new resource added", async () => {
+    const fixture = await startModernHttpWorld(state);
+    harness.onClose(fixture.close);
+    const host = await harness.host({ mcpServers: { modern: { url: fixture.url, resources: ["*"], instructions: false } } });
+    const id = await session(host);
+    expect((await harness.turn(host, id)).system.at(-1)).to.contain("Buy milk.");
+    expect(host.mcpServers()[0]?.resources.map((r) => r.isSubscribed)).to.deep.equal([true, true]);
+    const reads = fixture.world.stats().reads;
+    await fixture.world.apply({ op: "update", uri: "fixture://notes/today", text: "Modern milk." });
+    await until("the update marked", () => host.mcpServers()[0]?.resources.some((r) => r.state === "changed") ?? false);
+    expect(systemUpdates(await harness.turn(host, id))).to.deep.equal([
+      'The MCP resource fixture://notes/today of server modern is now:\n<mcp-resource server="modern" uri="fixture://notes/today">\nModern milk.\n</mcp-resource>',
+    ]);
+    expect(fixture.world.stats().reads).to.deep.equal({
+      ...reads,
+      "fixture://notes/today": (reads["fixture://notes/today"] ?? 0) + 1,
+    });
+    await fixture.world.apply({ op: "add", resource: { uri: "fixture://notes/later", name: "Later", text: "Rest." } });
+    await until("the list marked", async () => (await host.preview(id)).kind === "update");
+    expect(systemUpdates(await harness.turn(host, id)).slice(1)).to.deep.equal([
+      '<mcp-resource server="modern" uri="fixture://notes/later">\nRest.\n</mcp-resource>',
+    ]);
+  });
+
   it("a header secret the server refuses is in no diagnostic", async () => {
     const fixture = await startHttpFixture(state, { requiredHeader: ["authorization", "Bearer right"] });
     harness.onClose(fixture.close);
@@ -339,8 +384,7 @@ describe("MCP sources: Streamable HTTP on 127.0.0.1", function () {
     const text = JSON.stringify(host.diagnostics);
     expect(text).to.contain("mcpServers.remote");
     expect(text).not.to.contain("wrong-token-77");
-    // The server echoed the header back; the diagnostic keeps the message with the secret masked.
-    expect(text).to.contain("unauthorized: ***");
+    expect(text).to.contain("HTTP 401");
   });
 });
 
