@@ -62,8 +62,10 @@ interface Link {
   readonly subscribed: Set<string>;
   /** Negotiated the 2026-07-28 revision: updates and `list_changed` come on one `subscriptions/listen` stream. */
   readonly isModern: boolean;
-  /** That stream, and the filter it was opened with. */
-  listen: { readonly subscription: McpSubscription; readonly filter: string } | undefined;
+  /** That stream, if one is open. */
+  subscription: McpSubscription | undefined;
+  /** The filter (as text) the connection was last made to listen for; no stream is needed for an empty one. */
+  listened: string | undefined;
 }
 
 /** One exposed resource and what is known of it. */
@@ -107,6 +109,9 @@ export class McpServer {
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** The client of a connection in progress: closing the server ends it (a spawned process too). */
   #connectingClient: Client | undefined;
+  /** The resources the settings name (URIs and expanded templates), exposed whatever the server lists. */
+  #explicit: Array<{ uri: string; name: string | undefined }> = [];
+  #clientVersion = "0.0.0";
 
   constructor(options: McpServerOptions) {
     this.#options = options;
@@ -144,9 +149,6 @@ export class McpServer {
     this.#startConnecting();
   }
 
-  #explicit: Array<{ uri: string; name: string | undefined }> = [];
-  #clientVersion = "0.0.0";
-
   /**
    * The boundary's work for this server, bounded by its deadline: wait for a connection in
    * progress, list (after `list_changed`) and subscribe, then read every resource that is due.
@@ -165,7 +167,7 @@ export class McpServer {
     const link = this.#link;
     if (link === undefined) return false;
     if (this.#isListDirty && this.#hasWildcard) return true;
-    if (link.isModern && link.listen?.filter !== this.#listenFilter(link)) return true;
+    if (link.isModern && link.listened !== this.#listenFilter(link)) return true;
     const now = this.#options.now();
     for (const resource of this.#resources.values()) {
       if (link.canSubscribe && !link.subscribed.has(resource.uri)) return true;
@@ -294,7 +296,8 @@ export class McpServer {
       instructions: client.getInstructions() || undefined,
       subscribed: new Set(),
       isModern: client.getProtocolEra() === "modern",
-      listen: undefined,
+      subscription: undefined,
+      listened: undefined,
     };
     client.onclose = () => {
       if (this.#link !== link || this.#state === "closed") return;
@@ -401,9 +404,16 @@ export class McpServer {
    */
   async #listen(link: Link): Promise<void> {
     const filter = this.#listenFilter(link);
-    if (link.listen?.filter === filter) return;
+    if (link.listened === filter) return;
     const wanted = JSON.parse(filter) as { resourcesListChanged: boolean; resourceSubscriptions: string[] };
-    if (!wanted.resourcesListChanged && wanted.resourceSubscriptions.length === 0) return;
+    const previous = link.subscription;
+    if (!wanted.resourcesListChanged && wanted.resourceSubscriptions.length === 0) {
+      link.subscription = undefined;
+      link.listened = filter;
+      link.subscribed.clear();
+      await previous?.close().catch(() => {});
+      return;
+    }
     let subscription: McpSubscription;
     try {
       subscription = await this.#request(link, () =>
@@ -420,19 +430,20 @@ export class McpServer {
       this.#loseOn(link, error);
       return;
     }
-    const previous = link.listen;
-    link.listen = { subscription, filter };
+    link.subscription = subscription;
+    link.listened = filter;
     link.subscribed.clear();
     for (const uri of subscription.honoredFilter.resourceSubscriptions ?? []) link.subscribed.add(uri);
     void subscription.closed.then((why) => {
-      if (why === "local" || link.listen?.subscription !== subscription || this.#link !== link) return;
-      link.listen = undefined;
+      if (why === "local" || link.subscription !== subscription || this.#link !== link) return;
+      link.subscription = undefined;
+      link.listened = undefined;
       link.subscribed.clear();
       for (const resource of this.#resources.values()) resource.changedMark++;
       this.#isListDirty = true;
       this.#report("subscribe", undefined, `the server ended the subscription (${why})`);
     });
-    await previous?.subscription.close().catch(() => {});
+    await previous?.close().catch(() => {});
   }
 
   #isDue(resource: ExposedResource, link: Link, now: number): boolean {
