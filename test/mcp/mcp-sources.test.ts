@@ -2,11 +2,13 @@
 // process, the Streamable HTTP fixture on 127.0.0.1, and @modelcontextprotocol/server-everything.
 // A resource's update is only marked; the next boundary reads it once and admits its new state.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { expect } from "chai";
+import Type from "typebox";
 import { formatDiagnostic, type Host, SettingInvalid } from "../../core/index.ts";
+import * as SystemContext from "../../core/system-context.ts";
 import { startModernHttpWorld } from "../../scripts/bench/mcp-world.ts";
 import { render } from "../../scripts/cli/render.ts";
 import { loadSettings } from "../../scripts/cli/settings.ts";
@@ -53,6 +55,49 @@ describe("MCP sources: resources and instructions over stdio", function () {
       ].join("\n\n"),
     );
     expect(host.currentDiagnostics()).to.deep.equal([]);
+  });
+
+  it("MCP sources sit among the plugin sources in key order, after the core sources", async () => {
+    const plugins = path.join(harness.folder, "plugins");
+    mkdirSync(plugins);
+    for (const name of ["alpha", "zeta"]) {
+      writeFileSync(
+        path.join(plugins, `${name}.ts`),
+        `import { definePlugin } from "context-host/plugin";
+import Type from "typebox";
+export default definePlugin({ name: "${name}", setup(api) {
+  api.source({ key: "${name}/note", schema: Type.String(), load: () => "${name}", baseline: (v) => "note " + v, update: (_p, v) => "note " + v });
+} });`,
+      );
+    }
+    const fixture = new StdioFixture(harness.folder, state, { resources: ["fixture://notes/today"] });
+    const host = await harness.host({
+      mcpServers: { notes: fixture.settings },
+      plugins: [plugins],
+      isolation: "none",
+      core: [
+        {
+          key: "host/first",
+          load: () =>
+            SystemContext.make({
+              key: "host/first",
+              schema: Type.String(),
+              load: () => "x",
+              baseline: () => "first",
+              update: () => "first",
+            }),
+        },
+      ],
+    });
+    const id = await session(host);
+    await harness.turn(host, id);
+    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal([
+      "host/first",
+      "alpha/note",
+      "mcp/notes/instructions",
+      "mcp/notes/notes/today",
+      "zeta/note",
+    ]);
   });
 
   it("an updated resource reaches the model once, at the next boundary, as its new state, read exactly once", async () => {
