@@ -275,6 +275,26 @@ export default definePlugin({ name: "${name}", setup(api) {
     expect(text).not.to.contain(secret);
   });
 
+  it("a server that never answers initialize holds no boundary past its deadline, and closing the host ends it", async () => {
+    const fixture = new StdioFixture(
+      harness.folder,
+      state,
+      { resources: ["fixture://notes/today"], deadlineMs: 300 },
+      { FIXTURE_HANG_AT_START: "1" },
+    );
+    const host = await harness.host({ mcpServers: { stuck: fixture.settings } });
+    const id = await session(host);
+    expect((await harness.turn(host, id)).system).to.deep.equal([""]);
+    expect(host.diagnostics.map((d) => [d.file, d.phase, d.message])).to.deep.equal([
+      ["mcpServers.stuck", "connect", "connecting missed its deadline of 300 ms"],
+    ]);
+    expect(host.mcpServers()[0]?.state).to.equal("connecting");
+    const { pid } = await fixture.process();
+    await host.close();
+    expect(host.mcpServers()[0]?.state).to.equal("closed");
+    await until("the stuck process gone", () => !isAlive(pid));
+  });
+
   it("a server's error that repeats its env secret reaches the diagnostic with the secret masked", async () => {
     const secret = "tok-9f8e7d6c";
     const fixture = new StdioFixture(
