@@ -25,6 +25,9 @@ export {
   type EnginePreview,
 } from "./host/engine.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
+export { McpClientMissing } from "./mcp/errors.ts";
+export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
+export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
 export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/events.ts";
 export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";

@@ -18,10 +18,14 @@ export type DiagnosticPhase =
   | "dispose"
   | "package"
   | "instructions"
-  | "watch";
+  | "watch"
+  | "connect"
+  | "list"
+  | "subscribe"
+  | "read";
 
-/** What a diagnostic is about: a plugin, an instruction file, or the plugin folders' watcher. */
-export type DiagnosticOrigin = "plugin" | "instructions" | "watcher";
+/** What a diagnostic is about: a plugin, an instruction file, the plugin folders' watcher, or an MCP server. */
+export type DiagnosticOrigin = "plugin" | "instructions" | "watcher" | "mcp";
 
 /** A structured diagnostic: a plugin's, an instruction file's or the watcher's problem. */
 export interface Diagnostic {
@@ -53,7 +57,9 @@ export function escapeControl(text: string): string {
 
 /** A short, printable code frame: `file:line:column phase [key] message`, the line, a caret. Control characters escaped. */
 export function formatDiagnostic(diagnostic: Diagnostic, cwd = process.cwd()): string {
-  const where = escapeControl(path.relative(cwd, diagnostic.file) || diagnostic.file);
+  // An MCP server's diagnostic names its setting (`mcpServers.NAME`), not a file.
+  const file = diagnostic.origin === "mcp" ? diagnostic.file : path.relative(cwd, diagnostic.file) || diagnostic.file;
+  const where = escapeControl(file);
   const position = diagnostic.line === undefined ? "" : `:${diagnostic.line}:${(diagnostic.column ?? 0) + 1}`;
   const key = diagnostic.key === undefined ? "" : ` ${escapeControl(diagnostic.key)}`;
   const head = `${where}${position} [${escapeControl(diagnostic.plugin)} ${diagnostic.phase}${key}] ${escapeControl(diagnostic.message)}`;

@@ -27,11 +27,15 @@ export type CheckName =
 
 /**
  * The phases of a plugin's diagnostics. The host's others are about instruction files, the
- * watcher, and a plugin package's manifest (`package`: not installed, a peer range of
- * context-host not met, a declared file missing), which `check PACKAGE` reports before any
- * rule runs, failing it (decision 132).
+ * watcher, MCP servers (`connect`, `list`, `subscribe`, `read`: no plugin code runs there),
+ * and a plugin package's manifest (`package`: not installed, a peer range of context-host not
+ * met, a declared file missing), which `check PACKAGE` reports before any rule runs, failing
+ * it (decision 132).
  */
-export type PluginPhase = Exclude<DiagnosticPhase, "instructions" | "watch" | "package">;
+export type PluginPhase = Exclude<
+  DiagnosticPhase,
+  "instructions" | "watch" | "package" | "connect" | "list" | "subscribe" | "read"
+>;
 
 /** One conformance rule. */
 export interface ConformanceRule {

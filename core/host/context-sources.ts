@@ -8,6 +8,8 @@ import { asValue, createContainer } from "awilix";
 import { type Clock, consoleLogger, type Logger, systemClock } from "../base/clock.ts";
 import { Diagnostics } from "../base/diagnostics.ts";
 import type { Scope } from "../base/scope.ts";
+import { type McpSources, startMcpSources } from "../mcp/mcp-sources.ts";
+import type { McpServersSettings } from "../mcp/settings.ts";
 import { type Isolation, type PluginEvent, PluginSet } from "../plugins/plugin-set.ts";
 import { Registry, type SourceEnv } from "../registry/registry.ts";
 import type { CoreSource } from "../sources/core-source.ts";
@@ -59,6 +61,8 @@ export interface ContextSourcesOptions {
   readonly isolation?: Isolation;
   /** Largest accepted value of an isolated plugin source, UTF-8 bytes of its JSON (the session's `sourceValueBytes`). */
   readonly maxValueBytes?: number;
+  /** MCP servers whose resources and instructions are Context Sources (`mcp/<server>/<name>`). */
+  readonly mcpServers?: McpServersSettings;
 }
 
 /** The started context sources of one host. */
@@ -66,9 +70,11 @@ export interface ContextSources {
   readonly registry: Registry;
   readonly plugins: PluginSet;
   readonly instructions: InstructionService;
+  /** The MCP servers' sources; none when no server is configured. */
+  readonly mcp: McpSources | undefined;
   /** The one diagnostics channel: plugins, instruction files, the watcher (`origin` says which). */
   readonly diagnostics: Diagnostics;
-  /** Composes every registered source for a boundary's env. */
+  /** Composes every registered source for a boundary's env (MCP servers first do their due reads). */
   compose(env: SourceEnv): Promise<SystemContext>;
   /** Plugin events and every new diagnostic (instruction problems included). Returns an unsubscribe. */
   subscribe(listener: (event: PluginEvent) => void): () => void;
@@ -126,7 +132,11 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     settings: options.pluginSettings ?? {},
     // Core sources' namespaces belong to the host.
     reservedNamespaces: [
-      ...new Set([...(builtins.length === 0 ? [] : builtinNamespaces), ...core.map((source) => namespaceOf(source.key))]),
+      ...new Set([
+        ...(builtins.length === 0 ? [] : builtinNamespaces),
+        ...core.map((source) => namespaceOf(source.key)),
+        ...(Object.keys(options.mcpServers ?? {}).length === 0 ? [] : ["mcp"]),
+      ]),
     ],
     watch: options.watch ?? true,
     ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
@@ -138,12 +148,30 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
   });
   void scope.add(() => plugins.close());
 
+  const mcp = await startMcpSources(
+    {
+      servers: options.mcpServers ?? {},
+      registry,
+      diagnostics,
+      cwd: options.cwd,
+      ...(options.maxValueBytes === undefined ? {} : { maxValueBytes: options.maxValueBytes }),
+    },
+    scope,
+  );
+
   return {
     registry,
     plugins,
     instructions,
+    mcp,
     diagnostics,
-    compose: (env) => registry.compose(env),
+    compose:
+      mcp === undefined
+        ? (env) => registry.compose(env)
+        : (env) => {
+            const preparing = mcp.prepare();
+            return preparing === undefined ? registry.compose(env) : preparing.then(() => registry.compose(env));
+          },
     subscribe(listener) {
       const fromPlugins = plugins.subscribe((event) => {
         // Plugin diagnostics reach listeners through the channel below.

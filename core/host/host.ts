@@ -8,6 +8,8 @@ import type { Clock, Logger } from "../base/clock.ts";
 import { type Diagnostic, formatDiagnostic } from "../base/diagnostics.ts";
 import { SettingInvalid } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
+import type { McpServerInfo } from "../mcp/info.ts";
+import type { McpServersSettings } from "../mcp/settings.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import { readPluginEntry } from "../plugins/find.ts";
 import type { Provider } from "../session/provider.ts";
@@ -85,6 +87,13 @@ export interface HostOptions {
    * process, for trusted first-party plugins and comparison benchmarks.
    */
   readonly isolation?: "worker" | "none";
+  /**
+   * MCP servers whose resources and instructions are Context Sources, keyed `mcp/<server>/<name>`
+   * and `mcp/<server>/instructions`: `{ command, args?, env?, cwd? }` (stdio) or `{ url, headers? }`
+   * (Streamable HTTP), each with `resources?` (URIs, `{ template, arguments }`, or `"*"`) and
+   * `instructions?`. Read at Safe Provider-Turn Boundaries only. Needs `@modelcontextprotocol/client`.
+   */
+  readonly mcpServers?: McpServersSettings;
 }
 
 /** The Host API (SPEC section 5). */
@@ -106,6 +115,8 @@ export interface Host {
   epoch(id: string): Promise<EpochRecord | undefined>;
   /** Active plugins. */
   plugins(): PluginInfo[];
+  /** The configured MCP servers, their state and their exposed resources (none configured: empty). */
+  mcpServers(): McpServerInfo[];
   /** Every distinct diagnostic so far, oldest first: plugins, instruction files and the watcher (`origin` says which). */
   readonly diagnostics: readonly Diagnostic[];
   /** The problems that still hold (a plugin that loaded again clears its earlier ones). */
@@ -155,6 +166,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
         "timeZone",
         "instructions",
         "isolation",
+        "mcpServers",
       ]),
       ...(options.limits?.sourceValueBytes === undefined ? {} : { maxValueBytes: options.limits.sourceValueBytes }),
     },
@@ -195,6 +207,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     preview: (id) => runtime.preview(id),
     epoch: (id) => store.activeEpoch(id),
     plugins: () => plugins.plugins(),
+    mcpServers: () => sources.mcp?.servers() ?? [],
     get diagnostics() {
       return sources.diagnostics.history;
     },

@@ -4,6 +4,7 @@
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { SettingInvalid } from "../base/errors.ts";
+import { checkMcpServers, McpServersSchema } from "../mcp/settings.ts";
 import { checkTimeZone } from "../sources/date.ts";
 
 /**
@@ -35,6 +36,7 @@ export const HostOptionsSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    mcpServers: Type.Optional(McpServersSchema),
   },
   { additionalProperties: true },
 );
@@ -50,6 +52,7 @@ export function checkSettings(settings: unknown): void {
     const isUnknown = first?.keyword === "boolean" && first.schemaPath.endsWith("/additionalProperties");
     throw new SettingInvalid({ setting, reason: isUnknown ? "unknown setting" : (first?.message ?? "invalid") });
   }
-  const { timeZone } = settings as { timeZone?: string };
+  const { timeZone, mcpServers } = settings as { timeZone?: string; mcpServers?: unknown };
   if (timeZone !== undefined) checkTimeZone(timeZone);
+  if (mcpServers !== undefined) checkMcpServers(mcpServers);
 }

@@ -7,6 +7,7 @@ import { silentLogger } from "../../core/base/clock.ts";
 import { formatDiagnostic } from "../../core/base/diagnostics.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { startContextSources } from "../../core/host/context-sources.ts";
+import type { McpServersSettings } from "../../core/mcp/settings.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
 import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
@@ -21,6 +22,7 @@ export interface RenderSettings {
   readonly timeZone?: string;
   readonly instructions?: InstructionSettings;
   readonly pluginSettings?: Readonly<Record<string, unknown>>;
+  readonly mcpServers?: McpServersSettings;
 }
 
 export interface RenderOptions {

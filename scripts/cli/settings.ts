@@ -8,6 +8,7 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { messageOf } from "../../core/base/errors.ts";
 import { checkSettings } from "../../core/host/settings.ts";
+import type { McpServersSettings } from "../../core/mcp/settings.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
 import { type CommandName, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -25,6 +26,8 @@ export interface CliSettings {
   readonly instructions?: InstructionSettings;
   /** Each plugin's config by plugin name; the plugin's own `config` schema checks it at load. */
   readonly pluginSettings?: Readonly<Record<string, unknown>>;
+  /** MCP servers whose resources and instructions are Context Sources, in the ecosystem's shape. */
+  readonly mcpServers?: McpServersSettings;
 }
 
 // The file's own shape; `checkSettings` (the host's schema) then checks the host settings in depth.
@@ -35,6 +38,7 @@ const SettingsFile = Type.Object(
     timeZone: Type.Optional(Type.Unknown()),
     instructions: Type.Optional(Type.Unknown()),
     pluginSettings: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    mcpServers: Type.Optional(Type.Unknown()),
   },
   { additionalProperties: false },
 );
@@ -67,13 +71,13 @@ export function readSettingsFile(file: string, command: CommandName, projectRoot
     throw fail(`not JSON: ${messageOf(error)}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw fail("expected a JSON object { plugins?, timeZone?, instructions?, pluginSettings? }");
+    throw fail("expected a JSON object { plugins?, timeZone?, instructions?, pluginSettings?, mcpServers? }");
   }
   if (!fileValidator.Check(parsed)) {
     const first = fileValidator.Errors(parsed)[0];
     const unknown = Object.keys(parsed).find((name) => !Object.hasOwn(SettingsFile.properties, name));
     if (unknown !== undefined) {
-      throw fail(`setting ${unknown}: unknown setting (known: plugins, timeZone, instructions, pluginSettings)`);
+      throw fail(`setting ${unknown}: unknown setting (known: plugins, timeZone, instructions, pluginSettings, mcpServers)`);
     }
     const setting = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
     throw fail(

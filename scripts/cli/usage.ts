@@ -46,11 +46,11 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   --model M         the model (needed with anthropic and openai)
   --base-url URL    the API root of an Anthropic- or OpenAI-compatible server
   --settings FILE   the settings file (default ./context-host.json when it exists):
-                    { plugins?, timeZone?, instructions?, pluginSettings? }
+                    { plugins?, timeZone?, instructions?, pluginSettings?, mcpServers? }
   --data DIR        where sessions are kept (default ./.context-host)
   --inspect[=PORT]  also serve the browser inspector on 127.0.0.1
 
-  In the session: /context /plugins /problems /compact /model P M /cd DIR /help /quit
+  In the session: /context /plugins /problems /mcp /compact /model P M /cd DIR /help /quit
   exit codes: 0 /quit or end of input; 130 Ctrl-C; 64 bad usage`,
   render: `usage: context-host render [--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]
 

@@ -29,18 +29,19 @@ export const layers: readonly Layer[] = [
   { name: "registry", paths: ["core/registry"], imports: ["base", "system-context"], packages: [] },
   { name: "plugins", paths: ["core/plugins"], imports: ["base", "system-context", "registry"], packages: "*" },
   { name: "sources", paths: ["core/sources"], imports: ["base", "system-context", "registry"], packages: "*" },
+  { name: "mcp", paths: ["core/mcp"], imports: ["base", "system-context", "registry"], packages: "*" },
   { name: "session", paths: ["core/session"], imports: ["base", "system-context", "registry", "sources"], packages: "*" },
   { name: "providers", paths: ["core/providers"], imports: ["base", "system-context", "session"], packages: "*" },
   {
     name: "host",
     paths: ["core/host"],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers"],
     packages: "*",
   },
   {
     name: "conformance",
     paths: ["core/conformance"],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host"],
     packages: "*",
   },
   {
@@ -56,13 +57,13 @@ export const layers: readonly Layer[] = [
       "core/ai-sdk.ts",
       "core/openai-agents.ts",
     ],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host", "conformance"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host", "conformance"],
     packages: [],
   },
   {
     name: "cli",
     paths: ["scripts/cli"],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "session", "providers", "host", "conformance"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host", "conformance"],
     packages: "*",
   },
 ];

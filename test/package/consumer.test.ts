@@ -181,7 +181,8 @@ describe("package: a consumer project using the packed tarball", function () {
     | "registryTsc"
     | "tidesRender"
     | "tidesList"
-    | "tidesReload",
+    | "tidesReload"
+    | "mcpMissing",
     ReturnType<typeof inProject>
   >;
 
@@ -259,6 +260,19 @@ describe("package: a consumer project using the packed tarball", function () {
         path.join(folder, "tides-data"),
         newer.tarball,
         incompatible.tarball,
+      ]),
+      // The MCP client is an optional peer the consumer did not install (decision 141).
+      mcpMissing: inProject(project, process.execPath, [
+        "--input-type=module",
+        "--eval",
+        `import { createHost, McpClientMissing } from "context-host";
+const options = { dataDir: ${JSON.stringify(path.join(folder, "mcp-data"))}, providers: {}, plugins: [], watch: false };
+await createHost({ ...options, mcpServers: { x: { command: "none" } } }).then(
+  () => console.log("created"),
+  (error) => console.log(error instanceof McpClientMissing, error.message),
+);
+const host = await createHost(options); // without mcpServers nothing of MCP is loaded
+await host.close();`,
       ]),
     };
     await Promise.all(Object.values(runs));
@@ -347,6 +361,14 @@ describe("package: a consumer project using the packed tarball", function () {
     const { code, stdout, stderr } = await runs.tscNoNodeTypes;
     expect(stdout + stderr).to.equal("");
     expect(code).to.equal(0);
+  });
+
+  it("mcpServers without the optional MCP client fails createHost with McpClientMissing, saying what to install", async () => {
+    const { code, stdout, stderr } = await runs.mcpMissing;
+    expect([code, stderr]).to.deep.equal([0, ""]);
+    expect(stdout).to.equal(
+      "true mcpServers needs the MCP client: install it with `npm install @modelcontextprotocol/client@^2.4.0`\n",
+    );
   });
 
   it("nothing internal is reachable: a module inside dist/ is not exported", async () => {

@@ -9,6 +9,7 @@ import readline from "node:readline";
 import { type Diagnostic, escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
 import { messageOf } from "../../../core/base/errors.ts";
 import { createHost, type Host } from "../../../core/host/host.ts";
+import type { McpServerInfo } from "../../../core/mcp/info.ts";
 import type { PluginInfo } from "../../../core/plugins/events.ts";
 import { formatOrigin } from "../../../core/plugins/find.ts";
 import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
@@ -41,7 +42,7 @@ export interface DevIo {
 /** Starts the browser inspector over the dev model (`--inspect[=PORT]`). */
 function startDevInspector(options: { model: DevModelStore; host: Host; port?: number }): Promise<Inspector> {
   return startInspector({
-    source: devInspectorSource(options.model),
+    source: devInspectorSource(options.model, () => options.host.mcpServers()),
     ...(options.port === undefined ? {} : { port: options.port }),
   });
 }
@@ -68,10 +69,26 @@ function bannerOf(args: DevArgs, env: NodeJS.ProcessEnv): string {
   return `provider: ${args.provider}, model ${args.model}${args.baseUrl === undefined ? "" : ` at ${args.baseUrl}`} (${key})`;
 }
 
+/** The `/mcp` listing: each server and its state, then each resource's key, URI, state and reads. */
+export function mcpLines(servers: readonly McpServerInfo[]): string[] {
+  const lines: string[] = [];
+  for (const server of servers) {
+    const subscribe = server.canSubscribe ? "subscriptions" : "no subscriptions";
+    lines.push(`  ${server.name} (${server.transport}, ${server.state}, ${subscribe})`);
+    if (server.instructionsKey !== undefined) lines.push(`    ${server.instructionsKey}`);
+    for (const r of server.resources) {
+      const read = r.readMs === undefined ? "" : `, last read ${r.readMs.toFixed(1)} ms`;
+      lines.push(`    ${r.key}  ${r.uri}  ${r.state}${r.isSubscribed ? ", subscribed" : ""}, ${r.reads} reads${read}`);
+    }
+  }
+  return lines.map((line) => safeLines(line).join(" "));
+}
+
 const help = [
   "/context        the Baseline, the snapshot, what the next boundary would admit (nothing is admitted), sources with no value and why",
   "/plugins        the active plugins, their generations, last reload and where each came from",
   "/problems       the problems that still hold",
+  "/mcp            the MCP servers, their state and their resources' sources",
   "/compact        summarise the conversation; the next prompt starts a new Context Epoch",
   "/model P M      switch provider and model (P: scripted, anthropic, openai); a new epoch",
   "/cd DIR         move the session to DIR; a new epoch there",
@@ -300,6 +317,12 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
               `  ${p.name} generation ${p.generation} (loaded in ${p.loadMs} ms): ${p.keys.join(", ")} — ${shownOrigin(p)}`,
             );
           }
+          return true;
+        }
+        case "/mcp": {
+          const servers = host.mcpServers();
+          if (servers.length === 0) screen.line("note", "  no MCP servers (mcpServers in the settings file)");
+          for (const line of mcpLines(servers)) screen.line("note", line);
           return true;
         }
         case "/problems": {

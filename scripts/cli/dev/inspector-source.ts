@@ -7,6 +7,7 @@ import { formatOrigin } from "../../../core/plugins/find.ts";
 import type {
   InspectorEvent,
   InspectorSource,
+  McpServerView,
   ProblemView,
   RequestView,
   SessionSummary,
@@ -76,8 +77,9 @@ function viewOf(session: DevSession): SessionView {
 }
 
 /** The inspector's view of a dev host's model. */
-export function devInspectorSource(model: DevModel): InspectorSource {
+export function devInspectorSource(model: DevModel, mcpServers?: () => readonly McpServerView[]): InspectorSource {
   return {
+    ...(mcpServers === undefined ? {} : { mcpServers }),
     sessions: () => model.sessions().map(summaryOf),
     session: (id) => {
       const session = model.session(id);

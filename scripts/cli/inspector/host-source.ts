@@ -241,6 +241,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     switchModel: (id, change) => announcing(id, () => host.switchModel(id, change)),
     move: (id, location) => announcing(id, () => host.move(id, location)),
     plugins: () => host.plugins(),
+    mcpServers: () => host.mcpServers(),
     get diagnostics() {
       return host.diagnostics;
     },
@@ -326,6 +327,8 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     },
 
     problems: () => host.currentDiagnostics().map(problemView),
+
+    mcpServers: () => host.mcpServers(),
 
     subscribe(listener) {
       listeners.add(listener);

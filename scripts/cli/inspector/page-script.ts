@@ -203,6 +203,29 @@ export const pageScript = String.raw`"use strict";
     }));
   }
 
+  function renderMcp(servers) {
+    $("no-mcp").hidden = servers.length > 0;
+    var trs = [];
+    servers.forEach(function (server) {
+      var state = server.transport + ", " + server.state + (server.canSubscribe ? ", subscriptions" : "");
+      if (server.instructionsKey !== undefined) {
+        trs.push(el("tr", { "data-mcp-key": server.instructionsKey }, [
+          el("td", {}, server.name), el("td", {}, state), el("td", {}, el("code", {}, server.instructionsKey)),
+          el("td", {}, "instructions"), el("td", {}, ""), el("td", {}, ""),
+        ]));
+      }
+      server.resources.forEach(function (resource) {
+        trs.push(el("tr", { "data-mcp-key": resource.key }, [
+          el("td", {}, server.name), el("td", {}, state), el("td", {}, el("code", {}, resource.key)),
+          el("td", {}, el("code", {}, resource.uri)),
+          el("td", {}, resource.state + (resource.isSubscribed ? ", subscribed" : "")),
+          el("td", {}, String(resource.reads) + (resource.readMs === undefined ? "" : " (last " + resource.readMs.toFixed(1) + " ms)")),
+        ]));
+      });
+    });
+    rows($("mcp"), trs);
+  }
+
   function renderProblems(problems) {
     $("no-problems").hidden = problems.length > 0;
     $("problems").replaceChildren.apply($("problems"), problems.map(problemItem));
@@ -216,6 +239,7 @@ export const pageScript = String.raw`"use strict";
     renderSessions(state.sessions);
     renderSession(view);
     renderPlugins(state.plugins);
+    renderMcp(state.mcpServers || []);
     renderProblems(state.problems);
     revision += 1;
     document.body.dataset.revision = String(revision);

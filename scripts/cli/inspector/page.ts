@@ -47,6 +47,9 @@ export const pageHtml = `<!doctype html>
     <section id="plugins-section">
       <h2>Plugins</h2>
       <table id="plugins"><thead><tr><th>plugin</th><th>generation</th><th>from</th><th>files</th><th>keys</th><th>reloads</th><th>problems</th></tr></thead><tbody></tbody></table>
+      <h2>MCP servers</h2>
+      <table id="mcp"><thead><tr><th>server</th><th>state</th><th>source key</th><th>URI</th><th>resource</th><th>reads</th></tr></thead><tbody></tbody></table>
+      <p id="no-mcp" class="muted">None configured.</p>
       <h2>Current problems</h2>
       <ul id="problems" class="problems"></ul>
       <p id="no-problems" class="muted">None.</p>

@@ -85,8 +85,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     }
     if (pathname === "/events") return openStream(response);
     if (pathname === "/api/state") {
-      const [sessions, plugins, problems] = await Promise.all([source.sessions(), source.plugins(), source.problems()]);
-      return sendJson(response, 200, { sessions, plugins, problems });
+      const [sessions, plugins, problems, mcpServers] = await Promise.all([
+        source.sessions(),
+        source.plugins(),
+        source.problems(),
+        source.mcpServers?.() ?? [],
+      ]);
+      return sendJson(response, 200, { sessions, plugins, problems, mcpServers });
     }
     if (pathname.startsWith("/api/sessions/")) {
       let id: string;

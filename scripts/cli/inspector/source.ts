@@ -3,6 +3,7 @@
 // is); `subscribe` says that something changed, and the page reads again. A dev host's
 // in-memory model is adapted to it, and `hostInspectorSource` builds one from a real host.
 
+import type { McpServerInfo } from "../../../core/mcp/info.ts";
 import type { CacheFigures } from "../cache-figures.ts";
 
 /** A value now, or once a read finishes (an in-memory model answers at once, a store does not). */
@@ -130,6 +131,9 @@ export interface PluginView {
   readonly problems: readonly ProblemView[];
 }
 
+/** An MCP server, its state and its exposed resources' sources (as `host.mcpServers()` tells). */
+export type McpServerView = McpServerInfo;
+
 /** What changed; the page reads the affected views again. */
 export type InspectorEvent =
   /** A Safe Provider-Turn Boundary or a reply of `session` was committed (or an epoch transition asked for). */
@@ -147,6 +151,8 @@ export interface InspectorSource {
   /** One session, or `undefined` when there is none by that id. */
   session(id: string): Readable<SessionView | undefined>;
   plugins(): Readable<readonly PluginView[]>;
+  /** The MCP servers; a source without them lists none. */
+  mcpServers?(): Readable<readonly McpServerView[]>;
   /** Current problems only, oldest first. */
   problems(): Readable<readonly ProblemView[]>;
   /** Calls `listener` after each change; returns the unsubscribe. */
