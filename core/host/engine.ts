@@ -10,6 +10,8 @@ import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
 import { Scope } from "../base/scope.ts";
+import type { McpServerInfo } from "../mcp/info.ts";
+import type { McpServersSettings } from "../mcp/settings.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import { type BoundaryDecision, decideBoundary } from "../session/boundary-decision.ts";
 import { BoundaryContended } from "../session/errors.ts";
@@ -28,6 +30,7 @@ import type { CoreSource } from "../sources/core-source.ts";
 import type { InstructionSettings } from "../sources/instructions/service.ts";
 import { InitializationBlocked, type Snapshot } from "../system-context/index.ts";
 import { startContextSources } from "./context-sources.ts";
+import { checkPluginFolders, reportDiagnostics } from "./host.ts";
 import { checkSettings } from "./settings.ts";
 
 export type { AdmittedUpdate, EngineLedger } from "../session/store/engine-ledger.ts";
@@ -64,6 +67,12 @@ export interface ContextEngineOptions {
   readonly builtins?: boolean;
   /** Where plugin code runs: each plugin in its own worker (default) or the host's thread (decision 060). */
   readonly isolation?: "worker" | "none";
+  /** MCP servers whose resources and instructions are Context Sources (`mcp/<server>/<name>`, decision 140). */
+  readonly mcpServers?: McpServersSettings;
+  /** Where relative plugin entries and plugin package names resolve from (default: the working folder). */
+  readonly projectRoot?: string;
+  /** Where new diagnostics go: by default printed to stderr once each; a function; `false` for none (as `createHost`). */
+  readonly onDiagnostic?: ((diagnostic: Diagnostic) => void) | false;
 }
 
 /** What the loop tells the engine at a boundary. */
@@ -125,6 +134,8 @@ export interface ContextEngine {
   currentDiagnostics(): Diagnostic[];
   /** Plugin events and every new distinct diagnostic. Returns an unsubscribe. */
   onPluginEvent(listener: (event: PluginEvent) => void): () => void;
+  /** The MCP servers and their resources, as the sources see them now. */
+  mcpServers(): McpServerInfo[];
   close(): Promise<void>;
 }
 
@@ -186,10 +197,12 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
   const scope = new Scope("context engine");
   try {
     const cwd = process.cwd();
+    checkPluginFolders(options.plugins ?? [], path.resolve(options.projectRoot ?? cwd));
     const ledger =
       options.ledger ?? new SqliteEngineLedger(ledgerFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
     void scope.add(() => ledger.close());
     const sources = await startContextSources({ cwd, ...sourceOptions(options) }, scope);
+    reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);
     const queue = new PerKeyQueue();
 
     const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
@@ -254,6 +267,7 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
       },
       currentDiagnostics: () => sources.diagnostics.current(),
       onPluginEvent: (listener) => sources.subscribe(listener),
+      mcpServers: () => sources.mcp?.servers() ?? [],
       close: () => scope.close(),
     };
   } catch (error) {
@@ -303,6 +317,8 @@ function sourceOptions(options: ContextEngineOptions) {
     "timeZone",
     "instructions",
     "isolation",
+    "mcpServers",
+    "projectRoot",
   ] as const) {
     if (options[name] !== undefined) picked[name] = options[name];
   }

@@ -5,7 +5,7 @@
 import { statSync } from "node:fs";
 import path from "node:path";
 import type { Clock, Logger } from "../base/clock.ts";
-import { type Diagnostic, formatDiagnostic } from "../base/diagnostics.ts";
+import { type Diagnostic, type Diagnostics, formatDiagnostic } from "../base/diagnostics.ts";
 import { SettingInvalid } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import type { McpServerInfo } from "../mcp/info.ts";
@@ -173,18 +173,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     scope,
   );
   const { instructions, plugins } = sources;
-  if (options.onDiagnostic !== false) {
-    const report = options.onDiagnostic ?? ((diagnostic) => process.stderr.write(`${formatDiagnostic(diagnostic, cwd)}\n`));
-    // Those of the start first, then each new one as it is reported.
-    for (const diagnostic of sources.diagnostics.history) {
-      try {
-        report(diagnostic);
-      } catch {
-        // As for later ones (the channel's rule): a failing listener does not stop the host.
-      }
-    }
-    void scope.add(sources.diagnostics.subscribe(report));
-  }
+  reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);
 
   const runtime = new SessionRuntime({
     store,
@@ -235,11 +224,12 @@ function checkHostOptions(options: unknown): void {
 }
 
 /**
+ * @internal
  * Each plugin folder or file given explicitly must exist: a typo would otherwise start a host
  * without its plugins, silently. A package name is looked up when plugins load (a missing
  * package is a diagnostic that clears once it is installed, decision 131).
  */
-function checkPluginFolders(entries: readonly string[], projectRoot: string): void {
+export function checkPluginFolders(entries: readonly string[], projectRoot: string): void {
   for (const [index, entry] of entries.entries()) {
     const spec = readPluginEntry(entry, projectRoot);
     if (spec.kind === "package") continue;
@@ -258,6 +248,29 @@ function describe(value: unknown): string {
   if (typeof value === "object") return "an object";
   if (typeof value === "function") return "a function";
   return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/**
+ * Reports the diagnostics of a host or an engine as `onDiagnostic` says: by default each new
+ * one printed to stderr once, those of the start first; `false`: none (decision 121).
+ * @internal
+ */
+export function reportDiagnostics(
+  diagnostics: Diagnostics,
+  onDiagnostic: ((diagnostic: Diagnostic) => void) | false | undefined,
+  cwd: string,
+  scope: Scope,
+): void {
+  if (onDiagnostic === false) return;
+  const report = onDiagnostic ?? ((diagnostic) => process.stderr.write(`${formatDiagnostic(diagnostic, cwd)}\n`));
+  for (const diagnostic of diagnostics.history) {
+    try {
+      report(diagnostic);
+    } catch {
+      // As for later ones (the channel's rule): a failing listener does not stop the host.
+    }
+  }
+  void scope.add(diagnostics.subscribe(report));
 }
 
 /** The options that are set, of the given names (`exactOptionalPropertyTypes` keeps unset ones out). */
