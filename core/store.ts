@@ -17,8 +17,6 @@ export {
   StoreSchemaNewer,
 } from "./session/errors.ts";
 export {
-  type AdmittedUpdate,
-  type EngineLedger,
   type LedgerCommit,
   type LedgerRecord,
   ledgerFile,

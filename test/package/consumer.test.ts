@@ -281,7 +281,7 @@ await host.close();`,
     if (installed !== undefined) rmSync(installed.folder, { recursive: true, force: true });
   });
 
-  it("the tarball holds only dist/ (JavaScript and declarations), README.md, LICENSE and package.json, within the 512 KiB goal unpacked", () => {
+  it("the tarball holds only dist/ (JavaScript and declarations), README.md, LICENSE and package.json, within the 576 KiB goal unpacked", () => {
     const outside = installed.files.map((file) => file.path).filter((file) => !file.startsWith("dist/"));
     expect(outside.sort()).to.deep.equal(["LICENSE", "README.md", "package.json"]);
     const kinds = new Set(
@@ -289,8 +289,8 @@ await host.close();`,
     );
     // No source maps: they doubled the JavaScript's size (decision 050).
     expect([...kinds].sort()).to.deep.equal([".d.ts", ".js"]);
-    // 400 KiB until the cache model, the check rules and the context engine shipped (decision 101).
-    expect(installed.unpackedSize).to.be.below(512 * 1024);
+    // 400 KiB until this round's surfaces shipped: the cache model, check rules, the context engine, plugin packages, MCP sources (decision 101).
+    expect(installed.unpackedSize).to.be.below(576 * 1024);
   });
 
   it("the declarations import only declarations that ship, declared dependencies and node built-ins", () => {
