@@ -7,11 +7,10 @@
 
 import { createHash } from "node:crypto";
 import path from "node:path";
-import type { Clock, Logger } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
+import { PerKeyQueue } from "../base/per-key-queue.ts";
 import { Scope } from "../base/scope.ts";
 import type { McpServerInfo } from "../mcp/info.ts";
-import type { McpServersSettings } from "../mcp/settings.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import { type BoundaryDecision, decideBoundary } from "../session/boundary-decision.ts";
 import { BoundaryContended } from "../session/errors.ts";
@@ -26,53 +25,22 @@ import {
 } from "../session/store/engine-ledger.ts";
 import type { EpochReason } from "../session/store/store.ts";
 import { RevisionConflict } from "../session/store/store.ts";
-import type { CoreSource } from "../sources/core-source.ts";
-import type { InstructionSettings } from "../sources/instructions/service.ts";
 import { InitializationBlocked, type Snapshot } from "../system-context/index.ts";
 import { startContextSources } from "./context-sources.ts";
-import { checkPluginFolders, reportDiagnostics } from "./host.ts";
+import { checkPluginFolders, type HostOptions, reportDiagnostics } from "./host.ts";
 import { checkSettings } from "./settings.ts";
 
 export type { AdmittedUpdate, EngineLedger } from "../session/store/engine-ledger.ts";
 
-/** Options of `createContextEngine`: a host's, less what belongs to the caller's loop (providers, tools, system prompt). */
-export interface ContextEngineOptions {
-  /** Data folder; the ledger is `<dataDir>/engine.db`. Default `.context-host` in the working folder. */
-  readonly dataDir?: string;
-  /** A ledger other than the default SQLite file. */
+/**
+ * Options of `createContextEngine`: a host's (`HostOptions`), less what belongs to the
+ * caller's loop (providers, tools, the system prompt, tool deadlines, leases and size limits
+ * of prompts and tool results) and the session store; the engine keeps a ledger instead.
+ */
+export interface ContextEngineOptions
+  extends Omit<HostOptions, "providers" | "tools" | "systemPrompt" | "store" | "toolDeadlineMs" | "leaseMs" | "limits"> {
+  /** A ledger other than the default SQLite file `<dataDir>/engine.db`. */
   readonly ledger?: EngineLedger;
-  /** Core Context Sources, in order. */
-  readonly core?: readonly CoreSource[];
-  /** Plugin folders; they replace the default `plugins/` folder of the working folder. */
-  readonly plugins?: readonly string[];
-  /** Hot reload plugins on file changes (default true). */
-  readonly watch?: boolean;
-  /** Plugin settings by plugin name, checked against each plugin's `config` schema. */
-  readonly pluginSettings?: Readonly<Record<string, unknown>>;
-  readonly clock?: Clock;
-  readonly logger?: Logger;
-  /** Plugin reload debounce (default 50 ms). */
-  readonly debounceMs?: number;
-  /** Default plugin loader deadline (default 2 s). */
-  readonly deadlineMs?: number;
-  /** How long a plugin's module code and `setup` may run (default 10 s). */
-  readonly setupDeadlineMs?: number;
-  /** How long a plugin generation's disposers may run (default 5 s). */
-  readonly disposeDeadlineMs?: number;
-  /** IANA time zone of `core/date`; host-local when unset. */
-  readonly timeZone?: string;
-  /** The instruction service: global file, project discovery switch, size limit. */
-  readonly instructions?: InstructionSettings;
-  /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
-  readonly builtins?: boolean;
-  /** Where plugin code runs: each plugin in its own worker (default) or the host's thread (decision 060). */
-  readonly isolation?: "worker" | "none";
-  /** MCP servers whose resources and instructions are Context Sources (`mcp/<server>/<name>`, decision 140). */
-  readonly mcpServers?: McpServersSettings;
-  /** Where relative plugin entries and plugin package names resolve from (default: the working folder). */
-  readonly projectRoot?: string;
-  /** Where new diagnostics go: by default printed to stderr once each; a function; `false` for none (as `createHost`). */
-  readonly onDiagnostic?: ((diagnostic: Diagnostic) => void) | false;
 }
 
 /** What the loop tells the engine at a boundary. */
@@ -156,22 +124,6 @@ function historyDigests(
     if (index + 1 === prefix) atPrefix = hash.copy().digest("hex");
   });
   return { all: hash.digest("hex"), prefix: atPrefix };
-}
-
-/** Runs work one at a time per key, in call order. */
-class PerKeyQueue {
-  readonly #tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key);
-    const result = previous === undefined ? work() : previous.then(work, work);
-    const tail = result.catch(() => {});
-    this.#tails.set(key, tail);
-    void tail.then(() => {
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    });
-    return result;
-  }
 }
 
 const maxReplans = 8;

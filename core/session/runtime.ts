@@ -9,6 +9,7 @@ import path from "node:path";
 import { type Clock, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
+import { PerKeyQueue } from "../base/per-key-queue.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { ProjectFiles } from "../sources/instructions/service.ts";
 import type { Generation, Snapshot, SnapshotEntry, SystemContext } from "../system-context/index.ts";
@@ -166,23 +167,6 @@ export function checkLocation(location: unknown): string {
   }
   if (!stats.isDirectory()) throw new LocationInvalid({ location, reason: "is not a folder" });
   return location;
-}
-
-/** Runs work one at a time per key, in call order. */
-class PerKeyQueue {
-  readonly #tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key);
-    // Nothing queued for the key: the work starts now, not a turn later.
-    const result = previous === undefined ? work() : previous.then(work, work);
-    const tail = result.catch(() => {});
-    this.#tails.set(key, tail);
-    void tail.then(() => {
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    });
-    return result;
-  }
 }
 
 /** Rounds of re-planning after another runtime committed first. */

@@ -4,10 +4,9 @@
 // locked for it (`SELECT … FOR UPDATE`), so two engines admit a change once.
 
 import pg from "pg";
-import { messageOf, SettingInvalid } from "../../base/errors.ts";
-import { parseSnapshot } from "../../system-context/index.ts";
+import { SettingInvalid } from "../../base/errors.ts";
 import { RevisionConflict, SessionCorrupt } from "../errors.ts";
-import type { AdmittedUpdate, EngineLedger, LedgerCommit, LedgerRecord } from "./engine-ledger.ts";
+import { type AdmittedUpdate, type EngineLedger, type LedgerCommit, type LedgerRecord, ledgerRecord } from "./engine-ledger.ts";
 import { StoreUnavailable } from "./postgres.ts";
 import type { EpochReason } from "./store.ts";
 
@@ -199,22 +198,7 @@ export class PostgresEngineLedger implements EngineLedger {
   }
 
   #record(row: Row, updates: readonly AdmittedUpdate[]): LedgerRecord {
-    let snapshot: LedgerRecord["epoch"]["snapshot"];
-    try {
-      snapshot = parseSnapshot(typeof row.snapshot === "string" ? JSON.parse(row.snapshot) : row.snapshot);
-    } catch (cause) {
-      throw new SessionCorrupt({ sessionId: row.id, reason: `the Context Snapshot is corrupt: ${messageOf(cause)}`, cause });
-    }
-    return {
-      id: row.id,
-      revision: row.revision,
-      provider: row.provider,
-      model: row.model,
-      location: row.location,
-      epoch: { number: row.epoch, reason: row.reason, baseline: row.baseline, snapshot },
-      seenCount: row.seen_count,
-      seenDigest: row.seen_digest,
-      updates: [...updates],
-    };
+    const json = () => (typeof row.snapshot === "string" ? JSON.parse(row.snapshot) : row.snapshot);
+    return ledgerRecord(row, json, updates, `database ${this.#database}`);
   }
 }

@@ -102,6 +102,53 @@ interface SessionRow {
   seen_digest: string;
 }
 
+/** The columns both ledgers keep of a session. @internal */
+export interface LedgerRow {
+  readonly id: string;
+  readonly revision: number;
+  readonly provider: string;
+  readonly model: string;
+  readonly location: string;
+  readonly epoch: number;
+  readonly reason: EpochReason;
+  readonly baseline: string;
+  readonly seen_count: number;
+  readonly seen_digest: string;
+}
+
+/**
+ * A session's record from its row, its snapshot's JSON (read by `json`) checked, and the
+ * epoch's updates; `SessionCorrupt` naming `where` when the snapshot is not one. @internal
+ */
+export function ledgerRecord(
+  row: LedgerRow,
+  json: () => unknown,
+  updates: readonly AdmittedUpdate[],
+  where: string,
+): LedgerRecord {
+  let snapshot: Snapshot;
+  try {
+    snapshot = parseSnapshot(json());
+  } catch (cause) {
+    throw new SessionCorrupt({
+      sessionId: row.id,
+      reason: `the Context Snapshot in ${where} is corrupt: ${messageOf(cause)}`,
+      cause,
+    });
+  }
+  return {
+    id: row.id,
+    revision: row.revision,
+    provider: row.provider,
+    model: row.model,
+    location: row.location,
+    epoch: { number: row.epoch, reason: row.reason, baseline: row.baseline, snapshot },
+    seenCount: row.seen_count,
+    seenDigest: row.seen_digest,
+    updates: [...updates],
+  };
+}
+
 /** The engine's ledger file in a data folder. */
 export function ledgerFile(dataDir: string): string {
   return path.join(dataDir, "engine.db");
@@ -237,26 +284,6 @@ export class SqliteEngineLedger implements EngineLedger {
   }
 
   #record(row: SessionRow, updates: readonly AdmittedUpdate[]): LedgerRecord {
-    let snapshot: Snapshot;
-    try {
-      snapshot = parseSnapshot(JSON.parse(row.snapshot));
-    } catch (cause) {
-      throw new SessionCorrupt({
-        sessionId: row.id,
-        reason: `the Context Snapshot in ${this.#file} is corrupt: ${messageOf(cause)}`,
-        cause,
-      });
-    }
-    return {
-      id: row.id,
-      revision: row.revision,
-      provider: row.provider,
-      model: row.model,
-      location: row.location,
-      epoch: { number: row.epoch, reason: row.reason, baseline: row.baseline, snapshot },
-      seenCount: row.seen_count,
-      seenDigest: row.seen_digest,
-      updates: updates.map((update) => ({ position: update.position, text: update.text })),
-    };
+    return ledgerRecord(row, () => JSON.parse(row.snapshot), updates, this.#file);
   }
 }
