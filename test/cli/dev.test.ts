@@ -218,13 +218,15 @@ export default definePlugin({ name: "${name}", setup(api) {
     expect(dev.output).to.contain("— from local, context-host-plugin-tides");
     const before = dev.output.length;
     dev.type("/plugins");
-    await dev.until("tides generation 1", before);
+    // The package was installed a moment before the host started: its watch may take that install
+    // for an update and load it once more (decision 131), so the generation is not the point here.
+    await dev.until("tides generation", before);
     dev.type("/quit");
     expect(await dev.exited).to.equal(0);
     const listed = dev.output.slice(before);
     expect(listed).to.match(/note generation 1 \(loaded in \d+ ms\): note\/text — local\/note\.ts\n/);
     expect(listed).to.match(
-      /tides generation 1 \(loaded in \d+ ms\): tides\/text — context-host-plugin-tides@1\.3\.0 \(node_modules\/context-host-plugin-tides\/plugins\/tides\.ts\)\n/,
+      /tides generation \d+ \(loaded in \d+ ms\): tides\/text — context-host-plugin-tides@1\.3\.0 \(node_modules\/context-host-plugin-tides\/plugins\/tides\.ts\)\n/,
     );
   });
 
