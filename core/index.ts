@@ -66,7 +66,7 @@ export type {
 } from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { SessionLimits } from "./session/reply-check.ts";
-export type { BoundaryPreview, StepOptions, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
+export type { BoundaryEvent, BoundaryPreview, StepOptions, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export { type InstructionSettings, type ProjectFiles, ProjectFileUnreadable } from "./sources/instructions/service.ts";

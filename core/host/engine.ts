@@ -7,6 +7,7 @@
 
 import { createHash } from "node:crypto";
 import path from "node:path";
+import { systemClock } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
 import { PerKeyQueue } from "../base/per-key-queue.ts";
 import { Scope } from "../base/scope.ts";
@@ -14,7 +15,7 @@ import type { McpServerInfo } from "../mcp/info.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
 import { type BoundaryDecision, decideBoundary } from "../session/boundary-decision.ts";
 import { BoundaryContended } from "../session/errors.ts";
-import { checkLocation } from "../session/runtime.ts";
+import { type BoundaryEvent, checkLocation } from "../session/runtime.ts";
 import {
   type AdmittedUpdate,
   type EngineLedger,
@@ -104,6 +105,12 @@ export interface ContextEngine {
   onPluginEvent(listener: (event: PluginEvent) => void): () => void;
   /** The MCP servers and their resources, as the sources see them now. */
   mcpServers(): McpServerInfo[];
+  /**
+   * What each boundary did, once its ledger commit is done (a retry answered from the
+   * ledger did nothing): the session, the epoch, the Baseline when it started one, the
+   * admitted update and how long it took. Returns an unsubscribe.
+   */
+  onBoundary(listener: (event: BoundaryEvent) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -156,9 +163,28 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
     const sources = await startContextSources({ cwd, ...sourceOptions(options) }, scope);
     reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);
     const queue = new PerKeyQueue();
+    const clock = options.clock ?? systemClock;
+    const listeners = new Set<(event: BoundaryEvent) => void>();
+    const announce = (id: string, decided: BoundaryDecision, record: LedgerRecord, startedAt: number) => {
+      const event: BoundaryEvent = {
+        sessionId: id,
+        epoch: { number: record.epoch.number, reason: record.epoch.reason },
+        ...(decided.kind === "new-epoch" ? { baseline: record.epoch.baseline } : {}),
+        ...(decided.kind === "update" ? { update: decided.text } : {}),
+        timings: { boundaryMs: clock.now() - startedAt },
+      };
+      for (const listener of listeners) {
+        try {
+          listener(event);
+        } catch {
+          // A listener's fault is its own: the boundary is committed.
+        }
+      }
+    };
 
     const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
       const count = input.messages.length;
+      const startedAt = clock.now();
       let digests: { all: string; prefix: string | undefined; seen: number | undefined } | undefined;
       for (let round = 0; round < maxReplans; round++) {
         const record = await ledger.read(id);
@@ -183,7 +209,9 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
         const decided = await decideBoundary(context, record?.epoch, due);
         if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
         try {
-          return answer(await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, count, seenDigest)));
+          const committed = await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, count, seenDigest));
+          if (listeners.size > 0) announce(id, decided, committed, startedAt);
+          return answer(committed);
         } catch (error) {
           if (error instanceof RevisionConflict) continue; // another process committed first: decide again
           throw error;
@@ -220,6 +248,12 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
       currentDiagnostics: () => sources.diagnostics.current(),
       onPluginEvent: (listener) => sources.subscribe(listener),
       mcpServers: () => sources.mcp?.servers() ?? [],
+      onBoundary(listener) {
+        listeners.add(listener);
+        return () => {
+          listeners.delete(listener);
+        };
+      },
       close: () => scope.close(),
     };
   } catch (error) {

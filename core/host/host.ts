@@ -16,6 +16,7 @@ import type { Provider } from "../session/provider.ts";
 import { readTool } from "../session/read-tool.ts";
 import type { SessionLimits } from "../session/reply-check.ts";
 import {
+  type BoundaryEvent,
   type BoundaryPreview,
   SessionRuntime,
   type StepOptions,
@@ -123,6 +124,12 @@ export interface Host {
   currentDiagnostics(): Diagnostic[];
   /** Plugin events and every new distinct diagnostic (instruction problems too). Returns an unsubscribe. */
   onPluginEvent(listener: (event: PluginEvent) => void): () => void;
+  /**
+   * What each Safe Provider-Turn Boundary did, once its reply is stored: the session, the
+   * epoch and why it began, the Baseline when it started one, the admitted update, the
+   * request sent, the reply's usage and timings. Returns an unsubscribe.
+   */
+  onBoundary(listener: (event: BoundaryEvent) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -202,6 +209,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     },
     currentDiagnostics: () => sources.diagnostics.current(),
     onPluginEvent: (listener) => sources.subscribe(listener),
+    onBoundary: (listener) => runtime.onBoundary(listener),
     close: () => scope.close(),
   };
 }

@@ -26,7 +26,7 @@ import {
 } from "./errors.ts";
 import { SessionHistories, type SessionHistory } from "./history.ts";
 import { requestOf } from "./projection.ts";
-import type { Provider, ProviderReply, ProviderRequest, SendOptions, ToolCall } from "./provider.ts";
+import type { Provider, ProviderReply, ProviderRequest, SendOptions, TokenUsage, ToolCall } from "./provider.ts";
 import {
   bytesOf,
   checkReply,
@@ -143,6 +143,29 @@ interface Ready {
   /** The last stored message when the request was built (0: none). */
   readonly lastSeq: number;
   readonly history: SessionHistory;
+  /** What this boundary admitted (nothing for a resent request), and when it began (the clock's ms). */
+  readonly admitted: { readonly baseline?: string; readonly update?: string };
+  readonly startedAt: number;
+}
+
+/**
+ * What one Safe Provider-Turn Boundary did, told to `onBoundary` listeners once it is
+ * committed: the Host's after the reply is stored, the engine's after its ledger commit.
+ */
+export interface BoundaryEvent {
+  readonly sessionId: string;
+  /** The epoch the boundary belongs to, and why it began. */
+  readonly epoch: { readonly number: number; readonly reason: EpochReason };
+  /** The Baseline, when this boundary started the epoch. */
+  readonly baseline?: string;
+  /** The Mid-Conversation System Message this boundary admitted, if any. */
+  readonly update?: string;
+  /** The Host: the request sent (the engine sends none). */
+  readonly request?: ProviderRequest;
+  /** The Host: the reply's token usage, when the provider reported it. */
+  readonly usage?: TokenUsage;
+  /** Milliseconds: the boundary (observe, decide, commit), and the provider call with its tools (the Host). */
+  readonly timings: { readonly boundaryMs: number; readonly providerMs?: number };
 }
 
 const defaultToolDeadlineMs = 60_000;
@@ -198,6 +221,26 @@ export class SessionRuntime {
     this.#options = options;
     this.#limits = { ...defaultLimits, ...options.limits };
     this.#clock = options.clock ?? systemClock;
+  }
+
+  readonly #boundaryListeners = new Set<(event: BoundaryEvent) => void>();
+
+  /** Calls `listener` with each boundary once its reply is stored; returns the unsubscribe. A throwing listener is ignored. */
+  onBoundary(listener: (event: BoundaryEvent) => void): () => void {
+    this.#boundaryListeners.add(listener);
+    return () => {
+      this.#boundaryListeners.delete(listener);
+    };
+  }
+
+  #announce(event: BoundaryEvent): void {
+    for (const listener of this.#boundaryListeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's fault is its own: the step it watches is done.
+      }
+    }
   }
 
   /** Creates a session and returns its id. Its first boundary renders the Baseline. */
@@ -307,12 +350,14 @@ export class SessionRuntime {
     if (prepared.kind !== "ready") return prepared;
     const { request, location, lastSeq, history } = prepared;
     const { store } = this.#options;
+    let sentAt = this.#clock.now();
     this.#renewLease(id);
     try {
       let reply: ProviderReply;
       let stored: ProviderReply;
       try {
         await options.onRequest?.(request);
+        sentAt = this.#clock.now();
         reply = await this.#provider(request.provider).send(request, sendOptions(options));
         // Checked before anything is written or any tool runs: nothing of a bad reply is admitted.
         stored = checkReply(reply, { sessionId: id, provider: request.provider });
@@ -332,6 +377,7 @@ export class SessionRuntime {
         try {
           const committed = await store.commitReply(id, revision, stored, toolResults);
           history.append(committed.appended);
+          if (this.#boundaryListeners.size > 0) this.#announceStep(id, prepared, stored, sentAt);
           return { kind: "replied", request, reply };
         } catch (error) {
           if (!(error instanceof RevisionConflict)) throw error;
@@ -345,6 +391,20 @@ export class SessionRuntime {
     } finally {
       this.#leased.delete(id);
     }
+  }
+
+  #announceStep(id: string, prepared: Ready, reply: ProviderReply, sentAt: number): void {
+    const { request, admitted, startedAt } = prepared;
+    const epoch = request.epoch as { number: number; reason: EpochReason };
+    this.#announce({
+      sessionId: id,
+      epoch: { number: epoch.number, reason: epoch.reason },
+      ...(admitted.baseline === undefined ? {} : { baseline: admitted.baseline }),
+      ...(admitted.update === undefined ? {} : { update: admitted.update }),
+      request,
+      ...(reply.usage === undefined ? {} : { usage: reply.usage }),
+      timings: { boundaryMs: sentAt - startedAt, providerMs: this.#clock.now() - sentAt },
+    });
   }
 
   /** The reply another runtime committed for the request built at `lastSeq`, if it did. */
@@ -404,6 +464,7 @@ export class SessionRuntime {
     id: string,
   ): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" } | { kind: "in-flight"; until: number }> {
     const { store } = this.#options;
+    const startedAt = this.#clock.now();
     for (let round = 0; round < maxReplans; round++) {
       const { session, epoch, pending, history } = await this.#read(id);
       // An admitted boundary whose reply is not persisted: resend it, no new boundary, unless
@@ -416,7 +477,7 @@ export class SessionRuntime {
           if (held === undefined) continue; // settled meanwhile: plan again
           return { kind: "in-flight", until: held.expiresAt };
         }
-        return this.#ready(session, session.revision, epoch, history);
+        return this.#ready(session, session.revision, epoch, history, {}, startedAt);
       }
       if (isIdle(history.last, pending)) return { kind: "idle" };
       const context = await this.#options.compose({ location: session.location, sessionId: id });
@@ -436,7 +497,11 @@ export class SessionRuntime {
       }
       history.append(committed.appended);
       if (history.isEmpty) await history.refresh(store);
-      return this.#ready(session, committed.revision, committed.epoch, history);
+      const admitted = {
+        ...(planned.commit.newEpoch === undefined ? {} : { baseline: planned.commit.newEpoch.baseline }),
+        ...(planned.commit.systemUpdate === undefined ? {} : { update: planned.commit.systemUpdate.text }),
+      };
+      return this.#ready(session, committed.revision, committed.epoch, history, admitted, startedAt);
     }
     throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
   }
@@ -496,9 +561,25 @@ export class SessionRuntime {
   }
 
   /** The request of the admitted boundary, built from durable state only, so a retry or a restart sends the same bytes. */
-  #ready(session: SessionRecord, revision: number, epoch: EpochRecord, history: SessionHistory): Ready {
+  #ready(
+    session: SessionRecord,
+    revision: number,
+    epoch: EpochRecord,
+    history: SessionHistory,
+    admitted: Ready["admitted"],
+    startedAt: number,
+  ): Ready {
     const request = requestOf(session, this.#options.systemPrompt, epoch, history.projected(epoch));
-    return { kind: "ready", request, revision, location: session.location, lastSeq: history.lastSeq, history };
+    return {
+      kind: "ready",
+      request,
+      revision,
+      location: session.location,
+      lastSeq: history.lastSeq,
+      history,
+      admitted,
+      startedAt,
+    };
   }
 
   /**

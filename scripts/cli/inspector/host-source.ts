@@ -247,6 +247,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     },
     currentDiagnostics: () => host.currentDiagnostics(),
     onPluginEvent: (listener) => host.onPluginEvent(listener),
+    onBoundary: (listener) => host.onBoundary(listener),
     close: () => host.close(),
   };
 
