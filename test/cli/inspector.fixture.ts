@@ -12,7 +12,6 @@ import {
   hostInspectorSource,
   type Inspector,
   type InspectorEvent,
-  requestRecorder,
   startInspector,
 } from "../../scripts/cli/inspector/index.ts";
 
@@ -66,10 +65,9 @@ export function useInspected() {
       const pluginFile = path.join(plugins, "weather.ts");
       fs.writeFileSync(pluginFile, weatherPlugin(options.weather));
       for (const [name, text] of Object.entries(options.plugins ?? {})) fs.writeFileSync(path.join(plugins, name), text);
-      const recorder = requestRecorder();
       const store = new SqliteSessionStore(path.join(folder, "data", "sessions.db"));
       const real = await createHost({
-        providers: { scripted: recorder.wrap(scriptedProvider()) },
+        providers: { scripted: scriptedProvider() },
         store,
         plugins: [plugins],
         watch: true,
@@ -81,7 +79,8 @@ export function useInspected() {
         onDiagnostic: false,
       });
       started.push(() => real.close());
-      const source = hostInspectorSource({ host: real, store, recorder });
+      // The requests come from the host's public boundary events: no provider is wrapped.
+      const source = hostInspectorSource({ host: real, store });
       started.push(async () => source.close());
       const inspector = await startInspector({ source, port: 0, host: "127.0.0.1" });
       started.push(() => inspector.close());

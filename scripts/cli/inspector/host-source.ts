@@ -38,6 +38,8 @@ export interface RequestRecorder {
   wrap(provider: Provider): Provider;
   /** Calls `listener` with each request as it is recorded (before the provider answers); returns the unsubscribe. */
   onRequest(listener: (recorded: RecordedRequest) => void): () => void;
+  /** Stops recording (a recorder fed by events). */
+  close?(): void;
 }
 
 /** A `RequestRecorder` with its own clock (ms since the Unix epoch). */
@@ -112,8 +114,12 @@ export interface HostInspectorSourceOptions {
   readonly host: Host;
   /** The store the host was created with (`createHost({ store })`): epochs and snapshots are read from it. */
   readonly store: SessionStore;
-  /** The recorder whose wrapped providers the host was given. */
-  readonly recorder: RequestRecorder;
+  /**
+   * Where the requests come from: by default the host's own `onBoundary` events (each
+   * request once its reply is stored); a recorder whose wrapped providers the host was given
+   * sees each one as it is sent.
+   */
+  readonly recorder?: RequestRecorder;
   /** ms since the Unix epoch (default `Date.now`). */
   readonly now?: () => number;
 }
@@ -145,10 +151,32 @@ interface Watched {
   admissions: Map<string, Admission>;
 }
 
+/** A recorder fed by the host's public `onBoundary` events: no provider is wrapped. */
+function boundaryRecorder(host: Host, now: () => number): RequestRecorder & { close(): void } {
+  const requests: RecordedRequest[] = [];
+  const listeners = new Set<(recorded: RecordedRequest) => void>();
+  const off = host.onBoundary((event) => {
+    if (event.request === undefined) return;
+    const recorded = { request: event.request, at: now() };
+    requests.push(recorded);
+    for (const listener of listeners) listener(recorded);
+  });
+  return {
+    requests,
+    wrap: (provider) => provider,
+    onRequest(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close: off,
+  };
+}
+
 /** An `InspectorSource` built from a real host (see `HostInspectorSourceOptions`). */
 export function hostInspectorSource(options: HostInspectorSourceOptions): HostInspectorSource {
-  const { host, store, recorder } = options;
+  const { host, store } = options;
   const now = options.now ?? Date.now;
+  const recorder = options.recorder ?? boundaryRecorder(host, now);
   const listeners = new Set<(event: InspectorEvent) => void>();
   const watched = new Map<string, Watched>();
   const reloads = new Map<string, ReloadView[]>();
@@ -345,6 +373,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     close() {
       offPlugins();
       offRequests();
+      recorder.close?.();
       listeners.clear();
     },
   };
