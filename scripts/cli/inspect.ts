@@ -9,7 +9,7 @@ import { costOf, priceOf } from "../../core/providers/pricing.ts";
 import { projectHistory } from "../../core/session/projection.ts";
 import type { ProviderRequest, TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { type EpochRecord, type StoredMessage, listSessions as storedSessions } from "../../core/store.ts";
+import { type EpochRecord, type StoredMessage, listSessions as storedSessions } from "../../core/session/store/store.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
 export interface InspectArgs {
