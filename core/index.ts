@@ -25,6 +25,7 @@ export {
   type EnginePreview,
 } from "./host/engine.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
+export { type RenderBaselineOptions, type RenderedBaseline, renderBaseline } from "./host/render-baseline.ts";
 export { McpClientMissing } from "./mcp/errors.ts";
 export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
 export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";

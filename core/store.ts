@@ -2,16 +2,19 @@
  * context-host/store: the durable session store. `SessionStore` is the interface the
  * host's session runtime is built on (pass one as `createHost({ store })`);
  * `SqliteSessionStore` is the default, one SQLite file. The errors are the ones a
- * store raises.
+ * store raises; `PostgresClientMissing` when a PostgreSQL store opens without `pg`
+ * installed (an optional peer dependency).
  *
  * @module
  */
 
 export {
+  PostgresClientMissing,
   RevisionConflict,
   SessionCorrupt,
   SessionNotFound,
   StoreBusy,
+  StoreCannotList,
   StoreFailed,
   StoreFileChanged,
   StoreSchemaNewer,
@@ -38,4 +41,5 @@ export type {
   SessionStore,
   StoredMessage,
 } from "./session/store/store.ts";
+export { listSessions } from "./session/store/store.ts";
 export type { DiscoveryLog } from "./sources/instructions/service.ts";

@@ -246,6 +246,29 @@ export function describeStoreConformance(
     );
 
     rule(
+      "listSessions (optional) lists every session oldest first, each as session(id) reads it, whatever changed since; none on fresh data",
+      async (store) => {
+        const list = store.listSessions?.bind(store);
+        if (list === undefined) return;
+        assert.deepEqual(await list(), [], "fresh data holds no sessions");
+        const ids = ["m-third", "a-first", "z-second"];
+        for (const id of ids) await create(store, id);
+        // Changing the oldest session (its location, a boundary, a reply) does not move it.
+        await store.updateSession("m-third", { location: locationB, model: "model-2" });
+        await addPrompts(store, "m-third", "hello");
+        await startFirstEpoch(store, "m-third");
+        await reply(store, "m-third", "hi");
+        const listed = await list();
+        assert.deepEqual(
+          listed.map((session) => session.id),
+          ids,
+        );
+        for (const session of listed) assert.deepEqual(plain(session), plain(await store.session(session.id)), session.id);
+        includes(listed[0], { location: locationB, provider: "provider-a", model: "model-2" });
+      },
+    );
+
+    rule(
       "readBoundary (optional) reads what session, activeEpoch, pendingPrompts and messages(afterSeq) read; SessionNotFound for an unknown id",
       async (store) => {
         const read = store.readBoundary?.bind(store);

@@ -235,3 +235,26 @@ export class StoreFailed extends ContextHostError {
     this.operation = options.operation;
   }
 }
+
+/** The PostgreSQL client package, an optional peer dependency (decision 151). */
+export const postgresClientPackage = "pg";
+
+/** A PostgreSQL store or engine ledger is opened, and the `pg` package is not installed. */
+export class PostgresClientMissing extends ContextHostError {
+  constructor(options: { readonly opening: string; readonly cause: unknown }) {
+    super(`${options.opening} needs the PostgreSQL client: install it with \`npm install ${postgresClientPackage}@^8.23.1\``, {
+      cause: options.cause,
+    });
+  }
+}
+
+/** `listSessions(store)` on a store that does not implement the optional `SessionStore.listSessions` (decision 150). */
+export class StoreCannotList extends ContextHostError {
+  readonly store: string;
+  constructor(options: { readonly store: string }) {
+    super(
+      `${options.store} cannot list its sessions: it does not implement SessionStore.listSessions (optional; both shipped stores have it)`,
+    );
+    this.store = options.store;
+  }
+}

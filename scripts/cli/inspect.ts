@@ -9,7 +9,7 @@ import { costOf, priceOf } from "../../core/providers/pricing.ts";
 import { projectHistory } from "../../core/session/projection.ts";
 import type { ProviderRequest, TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import type { EpochRecord, StoredMessage } from "../../core/session/store/store.ts";
+import { type EpochRecord, type StoredMessage, listSessions as storedSessions } from "../../core/session/store/store.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
 export interface InspectArgs {
@@ -190,10 +190,9 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
 /** `--list`: each stored session, oldest first, with its provider, model, location and message count. */
 async function listSessions(store: SqliteSessionStore, args: InspectArgs & { out: (text: string) => void }): Promise<number> {
   const sessions = [];
-  for (const id of await store.sessionIds()) {
-    const session = await store.session(id);
-    const messages = (await store.messages(id)).length;
-    sessions.push({ id, provider: session.provider, model: session.model, location: session.location, messages });
+  for (const session of await storedSessions(store)) {
+    const messages = (await store.messages(session.id)).length;
+    sessions.push({ id: session.id, provider: session.provider, model: session.model, location: session.location, messages });
   }
   if (args.json) args.out(JSON.stringify({ sessions }, null, 2));
   else if (sessions.length === 0) args.out("no sessions");

@@ -1,16 +1,15 @@
-// Owns `context-host render`: start the context sources as a host does, initialize,
-// print the Baseline.
+// Owns `context-host render`: the Baseline a host with the command's settings would start
+// (`renderBaseline`), printed.
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { silentLogger } from "../../core/base/clock.ts";
 import { formatDiagnostic } from "../../core/base/diagnostics.ts";
-import { Scope } from "../../core/base/scope.ts";
-import { startContextSources } from "../../core/host/context-sources.ts";
+import { type RenderedBaseline, renderBaseline } from "../../core/host/render-baseline.ts";
 import type { McpServersSettings } from "../../core/mcp/settings.ts";
 import type { CoreSource } from "../../core/sources/core-source.ts";
 import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
-import { InitializationBlocked, initialize } from "../../core/system-context/index.ts";
+import { InitializationBlocked } from "../../core/system-context/index.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -42,54 +41,43 @@ export interface RenderOptions {
 
 /** Renders the Baseline System Context: core sources first, then plugin sources in key order. */
 export async function render(options: RenderOptions): Promise<number> {
-  const scope = new Scope("render");
+  let rendered: RenderedBaseline;
   try {
-    const sources = await startContextSources(
-      {
-        cwd: options.location,
-        watch: false,
-        logger: silentLogger,
-        // A one-shot command: a plugin's disposers get 1 s, then its worker is stopped.
-        disposeDeadlineMs: 1000,
-        ...(options.core === undefined ? {} : { core: options.core }),
-        ...(options.builtins === undefined ? {} : { builtins: options.builtins }),
-        ...options.settings,
-        plugins: options.plugins,
-        ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
-      },
-      scope,
-    );
-    let generation: Awaited<ReturnType<typeof initialize>>;
-    try {
-      generation = await initialize(await sources.compose({ location: options.location }));
-    } catch (error) {
-      if (!(error instanceof InitializationBlocked)) throw error;
-      options.err(`initialization blocked by unavailable core sources: ${error.keys.join(", ")}`);
-      return exitCodes.blocked;
-    }
-    const diagnostics = sources.diagnostics.history;
-    if (options.json) {
-      options.out(
-        JSON.stringify(
-          {
-            baseline: generation.baseline,
-            snapshot: generation.snapshot,
-            // The load times vary from run to run: the JSON says what loaded, not how fast.
-            plugins: sources.plugins.plugins().map(({ loadMs: _loadMs, ...plugin }) => plugin),
-            diagnostics,
-          },
-          null,
-          2,
-        ),
-      );
-    } else {
-      options.out(generation.baseline);
-    }
-    for (const diagnostic of diagnostics) options.err(formatDiagnostic(diagnostic, options.location));
-    return sources.plugins.failures().length > 0 ? exitCodes.pluginFailed : exitCodes.ok;
-  } finally {
-    await scope.close();
+    rendered = await renderBaseline({
+      location: options.location,
+      logger: silentLogger,
+      // A one-shot command: a plugin's disposers get 1 s, then its worker is stopped.
+      disposeDeadlineMs: 1000,
+      ...(options.core === undefined ? {} : { core: options.core }),
+      ...(options.builtins === undefined ? {} : { builtins: options.builtins }),
+      ...options.settings,
+      plugins: options.plugins,
+      ...(options.projectRoot === undefined ? {} : { projectRoot: options.projectRoot }),
+    });
+  } catch (error) {
+    if (!(error instanceof InitializationBlocked)) throw error;
+    options.err(`initialization blocked by unavailable core sources: ${error.keys.join(", ")}`);
+    return exitCodes.blocked;
   }
+  if (options.json) {
+    options.out(
+      JSON.stringify(
+        {
+          baseline: rendered.baseline,
+          snapshot: rendered.snapshot,
+          // The load times vary from run to run: the JSON says what loaded, not how fast.
+          plugins: rendered.plugins.map(({ loadMs: _loadMs, ...plugin }) => plugin),
+          diagnostics: rendered.diagnostics,
+        },
+        null,
+        2,
+      ),
+    );
+  } else {
+    options.out(rendered.baseline);
+  }
+  for (const diagnostic of rendered.diagnostics) options.err(formatDiagnostic(diagnostic, options.location));
+  return rendered.failedPlugins.length > 0 ? exitCodes.pluginFailed : exitCodes.ok;
 }
 
 /** Parses `render` arguments: `[--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]` (`--config` is `--settings`). */
@@ -113,8 +101,10 @@ export function parseRenderArgs(
     else throw new UsageInvalid({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
   const { plugins: fromSettings, ...settings } = loadSettings(settingsFile, cwd, "render");
+  // The default folder, unlike one given, may be missing: then no plugin loads.
+  const defaultFolder = path.join(cwd, "plugins");
   return {
-    plugins: plugins.length > 0 ? plugins : (fromSettings ?? [path.join(cwd, "plugins")]),
+    plugins: plugins.length > 0 ? plugins : (fromSettings ?? (existsSync(defaultFolder) ? [defaultFolder] : [])),
     json,
     location,
     projectRoot: cwd,

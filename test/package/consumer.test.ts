@@ -182,7 +182,8 @@ describe("package: a consumer project using the packed tarball", function () {
     | "tidesRender"
     | "tidesList"
     | "tidesReload"
-    | "mcpMissing",
+    | "mcpMissing"
+    | "pgMissing",
     ReturnType<typeof inProject>
   >;
 
@@ -273,6 +274,21 @@ await createHost({ ...options, mcpServers: { x: { command: "none" } } }).then(
 );
 const host = await createHost(options); // without mcpServers nothing of MCP is loaded
 await host.close();`,
+      ]),
+      // pg is an optional peer the consumer did not install (decision 151).
+      pgMissing: inProject(project, process.execPath, [
+        "--input-type=module",
+        "--eval",
+        `import { existsSync } from "node:fs";
+import { PostgresClientMissing, PostgresEngineLedger, PostgresSessionStore } from "context-host/store";
+const connectionString = "postgres://nobody@127.0.0.1:1/nowhere";
+console.log(existsSync("node_modules/pg"));
+for (const open of [() => PostgresSessionStore.open({ connectionString }), () => PostgresEngineLedger.open({ connectionString })]) {
+  await open().then(
+    () => console.log("opened"),
+    (error) => console.log(error instanceof PostgresClientMissing, error.message),
+  );
+}`,
       ]),
     };
     await Promise.all(Object.values(runs));
@@ -368,6 +384,16 @@ await host.close();`,
     expect([code, stderr]).to.deep.equal([0, ""]);
     expect(stdout).to.equal(
       "true mcpServers needs the MCP client: install it with `npm install @modelcontextprotocol/client@^2.4.0`\n",
+    );
+  });
+
+  it("pg is an optional peer: not installed with the package, and opening a PostgreSQL store or ledger without it says to install it", async () => {
+    const { code, stdout, stderr } = await runs.pgMissing;
+    expect([code, stderr]).to.deep.equal([0, ""]);
+    expect(stdout).to.equal(
+      "false\n" +
+        "true PostgresSessionStore.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n" +
+        "true PostgresEngineLedger.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n",
     );
   });
 

@@ -5,7 +5,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { expect } from "chai";
 import { migrations, SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { SessionCorrupt } from "../../core/session/store/store.ts";
+import { listSessions, SessionCorrupt, type SessionStore, StoreCannotList } from "../../core/session/store/store.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { tempFolder } from "./fixtures.ts";
 
@@ -204,5 +204,31 @@ describe("session store: SQLite", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe("session store: listSessions(store)", () => {
+  it("lists what the store's listSessions lists", async () => {
+    const store = new SqliteSessionStore(":memory:");
+    try {
+      await store.createSession({ id: "b", location: "/p", provider: "x", model: "m" });
+      await store.createSession({ id: "a", location: "/q", provider: "y", model: "n" });
+      expect((await listSessions(store)).map((session) => [session.id, session.location, session.provider])).to.deep.equal([
+        ["b", "/p", "x"],
+        ["a", "/q", "y"],
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a store without the optional listSessions is StoreCannotList naming the store", async () => {
+    class OlderStore {}
+    const error = await listSessions(new OlderStore() as unknown as SessionStore).catch((caught: unknown) => caught);
+    expect(error).to.be.instanceOf(StoreCannotList);
+    expect((error as StoreCannotList).store).to.equal("OlderStore");
+    expect((error as Error).message).to.equal(
+      "OlderStore cannot list its sessions: it does not implement SessionStore.listSessions (optional; both shipped stores have it)",
+    );
   });
 });

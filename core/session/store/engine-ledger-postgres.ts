@@ -3,10 +3,11 @@
 // revision-guarded commit as the SQLite ledger, one transaction per boundary, the row
 // locked for it (`SELECT … FOR UPDATE`), so two engines admit a change once.
 
-import pg from "pg";
+import type pg from "pg";
 import { SettingInvalid } from "../../base/errors.ts";
 import { RevisionConflict, SessionCorrupt } from "../errors.ts";
 import { type AdmittedUpdate, type EngineLedger, type LedgerCommit, type LedgerRecord, ledgerRecord } from "./engine-ledger.ts";
+import { loadPg } from "./pg.ts";
 import { StoreUnavailable } from "./postgres.ts";
 import type { EpochReason } from "./store.ts";
 
@@ -66,7 +67,8 @@ export class PostgresEngineLedger implements EngineLedger {
     if (!Number.isInteger(poolSize) || poolSize < 1) {
       throw new SettingInvalid({ setting: "poolSize", reason: `must be a positive integer, got ${poolSize}` });
     }
-    const pool = new pg.Pool({ connectionString, max: poolSize });
+    const { Pool } = await loadPg("PostgresEngineLedger.open");
+    const pool = new Pool({ connectionString, max: poolSize });
     const database = new URL(connectionString).pathname.slice(1) || "postgres";
     const ledger = new PostgresEngineLedger(pool, schema, database);
     try {

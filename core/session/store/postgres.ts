@@ -5,12 +5,13 @@
 // Concurrent commits to one session serialise on its row lock; the revision guard
 // turns the loser into a `RevisionConflict`.
 
-import pg from "pg";
+import type pg from "pg";
 import { ContextHostError, messageOf, SettingInvalid } from "../../base/errors.ts";
 import type { Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
 import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { loadPg } from "./pg.ts";
 import { messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
 import type {
   BoundaryCommit,
@@ -124,6 +125,9 @@ export const migrations: readonly string[] = [
    UPDATE epochs SET snapshot_version = -1 WHERE snapshot_object_or_null(snapshot) IS NULL;
    DROP FUNCTION snapshot_object_or_null(text);
    ALTER TABLE epochs DROP COLUMN snapshot;`,
+  // The order sessions were created in, for `listSessions` (decision 150). Sessions of an
+  // older schema are numbered in the order the table is read, all before newer ones.
+  "ALTER TABLE sessions ADD COLUMN created BIGSERIAL;",
 ];
 
 /** A session's row with what a boundary reads beside it (`readBoundary`). */
@@ -218,7 +222,8 @@ export class PostgresSessionStore implements SessionStore {
     }
     const database = `postgres://${url.hostname}:${url.port || 5432}${url.pathname} (schema ${schema})`;
     // Every connection starts in the store's schema (a startup option, so no query runs before it).
-    const pool = new pg.Pool({ connectionString, max: poolSize, options: `-c search_path=${schema}` });
+    const { Pool } = await loadPg("PostgresSessionStore.open");
+    const pool = new Pool({ connectionString, max: poolSize, options: `-c search_path=${schema}` });
     // A connection's error (the server restarted) must not crash the host: the query that
     // meets it reports it as StoreUnavailable; idle and checked-out clients alike are covered.
     pool.on("error", () => {});
@@ -303,6 +308,12 @@ export class PostgresSessionStore implements SessionStore {
 
   async session(id: string): Promise<SessionRecord> {
     return sessionFrom(await this.#sessionRow(id));
+  }
+
+  /** Every stored session, oldest first (by `created`, the order of creation). */
+  async listSessions(): Promise<SessionRecord[]> {
+    const result = await this.#query("listing the sessions", "SELECT * FROM sessions ORDER BY created");
+    return (result.rows as SessionRow[]).map(sessionFrom);
   }
 
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {

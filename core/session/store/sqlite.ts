@@ -329,9 +329,9 @@ export class SqliteSessionStore implements SessionStore {
     return row;
   }
 
-  /** The ids of the stored sessions, oldest first (`context-host inspect --list`). */
-  async sessionIds(): Promise<string[]> {
-    return (this.#prepare("SELECT id FROM sessions ORDER BY rowid").all() as Array<{ id: string }>).map((row) => row.id);
+  /** Every stored session, oldest first: rows are never deleted, so `rowid` is the order of creation. */
+  async listSessions(): Promise<SessionRecord[]> {
+    return (this.#prepare("SELECT * FROM sessions ORDER BY rowid").all() as SessionRow[]).map(sessionFrom);
   }
 
   async session(id: string): Promise<SessionRecord> {

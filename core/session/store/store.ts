@@ -6,7 +6,9 @@ import type { Snapshot } from "../../system-context/index.ts";
 import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 
 // The errors a store throws; the runtime tells them apart with `instanceof`.
-export { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
+export { RevisionConflict, SessionCorrupt, SessionNotFound, StoreCannotList } from "../errors.ts";
+
+import { StoreCannotList } from "../errors.ts";
 
 /** Message roles, as `host.messages()` reports them. */
 export type MessageRole = "user" | "assistant" | "tool" | "system-update" | "summary";
@@ -121,6 +123,12 @@ export interface ReplyCommitted {
 export interface SessionStore extends DiscoveryLog {
   createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void>;
   session(id: string): Promise<SessionRecord>;
+  /**
+   * Optional (decision 150): every stored session, oldest first (in the order they were
+   * created), as `session(id)` reads each. Both shipped stores have it; call it through
+   * `listSessions(store)`, which names a store without it.
+   */
+  listSessions?(): Promise<SessionRecord[]>;
   /** Changes where or with what a session runs; `epochDue` asks for a new epoch at the next boundary. */
   updateSession(
     id: string,
@@ -159,4 +167,15 @@ export interface SessionStore extends DiscoveryLog {
   /** Appends a compaction summary; the next boundary starts a new epoch. */
   commitSummary(id: string, revision: number, text: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Every session `store` holds, oldest first (`SessionStore.listSessions`); `StoreCannotList`
+ * naming the store when it does not implement that optional method.
+ */
+export function listSessions(store: SessionStore): Promise<SessionRecord[]> {
+  if (typeof store.listSessions !== "function") {
+    return Promise.reject(new StoreCannotList({ store: store.constructor?.name || "the store" }));
+  }
+  return store.listSessions();
 }
