@@ -133,13 +133,17 @@ describe("context-host check", function () {
       ["busy", "let ticks = 0;", "() => { const t = setInterval(() => { ticks++; }, 5); void t; return new Promise(() => {}); }"],
       ["blocked", "", "() => { setTimeout(() => { for (;;) {} }, 20); return new Promise(() => {}); }"],
     ];
-    for (const [name, top, load] of cases) {
-      plugin(name, never(top, load, name));
-      const findings = await checkPluginIsolated(path.join(dir, `${name}.ts`), { deadlineMs: 300 });
+    for (const [name, top, load] of cases) plugin(name, never(top, load, name));
+    // Each in a worker of its own, at once: the three deadlines run side by side.
+    const checked = await Promise.all(
+      cases.map(([name]) => checkPluginIsolated(path.join(dir, `${name}.ts`), { deadlineMs: 300 })),
+    );
+    cases.forEach(([name], index) => {
+      const findings = checked[index] ?? [];
       const errors = findings.filter((f) => f.severity === "error");
       expect(errors[0], `${name}: ${JSON.stringify(findings)}`).to.include({ check: "loader-settles", key: `${name}/weather` });
       expect(errors[0]?.message, name).to.match(/deadline of 300 ms|within 300 ms/);
-    }
+    });
   });
 
   it("a plugin named for a namespace the host's built-in sources own fails plugin-loads, as the host refuses it", async () => {
