@@ -4,8 +4,7 @@
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { escapeControl } from "../../core/base/diagnostics.ts";
-import { type CachedRequest, replayCache } from "../../core/providers/cache-model.ts";
-import { costOf, priceOf } from "../../core/providers/pricing.ts";
+import { type CachedRequest, costOf, priceOf, replayCache } from "../../core/providers.ts";
 import { projectHistory } from "../../core/session/projection.ts";
 import type { ProviderRequest, TokenUsage } from "../../core/session/provider.ts";
 import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";

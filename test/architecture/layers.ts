@@ -63,7 +63,20 @@ export const layers: readonly Layer[] = [
   {
     name: "cli",
     paths: ["scripts/cli"],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host", "conformance"],
+    // The package's entries too: what the command line needs, users need (issue 33 moves it onto them).
+    imports: [
+      "base",
+      "system-context",
+      "registry",
+      "plugins",
+      "sources",
+      "mcp",
+      "session",
+      "providers",
+      "host",
+      "conformance",
+      "entry",
+    ],
     packages: "*",
   },
 ];
