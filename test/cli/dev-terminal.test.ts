@@ -90,7 +90,6 @@ describe("context-host dev in a terminal (tmux)", function () {
     await session.until("you> ", 25_000);
     await interrupted.until("you> ", 25_000);
 
-    const started = Date.now();
     session.keys("-l", "what is the note?");
     expect(await session.until("you> what is the note?")).to.contain("you> what is the note?"); // typed text is echoed
     session.keys("Enter");
@@ -127,7 +126,5 @@ describe("context-host dev in a terminal (tmux)", function () {
 
     interrupted.keys("C-c");
     expect(await interrupted.exitCode()).to.equal(130);
-    // Driving the session, once both had started, stays quick.
-    expect(Date.now() - started).to.be.below(6000);
   });
 });

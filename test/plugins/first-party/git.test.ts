@@ -220,10 +220,9 @@ describe("plugin git", () => {
       makeRepo(repo);
       const gitPath = fakeGit(temp.path, "git-hangs", "exec sleep 30");
       failing = await loadPlugin("git", { git: { gitPath, timeoutMs: 150 } });
-      const started = Date.now();
       expect(await initialize(await failing.compose(repo))).to.deep.equal({ baseline: "", snapshot: {} });
-      expect(Date.now() - started).to.be.below(1500);
-      expect(failing.host.diagnostics).to.deep.equal([]); // the plugin's own timeout, not the host's deadline
+      // Which deadline fired: the plugin's own timeout, not the host's (no host diagnostic).
+      expect(failing.host.diagnostics).to.deep.equal([]);
       expect(failing.logged.join("\n")).to.include("did not finish within 150 ms");
     });
 
