@@ -28,7 +28,7 @@ import type { EpochReason } from "../session/store/store.ts";
 import { RevisionConflict } from "../session/store/store.ts";
 import { InitializationBlocked, type Snapshot } from "../system-context/index.ts";
 import { startContextSources } from "./context-sources.ts";
-import { checkPluginFolders, type HostOptions, reportDiagnostics } from "./host.ts";
+import { checkPluginFolders, contextSourceOptions, type HostOptions, reportDiagnostics } from "./host.ts";
 import { checkSettings } from "./settings.ts";
 
 export type { AdmittedUpdate, EngineLedger } from "../session/store/engine-ledger.ts";
@@ -160,7 +160,7 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
     const ledger =
       options.ledger ?? new SqliteEngineLedger(ledgerFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
     void scope.add(() => ledger.close());
-    const sources = await startContextSources({ cwd, ...sourceOptions(options) }, scope);
+    const sources = await startContextSources({ cwd, ...contextSourceOptions(options) }, scope);
     reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);
     const queue = new PerKeyQueue();
     const clock = options.clock ?? systemClock;
@@ -284,29 +284,4 @@ function commitOf(
     case "unchanged":
       return seen;
   }
-}
-
-function sourceOptions(options: ContextEngineOptions) {
-  const picked: Record<string, unknown> = {};
-  for (const name of [
-    "core",
-    "builtins",
-    "plugins",
-    "watch",
-    "pluginSettings",
-    "clock",
-    "logger",
-    "debounceMs",
-    "deadlineMs",
-    "setupDeadlineMs",
-    "disposeDeadlineMs",
-    "timeZone",
-    "instructions",
-    "isolation",
-    "mcpServers",
-    "projectRoot",
-  ] as const) {
-    if (options[name] !== undefined) picked[name] = options[name];
-  }
-  return picked as Omit<Parameters<typeof startContextSources>[0], "cwd">;
 }

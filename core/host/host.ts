@@ -157,25 +157,7 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     {
       cwd,
       discoveryLog: store,
-      ...pick(options, [
-        "core",
-        "builtins",
-        "plugins",
-        "projectRoot",
-        "watch",
-        "pluginSettings",
-        "clock",
-        "logger",
-        "debounceMs",
-        "deadlineMs",
-        "setupDeadlineMs",
-        "disposeDeadlineMs",
-        "timeZone",
-        "instructions",
-        "isolation",
-        "mcpServers",
-      ]),
-      ...(options.limits?.sourceValueBytes === undefined ? {} : { maxValueBytes: options.limits.sourceValueBytes }),
+      ...contextSourceOptions(options),
     },
     scope,
   );
@@ -279,6 +261,36 @@ export function reportDiagnostics(
     }
   }
   void scope.add(diagnostics.subscribe(report));
+}
+
+/**
+ * The options of a host (or an engine) that decide its context sources, those that are set:
+ * what `startContextSources` takes besides the working folder. @internal
+ */
+export function contextSourceOptions(
+  options: Omit<HostOptions, "providers">,
+): Omit<Parameters<typeof startContextSources>[0], "cwd"> {
+  return {
+    ...pick(options, [
+      "core",
+      "builtins",
+      "plugins",
+      "projectRoot",
+      "watch",
+      "pluginSettings",
+      "clock",
+      "logger",
+      "debounceMs",
+      "deadlineMs",
+      "setupDeadlineMs",
+      "disposeDeadlineMs",
+      "timeZone",
+      "instructions",
+      "isolation",
+      "mcpServers",
+    ]),
+    ...(options.limits?.sourceValueBytes === undefined ? {} : { maxValueBytes: options.limits.sourceValueBytes }),
+  };
 }
 
 /** The options that are set, of the given names (`exactOptionalPropertyTypes` keeps unset ones out). */
