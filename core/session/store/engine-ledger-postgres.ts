@@ -6,7 +6,14 @@
 import type pg from "pg";
 import { SettingInvalid } from "../../base/errors.ts";
 import { RevisionConflict, SessionCorrupt } from "../errors.ts";
-import { type AdmittedUpdate, type EngineLedger, type LedgerCommit, type LedgerRecord, ledgerRecord } from "./engine-ledger.ts";
+import {
+  type AdmittedUpdate,
+  type EngineLedger,
+  type LedgerCommit,
+  type LedgerRecord,
+  ledgerRecord,
+  nextLedgerRow,
+} from "./engine-ledger.ts";
 import { loadPg } from "./pg.ts";
 import { StoreUnavailable } from "./postgres.ts";
 import type { EpochReason } from "./store.ts";
@@ -114,25 +121,10 @@ export class PostgresEngineLedger implements EngineLedger {
     return this.#run("commit a boundary", async (client) => {
       const { rows } = await client.query<Row>(`SELECT * FROM ${this.#schema}.engine_sessions WHERE id = $1 FOR UPDATE`, [id]);
       const current = rows[0];
-      if (current?.revision !== revision) throw new RevisionConflict({ sessionId: id, expected: revision ?? -1 });
-      if (current === undefined && commit.newEpoch === undefined) {
-        throw new SessionCorrupt({ sessionId: id, reason: "a new session's first boundary must start an epoch" });
-      }
-      const epoch = commit.newEpoch === undefined ? (current as Row).epoch : (current?.epoch ?? 0) + 1;
+      const head = nextLedgerRow(id, current, revision, commit);
+      const { epoch } = head;
       const snapshot = commit.newEpoch?.snapshot ?? commit.update?.snapshot ?? (current as Row).snapshot;
-      const next: Row = {
-        id,
-        revision: (current?.revision ?? -1) + 1,
-        provider: commit.provider,
-        model: commit.model,
-        location: commit.location,
-        epoch,
-        reason: commit.newEpoch?.reason ?? (current as Row).reason,
-        baseline: commit.newEpoch?.baseline ?? (current as Row).baseline,
-        snapshot,
-        seen_count: commit.seenCount,
-        seen_digest: commit.seenDigest,
-      };
+      const next: Row = { ...head, snapshot };
       await client.query(
         `INSERT INTO ${this.#schema}.engine_sessions
            (id, revision, provider, model, location, epoch, reason, baseline, snapshot, seen_count, seen_digest)

@@ -149,6 +149,36 @@ export function ledgerRecord(
   };
 }
 
+/**
+ * A commit's checks and the session's next head, for both ledgers (the snapshot is each
+ * ledger's own): `RevisionConflict` when `current` is not at `revision`, `SessionCorrupt`
+ * when a new session's first commit starts no epoch. @internal
+ */
+export function nextLedgerRow(
+  id: string,
+  current: LedgerRow | undefined,
+  revision: number | undefined,
+  commit: LedgerCommit,
+): LedgerRow {
+  if (current?.revision !== revision) throw new RevisionConflict({ sessionId: id, expected: revision ?? -1 });
+  if (current === undefined && commit.newEpoch === undefined) {
+    throw new SessionCorrupt({ sessionId: id, reason: "a new session's first boundary must start an epoch" });
+  }
+  const previous = current as LedgerRow;
+  return {
+    id,
+    revision: (current?.revision ?? -1) + 1,
+    provider: commit.provider,
+    model: commit.model,
+    location: commit.location,
+    epoch: commit.newEpoch === undefined ? previous.epoch : (current?.epoch ?? 0) + 1,
+    reason: commit.newEpoch?.reason ?? previous.reason,
+    baseline: commit.newEpoch?.baseline ?? previous.baseline,
+    seen_count: commit.seenCount,
+    seen_digest: commit.seenDigest,
+  };
+}
+
 /** The engine's ledger file in a data folder. */
 export function ledgerFile(dataDir: string): string {
   return path.join(dataDir, "engine.db");
@@ -221,10 +251,7 @@ export class SqliteEngineLedger implements EngineLedger {
   async commit(id: string, revision: number | undefined, commit: LedgerCommit): Promise<LedgerRecord> {
     return this.#db.transaction((): LedgerRecord => {
       const current = this.#select.get(id) as SessionRow | undefined;
-      if (current?.revision !== revision) throw new RevisionConflict({ sessionId: id, expected: revision ?? -1 });
-      if (current === undefined && commit.newEpoch === undefined) {
-        throw new SessionCorrupt({ sessionId: id, reason: "a new session's first boundary must start an epoch" });
-      }
+      const head = nextLedgerRow(id, current, revision, commit);
       const known = this.#known.get(id);
       const before =
         current === undefined
@@ -232,20 +259,11 @@ export class SqliteEngineLedger implements EngineLedger {
           : known !== undefined && known.revision === current.revision
             ? known
             : this.#record(current, this.#updates.all(id, current.epoch) as AdmittedUpdate[]);
-      const epoch = commit.newEpoch === undefined ? (current as SessionRow).epoch : (current?.epoch ?? 0) + 1;
+      const { epoch } = head;
       const snapshot = commit.newEpoch?.snapshot ?? commit.update?.snapshot;
       const row: SessionRow = {
-        id,
-        revision: (current?.revision ?? -1) + 1,
-        provider: commit.provider,
-        model: commit.model,
-        location: commit.location,
-        epoch,
-        reason: commit.newEpoch?.reason ?? (current as SessionRow).reason,
-        baseline: commit.newEpoch?.baseline ?? (current as SessionRow).baseline,
+        ...head,
         snapshot: snapshot === undefined ? (current as SessionRow).snapshot : JSON.stringify(snapshot),
-        seen_count: commit.seenCount,
-        seen_digest: commit.seenDigest,
       };
       if (current === undefined || commit.newEpoch !== undefined) this.#upsert.run(row);
       else if (snapshot !== undefined) this.#advanceWithSnapshot.run(row);
