@@ -33,6 +33,7 @@ export {
   reconcile,
   replace,
   replaceOrReconcile,
+  type SnapshotChange,
 } from "./system-context/reconcile.ts";
 export { parseSnapshot, Snapshot, SnapshotEntry } from "./system-context/snapshot.ts";
 export {

@@ -233,7 +233,7 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
             case "new-epoch":
               return { kind: "new-epoch", reason: decided.reason, ...decided.generation };
             case "update":
-              return decided;
+              return { kind: "update", text: decided.text, snapshot: decided.snapshot };
             case "unchanged":
               return { kind: "unchanged", snapshot: record?.epoch.snapshot ?? {} };
             case "blocked":

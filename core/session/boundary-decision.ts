@@ -10,6 +10,7 @@ import {
   reconcile,
   replaceOrReconcile,
   type Snapshot,
+  type SnapshotChange,
   type SystemContext,
 } from "../system-context/index.ts";
 import type { EpochReason } from "./store/store.ts";
@@ -19,7 +20,7 @@ export type BoundaryDecision =
   /** A new Context Epoch: its Baseline and snapshot, and why it began. */
   | { readonly kind: "new-epoch"; readonly generation: Generation; readonly reason: EpochReason }
   /** One Mid-Conversation System Message, advancing the snapshot. */
-  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
+  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot; readonly change: SnapshotChange }
   /** Nothing to admit (or a due replacement blocked by unavailable admitted context: the epoch continues). */
   | { readonly kind: "unchanged" }
   /** The first Baseline is blocked by these unavailable core sources. */
@@ -58,7 +59,7 @@ export async function decideBoundary(
     case "replacement-blocked":
       return { kind: "unchanged" };
     case "updated":
-      return { kind: "update", text: next.text, snapshot: next.snapshot };
+      return { kind: "update", text: next.text, snapshot: next.snapshot, change: next.change };
     case "replaced":
       return { kind: "new-epoch", generation: next.generation, reason: due ?? "replacement" };
   }

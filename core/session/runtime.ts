@@ -36,7 +36,7 @@ import {
   loneSurrogateAt,
   type SessionLimits,
 } from "./reply-check.ts";
-import { snapshotChange } from "./store/epoch-rows.ts";
+import { entryWrites } from "./store/epoch-rows.ts";
 import {
   type BoundaryCommit,
   type EpochReason,
@@ -555,7 +555,11 @@ export class SessionRuntime {
       case "update":
         return {
           kind: "commit",
-          commit: { promote: pending, systemUpdate: { text: decided.text, snapshot: decided.snapshot }, settlesEpochDue: false },
+          commit: {
+            promote: pending,
+            systemUpdate: { text: decided.text, snapshot: decided.snapshot, change: decided.change },
+            settlesEpochDue: false,
+          },
         };
     }
   }
@@ -591,7 +595,7 @@ export class SessionRuntime {
     if (snapshot === undefined) return;
     const previous = commit.newEpoch === undefined ? epoch?.snapshot : undefined;
     const maxBytes = this.#limits.sourceValueBytes;
-    const { keys, entries } = snapshotChange(snapshot, previous);
+    const { keys, entries } = entryWrites(snapshot, previous, commit.systemUpdate?.change);
     for (const [i, key] of keys.entries()) {
       // A value's JSON is part of its entry's: a short entry needs no count of its own.
       if ((entries[i] as string).length * 3 <= maxBytes) continue;

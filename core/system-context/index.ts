@@ -44,6 +44,7 @@ export {
   reconcile,
   replace,
   replaceOrReconcile,
+  type SnapshotChange,
 } from "./reconcile.ts";
 export { parseSnapshot, Snapshot, SnapshotEntry } from "./snapshot.ts";
 export {

@@ -6,7 +6,6 @@
 //   replace    — a fresh generation, unless admitted context is unavailable;
 //   replaceOrReconcile — replace, or while that is blocked reconcile, from one observation.
 
-import { recordChange } from "./change.ts";
 import { InitializationBlocked, type RenderFailed } from "./errors.ts";
 import type { Key } from "./key.ts";
 import { checkedSnapshot, type Snapshot, type SnapshotEntry, trust } from "./snapshot.ts";
@@ -23,10 +22,20 @@ export type ReplacementResult =
   | { readonly kind: "replaced"; readonly generation: Generation }
   | { readonly kind: "replacement-blocked"; readonly keys: readonly Key[] };
 
+/**
+ * What an update changed against the snapshot reconciled from: the entries it wrote
+ * (introduced or updated), in composition order, and the keys it no longer has. A store
+ * writes exactly those (decision 170).
+ */
+export interface SnapshotChange {
+  readonly written: readonly Key[];
+  readonly removed: readonly Key[];
+}
+
 /** The one next action `reconcile` decides. */
 export type ReconcileResult =
   | { readonly kind: "unchanged" }
-  | { readonly kind: "updated"; readonly text: string; readonly snapshot: Snapshot }
+  | { readonly kind: "updated"; readonly text: string; readonly snapshot: Snapshot; readonly change: SnapshotChange }
   | ReplacementResult;
 
 interface Observed {
@@ -251,7 +260,10 @@ function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): R
   });
   texts.push(...planned.removals);
   if (texts.length === 0) return { kind: "unchanged" };
-  const updated = trust(next);
-  recordChange(updated, snapshot, { written, removed: planned.removedKeys });
-  return { kind: "updated", text: texts.join(separator), snapshot: updated };
+  return {
+    kind: "updated",
+    text: texts.join(separator),
+    snapshot: trust(next),
+    change: { written, removed: planned.removedKeys },
+  };
 }

@@ -165,7 +165,10 @@ type Entry = { value: Json; removed?: string };
 type ModelSnapshot = Record<Key, Entry>;
 type ModelGeneration = { baseline: string; snapshot: ModelSnapshot };
 type ModelReplacement = { kind: "replaced"; generation: ModelGeneration } | { kind: "replacement-blocked"; keys: Key[] };
-type ModelReconcile = { kind: "unchanged" } | { kind: "updated"; text: string; snapshot: ModelSnapshot } | ModelReplacement;
+type ModelReconcile =
+  | { kind: "unchanged" }
+  | { kind: "updated"; text: string; snapshot: ModelSnapshot; change: { written: Key[]; removed: Key[] } }
+  | ModelReplacement;
 
 /** The encoded (JSON) form of a value, as the schema's codec stores it. */
 function encode(kind: Kind, value: Value): Json {
@@ -253,6 +256,8 @@ function modelReconcile(world: World, snapshot: ModelSnapshot): { result: ModelR
   const texts: string[] = [];
   const next: ModelSnapshot = {};
   const stillThere = new Set<Key>();
+  const written: Key[] = [];
+  const removedKeys: Key[] = [];
   for (const key of world.order) {
     const state = world.state(key);
     const stored = Object.hasOwn(snapshot, key) ? snapshot[key] : undefined;
@@ -269,6 +274,7 @@ function modelReconcile(world: World, snapshot: ModelSnapshot): { result: ModelR
     if (stored === undefined) {
       texts.push(renderBaseline(key, state.kind, value));
       next[key] = admit(key, state, value);
+      written.push(key);
     } else if (canonical(stored.value) === canonical(encode(state.kind, value))) {
       next[key] = stored;
     } else {
@@ -276,6 +282,7 @@ function modelReconcile(world: World, snapshot: ModelSnapshot): { result: ModelR
       if (previous === undefined) return { result: modelReplace(world, snapshot), escalation: "undecodable" };
       texts.push(renderUpdate(key, state.kind, previous.value, value));
       next[key] = admit(key, state, value);
+      written.push(key);
     }
   }
   for (const key of Object.keys(snapshot).sort()) {
@@ -283,9 +290,10 @@ function modelReconcile(world: World, snapshot: ModelSnapshot): { result: ModelR
     const removed = snapshot[key]?.removed;
     if (removed === undefined) return { result: modelReplace(world, snapshot), escalation: "no removal text" };
     texts.push(removed);
+    removedKeys.push(key);
   }
   if (texts.length === 0) return { result: { kind: "unchanged" } };
-  return { result: { kind: "updated", text: texts.join("\n\n"), snapshot: next } };
+  return { result: { kind: "updated", text: texts.join("\n\n"), snapshot: next, change: { written, removed: removedKeys } } };
 }
 
 // ---------------------------------------------------------------------------

@@ -240,6 +240,7 @@ describe("SystemContext: reconcile", () => {
       kind: "updated",
       text: "a/x is now 5 (was 1)",
       snapshot: { "a/x": { value: 5, removed: "a/x (5) no longer applies" } },
+      change: { written: ["a/x"], removed: [] },
     });
   });
 
@@ -290,6 +291,7 @@ describe("SystemContext: reconcile", () => {
       kind: "updated",
       text: "a/x (2) no longer applies",
       snapshot: {},
+      change: { written: [], removed: ["a/x"] },
     });
   });
 
@@ -351,6 +353,7 @@ describe("SystemContext: reconcile", () => {
       kind: "updated",
       text: "a/x (1) no longer applies",
       snapshot: {},
+      change: { written: [], removed: ["a/x"] },
     });
   });
 
@@ -559,6 +562,7 @@ describe("SystemContext: replaceOrReconcile", () => {
         kind: "updated",
         text: "a/x is now 2 (was 1)",
         snapshot: { "c/z": snapshot["c/z"], "a/x": { value: 2, removed: "a/x (2) no longer applies" } },
+        change: { written: ["a/x"], removed: [] },
       },
     });
     expect([c.state.loads - (loads[0] as number), a.state.loads - (loads[1] as number)]).to.deep.equal([1, 1]);

@@ -3,8 +3,7 @@
 // stored system prompt. Each store only runs its own SQL.
 
 import { messageOf } from "../../base/errors.ts";
-import { reconciledChange } from "../../system-context/change.ts";
-import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
+import { parseSnapshot, type Snapshot, type SnapshotChange } from "../../system-context/index.ts";
 import { SessionCorrupt } from "../errors.ts";
 
 /** Which epoch rows are read: the session, the epoch's number and its snapshot's version (-1: unreadable when upgraded). */
@@ -46,35 +45,15 @@ export function snapshotFromEntries(epoch: EpochRows, entries: Iterable<readonly
  * The entries of `snapshot` to write against the snapshot it replaces (`previous`, whose
  * unchanged entries the new one carries as the same objects): only the changed ones with
  * their JSON, and the keys gone; without a previous one (a new epoch), every entry. A
- * snapshot `reconcile` made from `previous` comes with its change; any other is compared entry by entry.
+ * snapshot `reconcile` made comes with its `change` (decision 170); without one, entries
+ * are compared one by one.
  */
-export function snapshotChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
-  // The runtime's size check and the store's write ask for the same change in turn: found
-  // once. One change is kept, so no snapshot keeps its predecessors alive.
-  if (last !== undefined && last.snapshot === snapshot && last.previous === previous) return last.change;
-  const change = findChange(snapshot, previous);
-  last = { snapshot, previous, change };
-  return change;
-}
-
-/** What `snapshotChange` finds: the keys to write with their entries' JSON, and the keys gone. */
-export interface SnapshotChange {
-  readonly keys: readonly string[];
-  readonly entries: readonly string[];
-  readonly removed: readonly string[];
-}
-
-/** The change found last, with the snapshots it was found between. */
-let last: { snapshot: Snapshot; previous: Snapshot | undefined; change: SnapshotChange } | undefined;
-
-function findChange(snapshot: Snapshot, previous: Snapshot | undefined): SnapshotChange {
-  // Reconciled from `previous`: the System Context knows what it wrote and removed.
-  const reconciled = previous === undefined ? undefined : reconciledChange(snapshot, previous);
-  if (reconciled !== undefined) {
+export function entryWrites(snapshot: Snapshot, previous: Snapshot | undefined, change?: SnapshotChange): EntryWrites {
+  if (previous !== undefined && change !== undefined) {
     return {
-      keys: reconciled.written,
-      entries: reconciled.written.map((key) => JSON.stringify(snapshot[key])),
-      removed: reconciled.removed,
+      keys: change.written,
+      entries: change.written.map((key) => JSON.stringify(snapshot[key])),
+      removed: change.removed,
     };
   }
   const keys: string[] = [];
@@ -93,6 +72,13 @@ function findChange(snapshot: Snapshot, previous: Snapshot | undefined): Snapsho
   const previousKeys = previous === undefined ? [] : Object.keys(previous);
   const removed = kept === previousKeys.length ? [] : previousKeys.filter((key) => !Object.hasOwn(snapshot, key));
   return { keys, entries, removed };
+}
+
+/** What `entryWrites` finds: the keys to write with their entries' JSON, and the keys gone. */
+export interface EntryWrites {
+  readonly keys: readonly string[];
+  readonly entries: readonly string[];
+  readonly removed: readonly string[];
 }
 
 /** An epoch's stored system prompt (JSON: a string or null); `undefined` when not recorded (an older file). */

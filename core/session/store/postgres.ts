@@ -10,7 +10,7 @@ import { ContextHostError, messageOf, SettingInvalid } from "../../base/errors.t
 import type { Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
-import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { entryWrites, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { loadPg } from "./pg.ts";
 import { messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
 import type {
@@ -527,7 +527,7 @@ export class PostgresSessionStore implements SessionStore {
         if (commit.newEpoch !== undefined) {
           const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
           const number = (active?.number ?? 0) + 1;
-          const { keys, entries } = snapshotChange(snapshot, undefined);
+          const { keys, entries } = entryWrites(snapshot, undefined);
           // The epoch and all its entries in one statement.
           await query(
             `WITH epoch AS (
@@ -552,7 +552,11 @@ export class PostgresSessionStore implements SessionStore {
         }
         if (commit.systemUpdate !== undefined) {
           appended.push(await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, active.number));
-          const { keys, entries, removed } = snapshotChange(commit.systemUpdate.snapshot, active.snapshot);
+          const { keys, entries, removed } = entryWrites(
+            commit.systemUpdate.snapshot,
+            active.snapshot,
+            commit.systemUpdate.change,
+          );
           // The changed entries upserted, the gone ones deleted and the version advanced, in one statement.
           await query(
             `WITH upserted AS (

@@ -6,9 +6,9 @@ import { mkdirSync, type Stats, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
-import type { Snapshot } from "../../system-context/index.ts";
+import type { Snapshot, SnapshotChange } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
-import { snapshotChange, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { entryWrites, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { type MessageRow, messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
 import {
   type BoundaryCommit,
@@ -482,12 +482,12 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   /** Writes `snapshot` as epoch `epoch`'s entries: what changed against `previous` (every entry without one), and deletes the gone ones. */
-  #writeSnapshot(id: string, epoch: number, snapshot: Snapshot, previous: Snapshot | undefined): void {
+  #writeSnapshot(id: string, epoch: number, snapshot: Snapshot, previous: Snapshot | undefined, change?: SnapshotChange): void {
     const upsert = this.#prepare(
       "INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry",
     );
     const remove = this.#prepare("DELETE FROM snapshot_entries WHERE session_id = ? AND epoch = ? AND key = ?");
-    const { keys, entries, removed } = snapshotChange(snapshot, previous);
+    const { keys, entries, removed } = entryWrites(snapshot, previous, change);
     for (const [i, key] of keys.entries()) upsert.run(id, epoch, key, entries[i]);
     for (const key of removed) remove.run(id, epoch, key);
   }
@@ -612,7 +612,7 @@ export class SqliteSessionStore implements SessionStore {
     if (systemUpdate !== undefined) rows.push(messageRow(seq++, "system-update", systemUpdate.text, active.number));
     const appended = this.#insertMessages(id, rows);
     if (systemUpdate !== undefined) {
-      this.#writeSnapshot(id, active.number, systemUpdate.snapshot, active.snapshot);
+      this.#writeSnapshot(id, active.number, systemUpdate.snapshot, active.snapshot, systemUpdate.change);
       active = { ...active, snapshot: systemUpdate.snapshot };
     }
     return { committed: { revision: revision + 1, epoch: active, appended }, state: { number, snapshot_version: version } };

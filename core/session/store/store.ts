@@ -2,7 +2,7 @@
 // opinion on how. The SQLite store is the default; other stores implement this.
 
 import type { DiscoveryLog } from "../../sources/instructions/service.ts";
-import type { Snapshot } from "../../system-context/index.ts";
+import type { Snapshot, SnapshotChange } from "../../system-context/index.ts";
 import type { ProviderContent, TokenUsage, ToolCall } from "../provider.ts";
 
 // The errors a store throws; the runtime tells them apart with `instanceof`.
@@ -86,8 +86,12 @@ export interface BoundaryCommit {
   };
   /** Pending prompts to promote into history, in order. */
   readonly promote: readonly PendingPrompt[];
-  /** A Mid-Conversation System Message and the snapshot it advances to. */
-  readonly systemUpdate?: { readonly text: string; readonly snapshot: Snapshot };
+  /**
+   * A Mid-Conversation System Message and the snapshot it advances to, with what changed
+   * against the active snapshot when `reconcile` said so (the store writes only that;
+   * without it, the store compares entries).
+   */
+  readonly systemUpdate?: { readonly text: string; readonly snapshot: Snapshot; readonly change?: SnapshotChange };
   /** Whether the session's due epoch transition is settled by this boundary. */
   readonly settlesEpochDue: boolean;
   /** The in-flight lease the committing runtime takes for the provider call that follows. */
