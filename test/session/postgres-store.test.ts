@@ -11,7 +11,8 @@ import { SettingInvalid } from "../../core/base/errors.ts";
 import { describeStoreConformance } from "../../core/conformance.ts";
 import { createHost, type Host, scriptedProvider } from "../../core/index.ts";
 import { SessionCorrupt, SessionNotFound } from "../../core/session/errors.ts";
-import { migrations, PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
+import { PostgresSessionStore, StoreUnavailable } from "../../core/session/store/postgres.ts";
+import { migrations } from "../../core/session/store/postgres-schema.ts";
 import { describeWithPostgres, type PostgresServer } from "./postgres-server.ts";
 
 describe("session store: PostgreSQL options", () => {
@@ -159,10 +160,10 @@ function declare(current: () => PostgresServer) {
         const client = new pg.Client({ connectionString: url });
         await client.connect();
         try {
-          // Behind the store's back, so the version moves too (else the held record stands).
+          // Behind the store's back, so the version on the session's head moves too (else the held record stands).
           await client.query(
             `INSERT INTO ${schema}.snapshot_entries (session_id, epoch, key, entry) VALUES ('s', 1, '__proto__', '{"value": 1}');
-             UPDATE ${schema}.epochs SET snapshot_version = snapshot_version + 1`,
+             UPDATE ${schema}.sessions SET snapshot_version = snapshot_version + 1`,
           );
         } finally {
           await client.end();

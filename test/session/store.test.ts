@@ -4,7 +4,8 @@
 import path from "node:path";
 import Database from "better-sqlite3";
 import { expect } from "chai";
-import { migrations, SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
+import { migrations } from "../../core/session/store/sqlite-schema.ts";
 import { listSessions, SessionCorrupt, type SessionStore, StoreCannotList } from "../../core/session/store/store.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { tempFolder } from "./fixtures.ts";

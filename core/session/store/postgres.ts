@@ -7,12 +7,12 @@
 
 import type pg from "pg";
 import { ContextHostError, messageOf, SettingInvalid } from "../../base/errors.ts";
-import type { Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
-import type { ProviderContent, ProviderReply, TokenUsage } from "../provider.ts";
-import { entryWrites, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionHead, type Writes } from "./commit-plan.ts";
+import { snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { loadPg } from "./pg.ts";
-import { messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
+import { migrations } from "./postgres-schema.ts";
+import { type MessageRow, messageFromRow, type SessionRow, sessionFrom } from "./rows.ts";
 import type {
   BoundaryCommit,
   BoundaryCommitted,
@@ -20,7 +20,6 @@ import type {
   EpochReason,
   EpochRecord,
   InFlightLease,
-  MessageRole,
   PendingPrompt,
   ReplyCommitted,
   SessionRecord,
@@ -44,122 +43,144 @@ const isStoreError = (error: unknown) =>
   error instanceof RevisionConflict ||
   error instanceof SessionCorrupt;
 
-/** Each entry moves the schema one version up; never edit a released one. */
-export const migrations: readonly string[] = [
-  `CREATE TABLE sessions (
-     id TEXT PRIMARY KEY,
-     location TEXT NOT NULL,
-     provider TEXT NOT NULL,
-     model TEXT NOT NULL,
-     revision INTEGER NOT NULL DEFAULT 0,
-     epoch_due TEXT CHECK (epoch_due IN ('compaction', 'switch', 'move', 'replacement')),
-     awaiting_reply BOOLEAN NOT NULL DEFAULT false
-   );
-   CREATE TABLE messages (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     seq INTEGER NOT NULL,
-     role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system-update', 'summary')),
-     text TEXT NOT NULL,
-     epoch INTEGER NOT NULL,
-     data TEXT,
-     usage TEXT,
-     provider_content TEXT,
-     PRIMARY KEY (session_id, seq)
-   );
-   CREATE TABLE pending_prompts (
-     id SERIAL PRIMARY KEY,
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     text TEXT NOT NULL,
-     promoted_seq INTEGER
-   );
-   CREATE INDEX pending_prompts_by_session ON pending_prompts(session_id, promoted_seq);
-   CREATE TABLE epochs (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     number INTEGER NOT NULL,
-     baseline TEXT NOT NULL,
-     snapshot TEXT NOT NULL,
-     started_seq INTEGER NOT NULL,
-     reason TEXT NOT NULL CHECK (reason IN ('initial', 'compaction', 'switch', 'move', 'replacement')),
-     system_prompt TEXT,
-     PRIMARY KEY (session_id, number)
-   );
-   CREATE TABLE discovered_instructions (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     location TEXT NOT NULL,
-     file TEXT NOT NULL,
-     discovered INTEGER NOT NULL,
-     PRIMARY KEY (session_id, location, file)
-   );`,
-  // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
-  "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires BIGINT;",
-  // A Context Snapshot is kept one row per source key (decision 094), so a Mid-Conversation
-  // System Message writes only the entries it changed; `snapshot_version` counts an epoch's
-  // changes (a reader's cached snapshot is current while it matches). An epoch whose old
-  // snapshot text was not a JSON object (or had a key no text column holds) is marked -1
-  // (read: corrupt); the check catches the cast's error, so a bad text never fails the
-  // migration. A key given twice keeps its last value, as JSON.parse did.
-  `CREATE TABLE snapshot_entries (
-     session_id TEXT NOT NULL,
-     epoch INTEGER NOT NULL,
-     key TEXT NOT NULL,
-     entry TEXT NOT NULL,
-     PRIMARY KEY (session_id, epoch, key),
-     FOREIGN KEY (session_id, epoch) REFERENCES epochs(session_id, number) ON DELETE CASCADE
-   );
-   ALTER TABLE epochs ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
-   CREATE FUNCTION snapshot_object_or_null(text) RETURNS json LANGUAGE plpgsql IMMUTABLE AS $$
-   DECLARE
-     parsed json;
-   BEGIN
-     parsed := $1::json;
-     IF json_typeof(parsed) <> 'object' THEN RETURN NULL; END IF;
-     PERFORM count(j.key) FROM json_each(parsed) AS j;
-     RETURN parsed;
-   EXCEPTION WHEN others THEN
-     RETURN NULL;
-   END $$;
-   INSERT INTO snapshot_entries (session_id, epoch, key, entry)
-     SELECT DISTINCT ON (e.session_id, e.number, j.key) e.session_id, e.number, j.key, j.value::text
-     FROM epochs e, json_each(snapshot_object_or_null(e.snapshot)) WITH ORDINALITY AS j(key, value, n)
-     ORDER BY e.session_id, e.number, j.key, j.n DESC;
-   UPDATE epochs SET snapshot_version = -1 WHERE snapshot_object_or_null(snapshot) IS NULL;
-   DROP FUNCTION snapshot_object_or_null(text);
-   ALTER TABLE epochs DROP COLUMN snapshot;`,
-  // The order sessions were created in, for `listSessions` (decision 150). Sessions of an
-  // older schema are numbered in the order the table is read, all before newer ones.
-  "ALTER TABLE sessions ADD COLUMN created BIGSERIAL;",
-];
-
-/** A session's row with what a boundary reads beside it (`readBoundary`). */
-interface BoundaryRow extends SessionRow {
-  epoch_number: number | null;
-  epoch_version: number | null;
-  last_seq: number;
+/** A session's row as a boundary reads it, with its pending input, what was appended and its epoch when not held. */
+interface BoundaryRow extends SessionRow, HeadColumns {
   /** The pending prompts, oldest first (JSON, parsed by pg); null when none. */
   pending: PendingPrompt[] | null;
+  /** The messages after the seq asked for (JSON, parsed by pg); null when none. */
+  appended: MessageRow[] | null;
+  epoch_row: EpochColumns | null;
 }
 
-/** The active epoch as read: its state, and the rest only when it is not the state the store holds. */
-interface EpochRow {
-  number: number | null;
-  snapshot_version: number | null;
-  /** Whether the state differs from the one the store holds (then every column below is read). */
-  stale: boolean;
-  baseline: string | null;
-  started_seq: number | null;
-  reason: EpochReason | null;
+/** The head's columns of a session's row. */
+interface HeadColumns {
+  revision: number;
+  last_seq: number;
+  epoch: number;
+  snapshot_version: number;
+}
+
+/** The active epoch's columns, read only when the store does not hold its state. */
+interface EpochColumns {
+  baseline: string;
+  started_seq: number;
+  reason: EpochReason;
   system_prompt: string | null;
+  /** -1: unreadable since its upgrade. */
+  marked: number;
   /** The snapshot's keys and, in the same order, their entries' JSON. */
-  keys: string[] | null;
-  entries: string[] | null;
-  /** Only when asked for: the seq the next message gets. */
-  next_seq?: number;
+  keys: string[];
+  entries: string[];
 }
 
 /** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
 interface EpochState {
   number: number;
   snapshot_version: number;
+}
+
+/**
+ * The active epoch's columns as one JSON value, when the session's state is not the one
+ * held (`$2`, `$3`: the held number and version) — a CASE evaluates its branch only when taken.
+ */
+const epochColumns = `CASE WHEN s.epoch > 0 AND (s.epoch IS DISTINCT FROM $2::integer OR s.snapshot_version IS DISTINCT FROM $3::integer) THEN
+     (SELECT json_build_object('baseline', e.baseline, 'started_seq', e.started_seq, 'reason', e.reason,
+        'system_prompt', e.system_prompt, 'marked', e.snapshot_version,
+        'keys', ARRAY(SELECT k.key FROM snapshot_entries k WHERE k.session_id = s.id AND k.epoch = e.number ORDER BY k.key),
+        'entries', ARRAY(SELECT k.entry FROM snapshot_entries k WHERE k.session_id = s.id AND k.epoch = e.number ORDER BY k.key))
+      FROM epochs e WHERE e.session_id = s.id AND e.number = s.epoch) END AS epoch_row`;
+
+/** One boundary's read (decision 171): the session's row, its pending input, its messages after `$4` and its epoch when not held. */
+const readBoundarySql = `SELECT s.*,
+     (SELECT json_agg(json_build_object('id', p.id, 'text', p.text) ORDER BY p.id) FROM pending_prompts p
+       WHERE p.session_id = s.id AND p.promoted_seq IS NULL) AS pending,
+     CASE WHEN s.last_seq > $4 THEN
+       (SELECT json_agg(json_build_object('seq', m.seq, 'role', m.role, 'text', m.text, 'epoch', m.epoch, 'data', m.data,
+          'usage', m.usage, 'provider_content', m.provider_content) ORDER BY m.seq)
+        FROM messages m WHERE m.session_id = s.id AND m.seq > $4) END AS appended,
+     ${epochColumns}
+   FROM sessions s WHERE s.id = $1`;
+
+/**
+ * One commit's writes (decision 171) as one statement: the session's row advanced if it is
+ * still at the revision read, and only then the epoch, its entries, the promoted prompts and
+ * the messages; the statement's result says whether it was claimed.
+ */
+const applySql = `WITH claimed AS (
+     UPDATE sessions SET revision = $3, last_seq = $4, epoch = $5, snapshot_version = $6,
+       awaiting_reply = COALESCE($7::boolean, awaiting_reply),
+       lease_holder = CASE WHEN $8::boolean THEN lease_holder ELSE $9::text END,
+       lease_expires = CASE WHEN $8::boolean THEN lease_expires ELSE $10::bigint END,
+       epoch_due = CASE $11::text WHEN 'settled' THEN NULL WHEN 'compaction' THEN 'compaction' ELSE epoch_due END,
+       seen_count = COALESCE($12::integer, seen_count), seen_digest = COALESCE($13::text, seen_digest),
+       location = COALESCE($14::text, location), provider = COALESCE($15::text, provider), model = COALESCE($16::text, model)
+     WHERE id = $1 AND revision = $2
+       -- Every prompt to promote is pending in this session, each listed once.
+       AND (SELECT count(*) FROM pending_prompts
+             WHERE session_id = $1 AND promoted_seq IS NULL AND id = ANY($26::integer[])) = cardinality($26::integer[])
+       AND cardinality(ARRAY(SELECT DISTINCT unnest($26::integer[]))) = cardinality($26::integer[])
+     RETURNING id
+   ), new_epoch AS (
+     INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt)
+       SELECT $1, $17::integer, $18::text, $19::integer, $20::text, $21::text FROM claimed WHERE $17::integer IS NOT NULL
+   ), upserted AS (
+     INSERT INTO snapshot_entries (session_id, epoch, key, entry)
+       SELECT $1, $22::integer, u.key, u.entry FROM claimed, unnest($23::text[], $24::text[]) AS u(key, entry)
+     ON CONFLICT (session_id, epoch, key) DO UPDATE SET entry = EXCLUDED.entry
+   ), removed AS (
+     DELETE FROM snapshot_entries
+       WHERE session_id = $1 AND epoch = $22::integer AND key = ANY($25::text[]) AND EXISTS (SELECT 1 FROM claimed)
+   ), promoted AS (
+     UPDATE pending_prompts p SET promoted_seq = u.seq FROM claimed, unnest($26::integer[], $27::integer[]) AS u(id, seq)
+       WHERE p.id = u.id AND p.session_id = $1 AND p.promoted_seq IS NULL
+   ), appended AS (
+     INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content)
+       SELECT $1, u.seq, u.role, u.text, u.epoch, u.data, u.usage, u.provider_content FROM claimed,
+         unnest($28::integer[], $29::text[], $30::text[], $31::integer[], $32::text[], $33::text[], $34::text[])
+           AS u(seq, role, text, epoch, data, usage, provider_content)
+   )
+   SELECT (SELECT count(*) FROM claimed)::integer AS claimed, (SELECT revision FROM sessions WHERE id = $1) AS revision`;
+
+/** The parameters of `applySql` for `writes` of session `id`. */
+function applyParams(id: string, writes: Writes): unknown[] {
+  const { head, lease, seen, where, newEpoch, entries, messages } = writes;
+  const taken = lease === "kept" ? null : lease;
+  return [
+    id,
+    writes.revision,
+    head.revision,
+    head.lastSeq,
+    head.epoch,
+    head.snapshotVersion,
+    writes.awaitingReply === "kept" ? null : writes.awaitingReply,
+    lease === "kept",
+    taken?.holder ?? null,
+    taken?.expiresAt ?? null,
+    writes.epochDue,
+    seen?.count ?? null,
+    seen?.digest ?? null,
+    where?.location ?? null,
+    where?.provider ?? null,
+    where?.model ?? null,
+    newEpoch?.number ?? null,
+    newEpoch?.baseline ?? null,
+    newEpoch?.startedSeq ?? null,
+    newEpoch?.reason ?? null,
+    newEpoch?.systemPrompt ?? null,
+    entries.epoch,
+    entries.keys,
+    entries.entries,
+    entries.removed,
+    writes.promote.map((p) => p.id),
+    writes.promote.map((p) => p.seq),
+    messages.map((m) => m.seq),
+    messages.map((m) => m.role),
+    messages.map((m) => m.text),
+    messages.map((m) => m.epoch),
+    messages.map((m) => m.data),
+    messages.map((m) => m.usage),
+    messages.map((m) => m.provider_content),
+  ];
 }
 
 /** How `PostgresSessionStore.open` connects: the server, the schema, the pool. */
@@ -186,6 +207,8 @@ export class PostgresSessionStore implements SessionStore {
    * boundary checks two integers instead of reading and parsing the Baseline and snapshot.
    */
   readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
+  /** The head per session as last read or committed: a commit at its revision needs no read. */
+  readonly #heads = new Map<string, SessionHead>();
   #isClosed = false;
 
   private constructor(pool: pg.Pool, database: string) {
@@ -317,37 +340,51 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
-    const doing = `reading a boundary of session ${id}`;
-    const query: Query = (sql, values) => this.#query(doing, sql, values);
-    // One statement (one snapshot of the data): the session, its epoch's state, its pending
-    // input and where its history ends agree.
-    const result = await query(
-      `SELECT s.*, e.number AS epoch_number, e.snapshot_version AS epoch_version,
-         (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = $1) AS last_seq,
-         (SELECT json_agg(json_build_object('id', id, 'text', text) ORDER BY id) FROM pending_prompts
-           WHERE session_id = $1 AND promoted_seq IS NULL) AS pending
-       FROM sessions s
-       LEFT JOIN LATERAL (SELECT number, snapshot_version FROM epochs WHERE session_id = s.id ORDER BY number DESC LIMIT 1) AS e ON true
-       WHERE s.id = $1`,
-      [id],
-    );
+    const held = this.#epochs.get(id);
+    const result = await this.#query(`reading a boundary of session ${id}`, readBoundarySql, [
+      id,
+      held?.state.number ?? null,
+      held?.state.snapshot_version ?? null,
+      afterSeq,
+    ]);
     const row = result.rows[0] as BoundaryRow | undefined;
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
-    const held = this.#epochs.get(id);
-    let epoch: EpochRecord | undefined;
-    if (row.epoch_number !== null && row.epoch_version !== null) {
-      const isHeld =
-        held !== undefined && held.state.number === row.epoch_number && held.state.snapshot_version === row.epoch_version;
-      // Read again only when this store does not hold the epoch as it stands.
-      epoch = isHeld ? held.record : (await this.#activeEpoch(id, query)).epoch;
-    }
-    const appended = row.last_seq > afterSeq ? await this.#messageRows(id, afterSeq, query) : [];
+    this.#heads.set(id, headOf(row));
     return {
       session: sessionFrom(row),
-      epoch,
+      epoch: this.#epochFrom(id, row, row.epoch_row),
       pending: row.pending ?? [],
-      appended,
+      appended: (row.appended ?? []).map((message) => messageFromRow(id, message)),
     };
+  }
+
+  /** The active epoch of a session's row: the held record while its state is current, else the columns read. */
+  #epochFrom(id: string, head: HeadColumns, columns: EpochColumns | null): EpochRecord | undefined {
+    if (head.epoch === 0) return undefined;
+    const state = { number: head.epoch, snapshot_version: head.snapshot_version };
+    if (columns === null) {
+      const held = this.#epochs.get(id);
+      if (held !== undefined && held.state.number === state.number && held.state.snapshot_version === state.snapshot_version) {
+        return held.record;
+      }
+      throw new SessionCorrupt({ sessionId: id, reason: `its active Context Epoch ${state.number} is not stored` });
+    }
+    const rows = { sessionId: id, number: state.number, snapshotVersion: columns.marked };
+    if (columns.keys.length !== columns.entries.length)
+      throw new SessionCorrupt({ sessionId: id, reason: `the Context Snapshot of epoch ${state.number} was read apart` });
+    const record: EpochRecord = {
+      number: state.number,
+      baseline: columns.baseline,
+      snapshot: snapshotFromEntries(
+        rows,
+        columns.keys.map((key, i) => [key, columns.entries[i] as string] as const),
+      ),
+      startedSeq: columns.started_seq,
+      reason: columns.reason,
+      systemPrompt: systemPromptFrom(rows, columns.system_prompt),
+    };
+    this.#epochs.set(id, { state, record });
+    return record;
   }
 
   async updateSession(
@@ -403,219 +440,94 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async activeEpoch(id: string): Promise<EpochRecord | undefined> {
-    const { epoch } = await this.#activeEpoch(id, (sql, values) =>
-      this.#query(`reading the epoch of session ${id}`, sql, values),
-    );
-    return epoch;
+    return (await this.#readHead(id, `reading the epoch of session ${id}`))?.epoch;
   }
 
-  /** The active epoch (and, with `withSeq`, the next message's seq), from the held record while its state is current. */
-  async #activeEpoch(
-    id: string,
-    query: Query,
-    withSeq = false,
-  ): Promise<{ epoch: EpochRecord | undefined; state: EpochState | undefined; nextSeq: number }> {
+  /** The session's head and active epoch in one statement (its rows read only when not held); none for an unknown session. */
+  async #readHead(id: string, doing: string): Promise<{ head: SessionHead; epoch: EpochRecord | undefined } | undefined> {
     const held = this.#epochs.get(id);
-    // One statement, so the state and the rows it reads agree; the Baseline and the entries
-    // are read only when the state is not the one held (a CASE evaluates a branch only when taken).
-    const result = await query(
-      `SELECT e.number, e.snapshot_version, m.stale,
-         CASE WHEN m.stale THEN e.baseline END AS baseline,
-         CASE WHEN m.stale THEN e.started_seq END AS started_seq,
-         CASE WHEN m.stale THEN e.reason END AS reason,
-         CASE WHEN m.stale THEN e.system_prompt END AS system_prompt,
-         CASE WHEN m.stale THEN ARRAY(SELECT s.key FROM snapshot_entries s
-           WHERE s.session_id = $1 AND s.epoch = e.number ORDER BY s.key) END AS keys,
-         CASE WHEN m.stale THEN ARRAY(SELECT s.entry FROM snapshot_entries s
-           WHERE s.session_id = $1 AND s.epoch = e.number ORDER BY s.key) END AS entries${
-             withSeq ? ",\n         (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1) AS next_seq" : ""
-           }
-       FROM (SELECT 1) AS one
-       LEFT JOIN LATERAL (SELECT * FROM epochs WHERE session_id = $1 ORDER BY number DESC LIMIT 1) AS e ON true
-       LEFT JOIN LATERAL (SELECT e.number IS DISTINCT FROM $2::integer OR e.snapshot_version IS DISTINCT FROM $3::integer AS stale) AS m ON true`,
+    const result = await this.#query(
+      doing,
+      `SELECT s.revision, s.last_seq, s.epoch, s.snapshot_version, ${epochColumns} FROM sessions s WHERE s.id = $1`,
       [id, held?.state.number ?? null, held?.state.snapshot_version ?? null],
     );
-    const row = result.rows[0] as EpochRow;
-    const nextSeq = row.next_seq ?? 0;
-    if (row.number === null || row.snapshot_version === null) return { epoch: undefined, state: undefined, nextSeq };
-    const state = { number: row.number, snapshot_version: row.snapshot_version };
-    if (!row.stale && held !== undefined) return { epoch: held.record, state, nextSeq };
-    const record: EpochRecord = {
-      number: row.number,
-      baseline: row.baseline as string,
-      snapshot: this.#snapshotOf(id, row),
-      startedSeq: row.started_seq as number,
-      reason: row.reason as EpochReason,
-      systemPrompt: systemPromptFrom(
-        { sessionId: id, number: row.number, snapshotVersion: row.snapshot_version },
-        row.system_prompt,
-      ),
-    };
-    this.#epochs.set(id, { state, record });
-    return { epoch: record, state, nextSeq };
+    const row = result.rows[0] as (HeadColumns & { epoch_row: EpochColumns | null }) | undefined;
+    if (row === undefined) return undefined;
+    const head = headOf(row);
+    this.#heads.set(id, head);
+    return { head, epoch: this.#epochFrom(id, row, row.epoch_row) };
   }
 
-  /** An epoch's snapshot, put together from its entries and checked as a whole. */
-  #snapshotOf(id: string, row: EpochRow): Snapshot {
-    const epoch = { sessionId: id, number: row.number as number, snapshotVersion: row.snapshot_version ?? 0 };
-    const keys = row.keys ?? [];
-    const entries = row.entries ?? [];
-    if (keys.length !== entries.length)
-      throw new SessionCorrupt({ sessionId: id, reason: `the Context Snapshot of epoch ${epoch.number} was read apart` });
-    return snapshotFromEntries(
-      epoch,
-      keys.map((key, i) => [key, entries[i] as string] as const),
-    );
-  }
-
-  /** Advances the revision from `expected` (locking the session's row, and setting `set` with its `params` from $3 on); `RevisionConflict` if another runtime moved it. */
-  async #claim(query: Query, id: string, expected: number, set: string, params: readonly unknown[] = []) {
-    const result = await query(`UPDATE sessions SET revision = revision + 1${set} WHERE id = $1 AND revision = $2`, [
-      id,
-      expected,
-      ...params,
-    ]);
-    if (result.rowCount === 0) {
-      await this.#sessionRow(id, query);
-      throw new RevisionConflict({ sessionId: id, expected });
+  /**
+   * The session's head at `revision` and its active epoch: what this store holds when it is
+   * at that revision (a boundary's read, or its own last commit), else read.
+   */
+  async #headAt(id: string, revision: number, doing: string): Promise<{ head: SessionHead; epoch: EpochRecord | undefined }> {
+    const head = this.#heads.get(id);
+    const held = this.#epochs.get(id);
+    if (
+      head !== undefined &&
+      head.revision === revision &&
+      (head.epoch === 0 ||
+        (held !== undefined && held.state.number === head.epoch && held.state.snapshot_version === head.snapshotVersion))
+    ) {
+      return { head, epoch: held?.record };
     }
+    const read = await this.#readHead(id, doing);
+    if (read === undefined) throw new SessionNotFound({ sessionId: id });
+    if (read.head.revision !== revision) throw new RevisionConflict({ sessionId: id, expected: revision });
+    return read;
   }
 
-  async #next(query: Query, id: string): Promise<{ seq: number; epoch: number }> {
-    const result = await query(
-      `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1) AS seq,
-              (SELECT COALESCE(MAX(number), 0) FROM epochs WHERE session_id = $1) AS epoch`,
-      [id],
-    );
-    return result.rows[0] as { seq: number; epoch: number };
+  /** Runs one commit's writes as one statement; `RevisionConflict` (or `SessionNotFound`) when it claimed nothing. */
+  async #apply(id: string, writes: Writes, doing: string): Promise<void> {
+    let claimed: { claimed: number; revision: number | null };
+    try {
+      claimed = (await this.#query(doing, applySql, applyParams(id, writes))).rows[0] as typeof claimed;
+    } catch (error) {
+      this.#forget(id);
+      throw error;
+    }
+    if (claimed.claimed === 1) {
+      this.#heads.set(id, writes.head);
+      return;
+    }
+    this.#forget(id);
+    if (claimed.revision === null) throw new SessionNotFound({ sessionId: id });
+    // Another writer moved the revision, or a prompt to promote is not pending (any more).
+    throw new RevisionConflict({ sessionId: id, expected: writes.revision });
   }
 
-  async #insertMessage(
-    query: Query,
-    id: string,
-    seq: number,
-    role: MessageRole,
-    text: string,
-    epoch: number,
-    data?: object,
-    reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
-  ): Promise<StoredMessage> {
-    const row = messageRow(seq, role, text, epoch, data, reply);
-    await query(
-      "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-      [id, seq, role, text, epoch, row.data, row.usage, row.provider_content],
-    );
-    // Exactly what reading the row back gives.
-    return messageFromRow(id, row);
+  /** Forgets what this store holds of a session (a failed or lost commit may have been built on it). */
+  #forget(id: string): void {
+    this.#heads.delete(id);
+    this.#epochs.delete(id);
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
-    try {
-      const { committed, held } = await this.#transaction(`committing a boundary of session ${id}`, async (query) => {
-        await this.#claim(
-          query,
-          id,
-          revision,
-          `, awaiting_reply = true, lease_holder = $3, lease_expires = $4${commit.settlesEpochDue ? ", epoch_due = NULL" : ""}`,
-          [commit.lease?.holder ?? null, commit.lease?.expiresAt ?? null],
-        );
-        // The epoch as it stands (its rows read only if this store does not hold it as it is).
-        const current = await this.#activeEpoch(id, query, true);
-        let { epoch: active, state } = current;
-        let seq = current.nextSeq;
-        const appended: StoredMessage[] = [];
-        if (commit.newEpoch !== undefined) {
-          const { baseline, snapshot, reason, systemPrompt } = commit.newEpoch;
-          const number = (active?.number ?? 0) + 1;
-          const { keys, entries } = entryWrites(snapshot, undefined);
-          // The epoch and all its entries in one statement.
-          await query(
-            `WITH epoch AS (
-               INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES ($1, $2, $3, $4, $5, $6)
-             )
-             INSERT INTO snapshot_entries (session_id, epoch, key, entry)
-               SELECT $1, $2, u.key, u.entry FROM unnest($7::text[], $8::text[]) AS u(key, entry)`,
-            [id, number, baseline, seq, reason, JSON.stringify(systemPrompt), keys, entries],
-          );
-          active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
-          state = { number, snapshot_version: 0 };
-        }
-        if (active === undefined || state === undefined)
-          throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
-        for (const prompt of commit.promote) {
-          const promoted = await query(
-            "UPDATE pending_prompts SET promoted_seq = $1 WHERE id = $2 AND session_id = $3 AND promoted_seq IS NULL",
-            [seq, prompt.id, id],
-          );
-          if (promoted.rowCount !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
-          appended.push(await this.#insertMessage(query, id, seq++, "user", prompt.text, active.number));
-        }
-        if (commit.systemUpdate !== undefined) {
-          appended.push(await this.#insertMessage(query, id, seq++, "system-update", commit.systemUpdate.text, active.number));
-          const { keys, entries, removed } = entryWrites(
-            commit.systemUpdate.snapshot,
-            active.snapshot,
-            commit.systemUpdate.change,
-          );
-          // The changed entries upserted, the gone ones deleted and the version advanced, in one statement.
-          await query(
-            `WITH upserted AS (
-               INSERT INTO snapshot_entries (session_id, epoch, key, entry)
-                 SELECT $1, $2, u.key, u.entry FROM unnest($3::text[], $4::text[]) AS u(key, entry)
-               ON CONFLICT (session_id, epoch, key) DO UPDATE SET entry = EXCLUDED.entry
-             ), removed AS (
-               DELETE FROM snapshot_entries WHERE session_id = $1 AND epoch = $2 AND key = ANY($5::text[])
-             )
-             UPDATE epochs SET snapshot_version = snapshot_version + 1 WHERE session_id = $1 AND number = $2`,
-            [id, active.number, keys, entries, removed],
-          );
-          active = { ...active, snapshot: commit.systemUpdate.snapshot };
-          state = { number: state.number, snapshot_version: state.snapshot_version + 1 };
-        }
-        return { committed: { revision: revision + 1, epoch: active, appended }, held: { state, record: active } };
-      });
-      // Held only once committed: a rolled-back epoch must never be taken for the stored one.
-      this.#epochs.set(id, held);
-      return committed;
-    } catch (error) {
-      // Whatever was held may be what a failed commit was built on; read it again.
-      this.#epochs.delete(id);
-      throw error;
-    }
+    const doing = `committing a boundary of session ${id}`;
+    const { head, epoch } = await this.#headAt(id, revision, doing);
+    const { writes, committed } = planBoundary(id, head, epoch, commit);
+    await this.#apply(id, writes, doing);
+    // Held only once committed: a rolled-back epoch must never be taken for the stored one.
+    this.#epochs.set(id, {
+      state: { number: writes.head.epoch, snapshot_version: writes.head.snapshotVersion },
+      record: committed.epoch,
+    });
+    return committed;
   }
 
   async commitReply(
     id: string,
     revision: number,
-    reply: ProviderReply,
+    reply: ReplyToCommit,
     toolResults: ReadonlyArray<{ callId: string; name: string; result: string }>,
   ): Promise<ReplyCommitted> {
-    return this.#transaction(`committing a reply of session ${id}`, async (query) => {
-      await this.#claim(query, id, revision, ", awaiting_reply = false, lease_holder = NULL, lease_expires = NULL");
-      let { seq, epoch } = await this.#next(query, id);
-      const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
-      const appended = [
-        await this.#insertMessage(
-          query,
-          id,
-          seq++,
-          "assistant",
-          reply.text,
-          epoch,
-          toolCalls === undefined ? undefined : { toolCalls },
-          {
-            usage: reply.usage,
-            providerContent: reply.providerContent,
-          },
-        ),
-      ];
-      for (const result of toolResults) {
-        appended.push(
-          await this.#insertMessage(query, id, seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name }),
-        );
-      }
-      return { appended };
-    });
+    const doing = `committing a reply of session ${id}`;
+    const { head } = await this.#headAt(id, revision, doing);
+    const { writes, appended } = planReply(id, head, reply, toolResults);
+    await this.#apply(id, writes, doing);
+    return { appended };
   }
 
   async claimLease(id: string, lease: InFlightLease, now: number): Promise<boolean> {
@@ -638,11 +550,9 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
-    await this.#transaction(`committing a summary of session ${id}`, async (query) => {
-      await this.#claim(query, id, revision, ", epoch_due = 'compaction'");
-      const { seq, epoch } = await this.#next(query, id);
-      await this.#insertMessage(query, id, seq, "summary", text, epoch);
-    });
+    const doing = `committing a summary of session ${id}`;
+    const { head } = await this.#headAt(id, revision, doing);
+    await this.#apply(id, planSummary(head, text), doing);
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {
@@ -679,4 +589,9 @@ export class PostgresSessionStore implements SessionStore {
     this.#isClosed = true;
     await this.#pool.end();
   }
+}
+
+/** A session's head from its row's columns (PostgreSQL's integers arrive as numbers here: INTEGER columns). */
+function headOf(row: HeadColumns): SessionHead {
+  return { revision: row.revision, lastSeq: row.last_seq, epoch: row.epoch, snapshotVersion: row.snapshot_version };
 }

@@ -34,6 +34,7 @@ const MessageData = Compile(
     toolCalls: Type.Optional(Type.Array(ToolCallSchema)),
     callId: Type.Optional(Type.String()),
     name: Type.Optional(Type.String()),
+    position: Type.Optional(Type.Integer({ minimum: 0 })),
   }),
 );
 const UsageData = Compile(TokenUsageSchema);
@@ -68,7 +69,12 @@ export function messageFromRow(id: string, row: MessageRow): StoredMessage {
     }
   }
   if (!MessageData.Check(data)) throw new SessionCorrupt({ sessionId: id, reason: `message ${row.seq} has malformed data` });
-  const { toolCalls, callId, name } = data as { toolCalls?: ToolCall[]; callId?: string; name?: string };
+  const { toolCalls, callId, name, position } = data as {
+    toolCalls?: ToolCall[];
+    callId?: string;
+    name?: string;
+    position?: number;
+  };
   const usage = column(id, row, "usage", UsageData) as TokenUsage | undefined;
   const providerContent = column(id, row, "provider_content", ProviderContentData) as ProviderContent | undefined;
   return {
@@ -81,6 +87,7 @@ export function messageFromRow(id: string, row: MessageRow): StoredMessage {
     ...(name === undefined ? {} : { name }),
     ...(usage === undefined ? {} : { usage }),
     ...(providerContent === undefined ? {} : { providerContent }),
+    ...(position === undefined ? {} : { position }),
   };
 }
 
@@ -90,7 +97,7 @@ export function messageRow(
   role: MessageRole,
   text: string,
   epoch: number,
-  data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string },
+  data?: { toolCalls?: readonly ToolCall[]; callId?: string; name?: string; position?: number },
   reply?: { usage?: TokenUsage | undefined; providerContent?: ProviderContent | undefined },
 ): MessageRow {
   return {
@@ -115,6 +122,8 @@ export interface SessionRow {
   awaiting_reply: number | boolean;
   lease_holder: string | null;
   lease_expires: number | string | null;
+  seen_count: number | null;
+  seen_digest: string | null;
 }
 
 /** A session as the runtime sees it, from its row. */
@@ -130,5 +139,6 @@ export function sessionFrom(row: SessionRow): SessionRecord {
     ...(row.lease_holder === null || row.lease_expires === null
       ? {}
       : { lease: { holder: row.lease_holder, expiresAt: Number(row.lease_expires) } }),
+    ...(row.seen_count === null || row.seen_digest === null ? {} : { seen: { count: row.seen_count, digest: row.seen_digest } }),
   };
 }

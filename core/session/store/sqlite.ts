@@ -6,17 +6,18 @@ import { mkdirSync, type Stats, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
-import type { Snapshot, SnapshotChange } from "../../system-context/index.ts";
+import type { Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
-import { entryWrites, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
-import { type MessageRow, messageFromRow, messageRow, type SessionRow, sessionFrom } from "./rows.ts";
+import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionHead, type Writes } from "./commit-plan.ts";
+import { snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { type MessageRow, messageFromRow, type SessionRow, sessionFrom } from "./rows.ts";
+import { migrations } from "./sqlite-schema.ts";
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
   type BoundaryRead,
   type EpochReason,
   type EpochRecord,
-  type InFlightLease,
   type PendingPrompt,
   type ReplyCommitted,
   RevisionConflict,
@@ -24,109 +25,6 @@ import {
   type SessionStore,
   type StoredMessage,
 } from "./store.ts";
-
-/** Each entry moves the schema one version up; never edit a released one. */
-export const migrations: readonly string[] = [
-  `CREATE TABLE sessions (
-     id TEXT PRIMARY KEY,
-     location TEXT NOT NULL,
-     provider TEXT NOT NULL,
-     model TEXT NOT NULL,
-     revision INTEGER NOT NULL DEFAULT 0,
-     epoch_due TEXT CHECK (epoch_due IN ('compaction', 'switch', 'move', 'replacement')),
-     awaiting_reply INTEGER NOT NULL DEFAULT 0
-   ) STRICT;
-   CREATE TABLE messages (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     seq INTEGER NOT NULL,
-     role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system-update', 'summary')),
-     text TEXT NOT NULL,
-     epoch INTEGER NOT NULL,
-     data TEXT,
-     PRIMARY KEY (session_id, seq)
-   ) STRICT;
-   CREATE TABLE pending_prompts (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     text TEXT NOT NULL,
-     promoted_seq INTEGER
-   ) STRICT;
-   CREATE INDEX pending_prompts_by_session ON pending_prompts(session_id, promoted_seq);
-   CREATE TABLE epochs (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     number INTEGER NOT NULL,
-     baseline TEXT NOT NULL,
-     snapshot TEXT NOT NULL,
-     started_seq INTEGER NOT NULL,
-     reason TEXT NOT NULL CHECK (reason IN ('initial', 'compaction', 'switch', 'move', 'replacement')),
-     PRIMARY KEY (session_id, number)
-   ) STRICT;`,
-  `CREATE TABLE discovered_instructions (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     location TEXT NOT NULL,
-     file TEXT NOT NULL,
-     discovered INTEGER NOT NULL,
-     PRIMARY KEY (session_id, location, file)
-   ) STRICT;`,
-  // The host system prompt an epoch began with, as JSON (a string or null); NULL: not recorded.
-  "ALTER TABLE epochs ADD COLUMN system_prompt TEXT;",
-  // An assistant reply's token usage and the provider content to replay (thinking blocks), as JSON; NULL: none.
-  `ALTER TABLE messages ADD COLUMN usage TEXT;
-   ALTER TABLE messages ADD COLUMN provider_content TEXT;`,
-  // The in-flight lease of an awaited reply (decision 030): holder and expiry in ms since the epoch.
-  "ALTER TABLE sessions ADD COLUMN lease_holder TEXT; ALTER TABLE sessions ADD COLUMN lease_expires INTEGER;",
-  // A Context Snapshot is kept one row per source key, so a Mid-Conversation System Message
-  // writes only the entries it changed, not the whole snapshot again; `snapshot_version`
-  // counts an epoch's changes (a reader's cached snapshot is current while it matches).
-  // An epoch whose old snapshot text was not a JSON object is marked -1 (read: corrupt); a key
-  // written twice keeps its last value, as JSON.parse did.
-  `CREATE TABLE snapshot_entries (
-     session_id TEXT NOT NULL,
-     epoch INTEGER NOT NULL,
-     key TEXT NOT NULL,
-     entry TEXT NOT NULL,
-     PRIMARY KEY (session_id, epoch, key),
-     FOREIGN KEY (session_id, epoch) REFERENCES epochs(session_id, number) ON DELETE CASCADE
-   ) STRICT, WITHOUT ROWID;
-   ALTER TABLE epochs ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
-   INSERT OR REPLACE INTO snapshot_entries (session_id, epoch, key, entry)
-     SELECT e.session_id, e.number, j.key, CASE WHEN j.type IN ('object', 'array') THEN j.value ELSE json_quote(j.value) END
-     FROM epochs e, json_each(e.snapshot) j
-     WHERE json_valid(e.snapshot) AND json_type(e.snapshot) = 'object'
-     ORDER BY e.session_id, e.number, j.id;
-   UPDATE epochs SET snapshot_version = -1 WHERE NOT (json_valid(snapshot) AND json_type(snapshot) = 'object');
-   ALTER TABLE epochs DROP COLUMN snapshot;`,
-  // The head of each session on its own row (decision 096): where its history ends, its
-  // active epoch's number (0: none yet) and the version of that epoch's snapshot, so a
-  // boundary reads one row and every commit advances the head with its claim of the
-  // revision. From here on epochs.snapshot_version only marks an epoch unreadable since
-  // the upgrade above (-1).
-  `ALTER TABLE sessions ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
-   ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
-   ALTER TABLE sessions ADD COLUMN snapshot_version INTEGER NOT NULL DEFAULT 0;
-   UPDATE sessions SET
-     last_seq = COALESCE((SELECT MAX(m.seq) FROM messages m WHERE m.session_id = sessions.id), 0),
-     epoch = COALESCE((SELECT MAX(e.number) FROM epochs e WHERE e.session_id = sessions.id), 0),
-     snapshot_version = COALESCE(
-       (SELECT e.snapshot_version FROM epochs e WHERE e.session_id = sessions.id ORDER BY e.number DESC LIMIT 1), 0);`,
-  // Messages kept in the order of their key (decision 096): one b-tree instead of a table and
-  // its key's index, so appending a message writes one page less and history is read in order.
-  `CREATE TABLE messages_by_key (
-     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-     seq INTEGER NOT NULL,
-     role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system-update', 'summary')),
-     text TEXT NOT NULL,
-     epoch INTEGER NOT NULL,
-     data TEXT,
-     usage TEXT,
-     provider_content TEXT,
-     PRIMARY KEY (session_id, seq)
-   ) STRICT, WITHOUT ROWID;
-   INSERT INTO messages_by_key (session_id, seq, role, text, epoch, data, usage, provider_content)
-     SELECT session_id, seq, role, text, epoch, data, usage, provider_content FROM messages;
-   DROP TABLE messages;
-   ALTER TABLE messages_by_key RENAME TO messages;`,
-];
 
 interface EpochRow {
   number: number;
@@ -137,24 +35,13 @@ interface EpochRow {
   snapshot_version: number;
 }
 
-/** Which state of a session's active epoch a cached record is: its number and its snapshot's version. */
+/** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
 interface EpochState {
   number: number;
   snapshot_version: number;
 }
 
-/** A provider reply and its tool calls' results as `commitReply` stores them. */
-type ReplyToCommit = Parameters<SessionStore["commitReply"]>[2];
 type ToolResult = Parameters<SessionStore["commitReply"]>[3][number];
-
-/** What a boundary's transaction wrote: what the runtime is told, and the state of the epoch it ends in. */
-interface BoundaryWritten {
-  committed: BoundaryCommitted;
-  state: EpochState;
-}
-
-/** A session's head after a claim advanced it: where its history ends, its epoch and that epoch's snapshot version. */
-type Head = [last_seq: number, epoch: number, snapshot_version: number];
 
 /**
  * A session's row with what a boundary reads beside it (`readBoundary`), as the values
@@ -171,6 +58,8 @@ type BoundaryRow = [
   awaiting_reply: number,
   lease_holder: string | null,
   lease_expires: number | null,
+  seen_count: number | null,
+  seen_digest: string | null,
   epoch: number,
   snapshot_version: number,
   last_seq: number,
@@ -228,10 +117,13 @@ export class SqliteSessionStore implements SessionStore {
    */
   readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
   /** The boundary and reply commits as transactions, built once. */
-  readonly #boundaryTransaction: Database.Transaction<(id: string, revision: number, commit: BoundaryCommit) => BoundaryWritten>;
+  readonly #boundaryTransaction: Database.Transaction<
+    (id: string, revision: number, commit: BoundaryCommit) => { committed: BoundaryCommitted; state: EpochState }
+  >;
   readonly #replyTransaction: Database.Transaction<
     (id: string, revision: number, reply: ReplyToCommit, toolResults: readonly ToolResult[]) => ReplyCommitted
   >;
+  readonly #summaryTransaction: Database.Transaction<(id: string, revision: number, text: string) => void>;
 
   constructor(readonly file: string) {
     this.#db = openDatabase(file);
@@ -241,10 +133,22 @@ export class SqliteSessionStore implements SessionStore {
       // After opening, another process's write lock is waited for at most this long, then `StoreBusy`.
       this.#db.pragma(`busy_timeout = ${busyWaitMs}`);
       this.#opened = file === ":memory:" ? undefined : statSync(file);
-      this.#boundaryTransaction = this.#db.transaction((id, revision, commit) => this.#commitBoundaryRows(id, revision, commit));
-      this.#replyTransaction = this.#db.transaction((id, revision, reply, toolResults) =>
-        this.#commitReplyRows(id, revision, reply, toolResults),
-      );
+      this.#boundaryTransaction = this.#db.transaction((id, revision, commit) => {
+        const head = this.#head(id, revision);
+        const active =
+          head.epoch === 0 ? undefined : this.#epochAt(id, { number: head.epoch, snapshot_version: head.snapshotVersion });
+        const { writes, committed } = planBoundary(id, head, active, commit);
+        this.#apply(id, writes);
+        return { committed, state: { number: writes.head.epoch, snapshot_version: writes.head.snapshotVersion } };
+      });
+      this.#replyTransaction = this.#db.transaction((id, revision, reply, toolResults) => {
+        const { writes, appended } = planReply(id, this.#head(id, revision), reply, toolResults);
+        this.#apply(id, writes);
+        return { appended };
+      });
+      this.#summaryTransaction = this.#db.transaction((id, revision, text) => {
+        this.#apply(id, planSummary(this.#head(id, revision), text));
+      });
     } catch (error) {
       // A store that failed to open keeps nothing open.
       this.#db.close();
@@ -343,7 +247,7 @@ export class SqliteSessionStore implements SessionStore {
     // ends) and its pending input, so they agree.
     const rows = this.#prepare(
       `SELECT s.id, s.location, s.provider, s.model, s.revision, s.epoch_due, s.awaiting_reply, s.lease_holder, s.lease_expires,
-         s.epoch, s.snapshot_version, s.last_seq, p.id, p.text
+         s.seen_count, s.seen_digest, s.epoch, s.snapshot_version, s.last_seq, p.id, p.text
        FROM sessions s
        LEFT JOIN pending_prompts p ON p.session_id = s.id AND p.promoted_seq IS NULL
        WHERE s.id = ?
@@ -352,8 +256,9 @@ export class SqliteSessionStore implements SessionStore {
     ).all(id) as BoundaryRow[];
     const row = rows[0];
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
-    const [, location, provider, model, revision, epochDue, awaitingReply, leaseHolder, leaseExpires] = row;
-    const [epochNumber, epochVersion, lastSeq] = row.slice(9) as [number, number, number];
+    const [, location, provider, model, revision, epochDue, awaitingReply, leaseHolder, leaseExpires, seenCount, seenDigest] =
+      row;
+    const [epochNumber, epochVersion, lastSeq] = row.slice(11) as [number, number, number];
     const session = sessionFrom({
       id,
       location,
@@ -364,10 +269,12 @@ export class SqliteSessionStore implements SessionStore {
       awaiting_reply: awaitingReply,
       lease_holder: leaseHolder,
       lease_expires: leaseExpires,
+      seen_count: seenCount,
+      seen_digest: seenDigest,
     });
     const state = epochNumber === 0 ? undefined : { number: epochNumber, snapshot_version: epochVersion };
     const pending: PendingPrompt[] = [];
-    for (const [, , , , , , , , , , , , prompt, text] of rows) {
+    for (const [, , , , , , , , , , , , , , prompt, text] of rows) {
       if (prompt !== null && text !== null) pending.push({ id: prompt, text });
     }
     return {
@@ -481,83 +388,86 @@ export class SqliteSessionStore implements SessionStore {
     );
   }
 
-  /** Writes `snapshot` as epoch `epoch`'s entries: what changed against `previous` (every entry without one), and deletes the gone ones. */
-  #writeSnapshot(id: string, epoch: number, snapshot: Snapshot, previous: Snapshot | undefined, change?: SnapshotChange): void {
-    const upsert = this.#prepare(
-      "INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry",
-    );
-    const remove = this.#prepare("DELETE FROM snapshot_entries WHERE session_id = ? AND epoch = ? AND key = ?");
-    const { keys, entries, removed } = entryWrites(snapshot, previous, change);
-    for (const [i, key] of keys.entries()) upsert.run(id, epoch, key, entries[i]);
-    for (const key of removed) remove.run(id, epoch, key);
+  /** The session's head at `revision`: `RevisionConflict` when it is at another one, `SessionNotFound` when there is none. */
+  #head(id: string, revision: number): SessionHead {
+    const row = this.#prepare("SELECT revision, last_seq, epoch, snapshot_version FROM sessions WHERE id = ?", true).get(id) as
+      | [revision: number, last_seq: number, epoch: number, snapshot_version: number]
+      | undefined;
+    if (row === undefined) throw new SessionNotFound({ sessionId: id });
+    if (row[0] !== revision) throw new RevisionConflict({ sessionId: id, expected: revision });
+    return { revision: row[0], lastSeq: row[1], epoch: row[2], snapshotVersion: row[3] };
   }
 
   /**
-   * Advances the revision from `expected` and the session's head with it: `appended`
-   * messages, a new epoch or an advanced snapshot, and what the turn leaves (a reply
-   * awaited under `lease`, or none). Every commit runs this one statement. Returns the head
-   * after it; `RevisionConflict` if another runtime moved the revision.
+   * Runs one commit's writes (decision 171), inside the caller's transaction: the session's
+   * row advanced to the new head if it is still at `writes.revision`, then the epoch, its
+   * entries, the promoted prompts and the messages.
    */
-  #claim(
-    id: string,
-    expected: number,
-    turn: {
-      /** A reply awaited (under `lease`), none, or as it was (a summary is written between turns). */
-      readonly awaitingReply: boolean | "kept";
-      readonly lease?: InFlightLease | undefined;
-      readonly epochDue: "settled" | "kept" | "compaction";
-      readonly appended: number;
-      /** A new epoch begins (its snapshot at version 0). */
-      readonly startsEpoch: boolean;
-      /** The snapshot (the new epoch's, if one begins) advances by a Mid-Conversation System Message. */
-      readonly advancesSnapshot: boolean;
-    },
-  ): Head {
-    const keepsTurn = turn.awaitingReply === "kept" ? 1 : 0;
-    const startsEpoch = turn.startsEpoch ? 1 : 0;
-    const head = this.#prepare(
+  #apply(id: string, writes: Writes): void {
+    const { head, lease, where, seen } = writes;
+    const keepsTurn = writes.awaitingReply === "kept" ? 1 : 0;
+    const keepsLease = lease === "kept" ? 1 : 0;
+    const taken = lease === "kept" ? null : lease;
+    const claimed = this.#prepare(
       // Positional parameters (a value given twice is passed twice): binding by name costs a lookup per parameter.
-      `UPDATE sessions SET revision = revision + 1,
+      `UPDATE sessions SET revision = ?, last_seq = ?, epoch = ?, snapshot_version = ?,
          awaiting_reply = CASE WHEN ? THEN awaiting_reply ELSE ? END,
          lease_holder = CASE WHEN ? THEN lease_holder ELSE ? END,
          lease_expires = CASE WHEN ? THEN lease_expires ELSE ? END,
          epoch_due = CASE ? WHEN 'settled' THEN NULL WHEN 'compaction' THEN 'compaction' ELSE epoch_due END,
-         last_seq = last_seq + ?,
-         epoch = epoch + ?,
-         snapshot_version = CASE WHEN ? THEN 0 ELSE snapshot_version END + ?
-       WHERE id = ? AND revision = ?
-       RETURNING last_seq, epoch, snapshot_version`,
-      true,
-    ).get(
+         seen_count = COALESCE(?, seen_count), seen_digest = COALESCE(?, seen_digest),
+         location = COALESCE(?, location), provider = COALESCE(?, provider), model = COALESCE(?, model)
+       WHERE id = ? AND revision = ?`,
+    ).run(
+      head.revision,
+      head.lastSeq,
+      head.epoch,
+      head.snapshotVersion,
       keepsTurn,
-      turn.awaitingReply === true ? 1 : 0,
-      keepsTurn,
-      turn.lease?.holder ?? null,
-      keepsTurn,
-      turn.lease?.expiresAt ?? null,
-      turn.epochDue,
-      turn.appended,
-      startsEpoch,
-      startsEpoch,
-      turn.advancesSnapshot ? 1 : 0,
+      writes.awaitingReply === true ? 1 : 0,
+      keepsLease,
+      taken?.holder ?? null,
+      keepsLease,
+      taken?.expiresAt ?? null,
+      writes.epochDue,
+      seen?.count ?? null,
+      seen?.digest ?? null,
+      where?.location ?? null,
+      where?.provider ?? null,
+      where?.model ?? null,
       id,
-      expected,
-    ) as Head | undefined;
-    if (head === undefined) {
+      writes.revision,
+    );
+    if (claimed.changes === 0) {
       this.#sessionRow(id);
-      throw new RevisionConflict({ sessionId: id, expected });
+      throw new RevisionConflict({ sessionId: id, expected: writes.revision });
     }
-    return head;
-  }
-
-  /** Appends `rows` to the session's history (one statement, the same for every row and every commit); returns them as stored messages. */
-  #insertMessages(id: string, rows: readonly MessageRow[]): StoredMessage[] {
+    const epoch = writes.newEpoch;
+    if (epoch !== undefined) {
+      this.#prepare(
+        "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(id, epoch.number, epoch.baseline, epoch.startedSeq, epoch.reason, epoch.systemPrompt);
+    }
+    const { entries } = writes;
+    const upsert = this.#prepare(
+      "INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry",
+    );
+    for (const [i, key] of entries.keys.entries()) upsert.run(id, entries.epoch, key, entries.entries[i]);
+    for (const key of entries.removed) {
+      this.#prepare("DELETE FROM snapshot_entries WHERE session_id = ? AND epoch = ? AND key = ?").run(id, entries.epoch, key);
+    }
+    for (const prompt of writes.promote) {
+      const promoted = this.#prepare(
+        "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
+      ).run(prompt.seq, prompt.id, id);
+      if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: writes.revision });
+    }
     const insert = this.#prepare(
       "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
-    for (const row of rows) insert.run(id, row.seq, row.role, row.text, row.epoch, row.data, row.usage, row.provider_content);
-    // Exactly what reading the rows back gives, so a request built from them matches one built after a restart.
-    return rows.map((row) => messageFromRow(id, row));
+    for (const row of writes.messages) {
+      insert.run(id, row.seq, row.role, row.text, row.epoch, row.data, row.usage, row.provider_content);
+    }
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
@@ -575,49 +485,6 @@ export class SqliteSessionStore implements SessionStore {
     }
   }
 
-  #commitBoundaryRows(id: string, revision: number, commit: BoundaryCommit): BoundaryWritten {
-    const { newEpoch, systemUpdate } = commit;
-    const [lastSeq, number, version] = this.#claim(id, revision, {
-      awaitingReply: true,
-      lease: commit.lease,
-      epochDue: commit.settlesEpochDue ? "settled" : "kept",
-      appended: commit.promote.length + (systemUpdate === undefined ? 0 : 1),
-      startsEpoch: newEpoch !== undefined,
-      advancesSnapshot: systemUpdate !== undefined,
-    });
-    let seq = lastSeq - commit.promote.length - (systemUpdate === undefined ? 0 : 1) + 1;
-    // The epoch the boundary ends in: a new one, or the active one as it stood before this
-    // commit (read only if this store does not hold it as it was).
-    let active: EpochRecord;
-    if (newEpoch !== undefined) {
-      const { baseline, snapshot, reason, systemPrompt } = newEpoch;
-      this.#prepare(
-        "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
-      ).run(id, number, baseline, seq, reason, JSON.stringify(systemPrompt));
-      this.#writeSnapshot(id, number, snapshot, undefined);
-      active = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
-    } else {
-      if (number === 0) throw new SessionCorrupt({ sessionId: id, reason: "no Context Epoch after a boundary" });
-      // The active epoch as it stood before this commit (read only if this store does not hold it as it was).
-      active = this.#epochAt(id, { number, snapshot_version: systemUpdate === undefined ? version : version - 1 });
-    }
-    const rows: MessageRow[] = [];
-    for (const prompt of commit.promote) {
-      const promoted = this.#prepare(
-        "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
-      ).run(seq, prompt.id, id);
-      if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: revision });
-      rows.push(messageRow(seq++, "user", prompt.text, active.number));
-    }
-    if (systemUpdate !== undefined) rows.push(messageRow(seq++, "system-update", systemUpdate.text, active.number));
-    const appended = this.#insertMessages(id, rows);
-    if (systemUpdate !== undefined) {
-      this.#writeSnapshot(id, active.number, systemUpdate.snapshot, active.snapshot, systemUpdate.change);
-      active = { ...active, snapshot: systemUpdate.snapshot };
-    }
-    return { committed: { revision: revision + 1, epoch: active, appended }, state: { number, snapshot_version: version } };
-  }
-
   async commitReply(
     id: string,
     revision: number,
@@ -625,28 +492,6 @@ export class SqliteSessionStore implements SessionStore {
     toolResults: readonly ToolResult[],
   ): Promise<ReplyCommitted> {
     return this.#write("commit a reply of", id, () => this.#replyTransaction.immediate(id, revision, reply, toolResults));
-  }
-
-  #commitReplyRows(id: string, revision: number, reply: ReplyToCommit, toolResults: readonly ToolResult[]): ReplyCommitted {
-    const [lastSeq, epoch] = this.#claim(id, revision, {
-      awaitingReply: false,
-      epochDue: "kept",
-      appended: 1 + toolResults.length,
-      startsEpoch: false,
-      advancesSnapshot: false,
-    });
-    let seq = lastSeq - toolResults.length;
-    const toolCalls = reply.toolCalls !== undefined && reply.toolCalls.length > 0 ? reply.toolCalls : undefined;
-    const rows = [
-      messageRow(seq++, "assistant", reply.text, epoch, toolCalls === undefined ? undefined : { toolCalls }, {
-        usage: reply.usage,
-        providerContent: reply.providerContent,
-      }),
-    ];
-    for (const result of toolResults) {
-      rows.push(messageRow(seq++, "tool", result.result, epoch, { callId: result.callId, name: result.name }));
-    }
-    return { appended: this.#insertMessages(id, rows) };
   }
 
   async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
@@ -668,17 +513,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
-    const run = this.#db.transaction(() => {
-      const [lastSeq, epoch] = this.#claim(id, revision, {
-        awaitingReply: "kept",
-        epochDue: "compaction",
-        appended: 1,
-        startsEpoch: false,
-        advancesSnapshot: false,
-      });
-      this.#insertMessages(id, [messageRow(lastSeq, "summary", text, epoch)]);
-    });
-    this.#write("commit a summary of", id, () => run.immediate());
+    this.#write("commit a summary of", id, () => this.#summaryTransaction.immediate(id, revision, text));
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {

@@ -29,6 +29,24 @@ export interface SessionRecord {
   readonly isAwaitingReply: boolean;
   /** The in-flight lease of the awaited reply's provider call: which runtime makes it, and until when (ms). */
   readonly lease?: InFlightLease;
+  /**
+   * A session of the context engine (decision 104): the caller's history as its last
+   * boundary saw it. The Host's sessions, whose history is stored, have none.
+   */
+  readonly seen?: SeenHistory;
+}
+
+/** How much of a caller's own history an engine boundary saw: the number of messages and their chained digest. */
+export interface SeenHistory {
+  readonly count: number;
+  readonly digest: string;
+}
+
+/** Where and with what a session runs. */
+export interface SessionWhere {
+  readonly location: string;
+  readonly provider: string;
+  readonly model: string;
 }
 
 /** Which runtime calls the provider for a session's admitted boundary, and until when (ms since the epoch). */
@@ -51,6 +69,11 @@ export interface StoredMessage {
   readonly usage?: TokenUsage;
   /** An assistant reply's provider content to replay (thinking blocks). */
   readonly providerContent?: ProviderContent;
+  /**
+   * A Mid-Conversation System Message of an engine session: how many of the caller's
+   * messages come before it (the `seen.count` of the boundary that admitted it).
+   */
+  readonly position?: number;
 }
 
 /** The active Context Epoch. */
@@ -83,6 +106,8 @@ export interface BoundaryCommit {
     readonly snapshot: Snapshot;
     readonly reason: EpochReason;
     readonly systemPrompt: string | null;
+    /** The session runs here from this epoch on (an engine session's switch or move). */
+    readonly where?: SessionWhere;
   };
   /** Pending prompts to promote into history, in order. */
   readonly promote: readonly PendingPrompt[];
@@ -96,6 +121,12 @@ export interface BoundaryCommit {
   readonly settlesEpochDue: boolean;
   /** The in-flight lease the committing runtime takes for the provider call that follows. */
   readonly lease?: InFlightLease;
+  /**
+   * An engine session's boundary (decision 104): the caller's history it saw. No reply is
+   * awaited (the caller calls its provider), and a Mid-Conversation System Message it admits
+   * gets `position` = `seen.count`.
+   */
+  readonly seen?: SeenHistory;
 }
 
 /** What a boundary commit admitted, so the request can be built without reading again. */
