@@ -21,7 +21,6 @@ export {
   type EngineBoundary,
   type EngineBoundaryInput,
   type EngineEpoch,
-  type EngineLedger,
   type EnginePreview,
 } from "./host/engine.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";

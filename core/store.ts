@@ -19,13 +19,6 @@ export {
   StoreFileChanged,
   StoreSchemaNewer,
 } from "./session/errors.ts";
-export {
-  type LedgerCommit,
-  type LedgerRecord,
-  ledgerFile,
-  SqliteEngineLedger,
-} from "./session/store/engine-ledger.ts";
-export { PostgresEngineLedger, type PostgresEngineLedgerOptions } from "./session/store/engine-ledger-postgres.ts";
 export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";
 export { SqliteSessionStore } from "./session/store/sqlite.ts";
 export type {
@@ -37,8 +30,10 @@ export type {
   MessageRole,
   PendingPrompt,
   ReplyCommitted,
+  SeenHistory,
   SessionRecord,
   SessionStore,
+  SessionWhere,
   StoredMessage,
 } from "./session/store/store.ts";
 export { listSessions } from "./session/store/store.ts";

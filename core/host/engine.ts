@@ -1,9 +1,10 @@
-// Owns the context engine (decision 102): the Context Sources of a host and a durable
-// ledger per session, for an agent loop that owns its history, its provider calls and its
+// Owns the context engine (decisions 102, 104): the Context Sources of a host and a durable
+// session per caller, for an agent loop that owns its history, its provider calls and its
 // tools. The loop calls `boundary` right before each provider call; the engine answers
 // with the epoch's Baseline and the Mid-Conversation System Messages admitted so far, each
-// with its position in the caller's history. Epochs and admission are decided by the same
-// `decideBoundary` as the Host's sessions.
+// with its position in the caller's history. Its sessions live in a `SessionStore`, next to
+// the Host's, and are decided and committed by the same code (`decideBoundary`,
+// `boundaryCommit`, the store's one commit algorithm): the Host runs on this engine.
 
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -13,36 +14,40 @@ import { PerKeyQueue } from "../base/per-key-queue.ts";
 import { Scope } from "../base/scope.ts";
 import type { McpServerInfo } from "../mcp/info.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
-import { type BoundaryDecision, decideBoundary } from "../session/boundary-decision.ts";
-import { BoundaryContended } from "../session/errors.ts";
+import { type BoundaryDecision, boundaryCommit, decideBoundary } from "../session/boundary-decision.ts";
+import { BoundaryContended, SessionBusy, SessionNotFound } from "../session/errors.ts";
+import { SessionHistories, type SessionHistory } from "../session/history.ts";
 import { type BoundaryEvent, checkLocation } from "../session/runtime.ts";
+import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
 import {
-  type AdmittedUpdate,
-  type EngineLedger,
-  type LedgerCommit,
-  type LedgerRecord,
-  ledgerFile,
-  SqliteEngineLedger,
-} from "../session/store/engine-ledger.ts";
-import type { EpochReason } from "../session/store/store.ts";
-import { RevisionConflict } from "../session/store/store.ts";
+  type BoundaryRead,
+  type EpochReason,
+  type EpochRecord,
+  RevisionConflict,
+  readBoundaryOf,
+  type SessionRecord,
+  type SessionStore,
+} from "../session/store/store.ts";
 import { InitializationBlocked, type Snapshot } from "../system-context/index.ts";
-import { startContextSources } from "./context-sources.ts";
-import { checkPluginFolders, contextSourceOptions, type HostOptions, reportDiagnostics } from "./host.ts";
+import { type ContextSources, startContextSources } from "./context-sources.ts";
+import { checkPluginFolders, contextSourceOptions, type HostOptions, reportDiagnostics } from "./host-options.ts";
 import { checkSettings } from "./settings.ts";
 
-export type { AdmittedUpdate, EngineLedger } from "../session/store/engine-ledger.ts";
+/** A Mid-Conversation System Message admitted by the engine: it belongs after the caller's message number `position`. */
+export interface AdmittedUpdate {
+  /** How many of the caller's messages come before it. */
+  readonly position: number;
+  readonly text: string;
+}
 
 /**
  * Options of `createContextEngine`: a host's (`HostOptions`), less what belongs to the
  * caller's loop (providers, tools, the system prompt, tool deadlines, leases and size limits
- * of prompts and tool results) and the session store; the engine keeps a ledger instead.
+ * of prompts and tool results). Sessions are kept in `store` (default the SQLite file
+ * `<dataDir>/sessions.db`, the Host's), or any `SessionStore` such as PostgreSQL's.
  */
 export interface ContextEngineOptions
-  extends Omit<HostOptions, "providers" | "tools" | "systemPrompt" | "store" | "toolDeadlineMs" | "leaseMs" | "limits"> {
-  /** A ledger other than the default SQLite file `<dataDir>/engine.db`. */
-  readonly ledger?: EngineLedger;
-}
+  extends Omit<HostOptions, "providers" | "tools" | "systemPrompt" | "toolDeadlineMs" | "leaseMs" | "limits"> {}
 
 /** What the loop tells the engine at a boundary. */
 export interface EngineBoundaryInput {
@@ -135,153 +140,200 @@ function historyDigests(
 
 const maxReplans = 8;
 
-function answer(record: LedgerRecord): EngineBoundary {
-  return {
-    baseline: record.epoch.baseline,
-    updates: record.updates,
-    epoch: { number: record.epoch.number, reason: record.epoch.reason },
-  };
+/** The answer of a boundary: the epoch's Baseline and its updates, from the session's history as held. */
+function answer(epoch: EpochRecord, history: SessionHistory): EngineBoundary {
+  const updates: AdmittedUpdate[] = [];
+  for (const message of history.all) {
+    if (message.role === "system-update" && message.epoch === epoch.number) {
+      updates.push({ position: message.position ?? 0, text: message.text });
+    }
+  }
+  return { baseline: epoch.baseline, updates, epoch: { number: epoch.number, reason: epoch.reason } };
 }
 
-/** Why the caller's call starts a new epoch, if it does: `seenPrefix` is the digest of its first `record.seenCount` messages. */
-function dueOf(record: LedgerRecord, input: EngineBoundaryInput, seenPrefix: string | undefined): EpochReason | undefined {
-  if (record.provider !== input.provider || record.model !== input.model) return "switch";
-  if (record.location !== input.location) return "move";
-  return seenPrefix === record.seenDigest ? undefined : "compaction";
+/** Why the caller's call starts a new epoch, if it does: `seenPrefix` is the digest of its first `session.seen.count` messages. */
+function dueOf(session: SessionRecord, input: EngineBoundaryInput, seenPrefix: string | undefined): EpochReason | undefined {
+  if (session.provider !== input.provider || session.model !== input.model) return "switch";
+  if (session.location !== input.location) return "move";
+  return seenPrefix === session.seen?.digest ? undefined : "compaction";
 }
 
-/** Creates a context engine: starts the sources and opens the ledger. */
+/** What an engine needs of its host: the sources, the store and the scope that closes them. @internal */
+export interface EngineParts {
+  readonly sources: ContextSources;
+  readonly store: SessionStore;
+  readonly scope: Scope;
+}
+
+/** Creates a context engine: starts the sources and opens the store. */
 export async function createContextEngine(options: ContextEngineOptions = {}): Promise<ContextEngine> {
   checkSettings(options);
   const scope = new Scope("context engine");
   try {
-    const cwd = process.cwd();
-    checkPluginFolders(options.plugins ?? [], path.resolve(options.projectRoot ?? cwd));
-    const ledger =
-      options.ledger ?? new SqliteEngineLedger(ledgerFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
-    void scope.add(() => ledger.close());
-    const sources = await startContextSources({ cwd, ...contextSourceOptions(options) }, scope);
-    reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);
-    const queue = new PerKeyQueue();
-    const clock = options.clock ?? systemClock;
-    const listeners = new Set<(event: BoundaryEvent) => void>();
-    const announce = (id: string, decided: BoundaryDecision, record: LedgerRecord, startedAt: number) => {
-      const event: BoundaryEvent = {
-        sessionId: id,
-        epoch: { number: record.epoch.number, reason: record.epoch.reason },
-        ...(decided.kind === "new-epoch" ? { baseline: record.epoch.baseline } : {}),
-        ...(decided.kind === "update" ? { update: decided.text } : {}),
-        timings: { boundaryMs: clock.now() - startedAt },
-      };
-      for (const listener of listeners) {
-        try {
-          listener(event);
-        } catch {
-          // A listener's fault is its own: the boundary is committed.
-        }
-      }
-    };
-
-    const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
-      const count = input.messages.length;
-      const startedAt = clock.now();
-      let digests: { all: string; prefix: string | undefined; seen: number | undefined } | undefined;
-      for (let round = 0; round < maxReplans; round++) {
-        const record = await ledger.read(id);
-        // One pass over the history gives its digest and that of the part the ledger saw.
-        if (digests === undefined || digests.seen !== record?.seenCount) {
-          digests = { ...historyDigests(input.messages, input.digest, record?.seenCount), seen: record?.seenCount };
-        }
-        const seenDigest = digests.all;
-        const same =
-          record !== undefined &&
-          record.seenCount === count &&
-          record.seenDigest === seenDigest &&
-          record.provider === input.provider &&
-          record.model === input.model &&
-          record.location === input.location;
-        // A retry of the same call: the same answer, nothing admitted twice.
-        if (same) return answer(record);
-        // A location is checked when it is new to the session, as the Host checks it at createSession and move.
-        if (record?.location !== input.location) checkLocation(input.location);
-        const due = record === undefined ? undefined : dueOf(record, input, digests.prefix);
-        const context = await sources.compose({ location: input.location, sessionId: id });
-        const decided = await decideBoundary(context, record?.epoch, due);
-        if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
-        try {
-          const committed = await ledger.commit(id, record?.revision, commitOf(decided, record, input, due, count, seenDigest));
-          if (listeners.size > 0) announce(id, decided, committed, startedAt);
-          return answer(committed);
-        } catch (error) {
-          if (error instanceof RevisionConflict) continue; // another process committed first: decide again
-          throw error;
-        }
-      }
-      throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
-    };
-
-    return {
-      boundary: (id, input) => queue.run(id, () => boundary(id, input)),
-      preview: (id, previewOptions) =>
-        queue.run(id, async () => {
-          const record = await ledger.read(id);
-          const location = previewOptions?.location ?? record?.location;
-          if (location === undefined) throw new TypeError(`preview of a new session ${id} needs a location`);
-          const due = record !== undefined && location !== record.location ? "move" : undefined;
-          const decided = await decideBoundary(await sources.compose({ location, sessionId: id }), record?.epoch, due);
-          switch (decided.kind) {
-            case "new-epoch":
-              return { kind: "new-epoch", reason: decided.reason, ...decided.generation };
-            case "update":
-              return { kind: "update", text: decided.text, snapshot: decided.snapshot };
-            case "unchanged":
-              return { kind: "unchanged", snapshot: record?.epoch.snapshot ?? {} };
-            case "blocked":
-              return decided;
-          }
-        }),
-      epoch: async (id) => (await ledger.read(id))?.epoch,
-      plugins: () => sources.plugins.plugins(),
-      get diagnostics() {
-        return sources.diagnostics.history;
-      },
-      currentDiagnostics: () => sources.diagnostics.current(),
-      onPluginEvent: (listener) => sources.subscribe(listener),
-      mcpServers: () => sources.mcp?.servers() ?? [],
-      onBoundary(listener) {
-        listeners.add(listener);
-        return () => {
-          listeners.delete(listener);
-        };
-      },
-      close: () => scope.close(),
-    };
+    return engineOf(options, await startEngineParts(options, scope));
   } catch (error) {
     await scope.close().catch(() => {});
     throw error;
   }
 }
 
-/** The ledger commit of a decision: a blocked transition keeps the session's old provider, model and location, so it stays due. */
-function commitOf(
-  decided: Exclude<BoundaryDecision, { kind: "blocked" }>,
-  record: LedgerRecord | undefined,
-  input: EngineBoundaryInput,
-  due: EpochReason | undefined,
-  seenCount: number,
-  seenDigest: string,
-): LedgerCommit {
-  const keepOld = decided.kind !== "new-epoch" && due !== undefined && record !== undefined;
-  const where = keepOld
-    ? { provider: record.provider, model: record.model, location: record.location }
-    : { provider: input.provider, model: input.model, location: input.location };
-  const seen = { ...where, seenCount, seenDigest };
-  switch (decided.kind) {
-    case "new-epoch":
-      return { ...seen, newEpoch: { reason: decided.reason, ...decided.generation } };
-    case "update":
-      return { ...seen, update: { position: seenCount, text: decided.text, snapshot: decided.snapshot } };
-    case "unchanged":
-      return seen;
-  }
+/**
+ * Opens the store and starts the Context Sources of a host or an engine, each closed with
+ * `scope`; the diagnostics are reported as `onDiagnostic` says. @internal
+ */
+export async function startEngineParts(options: ContextEngineOptions, scope: Scope): Promise<EngineParts> {
+  const cwd = process.cwd();
+  checkPluginFolders(options.plugins ?? [], path.resolve(options.projectRoot ?? cwd));
+  const store =
+    options.store ?? new SqliteSessionStore(sessionsFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
+  void scope.add(() => store.close());
+  const sources = await startContextSources({ cwd, discoveryLog: store, ...contextSourceOptions(options) }, scope);
+  reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);
+  return { sources, store, scope };
+}
+
+/** The engine over started parts. @internal */
+export function engineOf(options: ContextEngineOptions, parts: EngineParts): ContextEngine {
+  const { sources, store, scope } = parts;
+  const queue = new PerKeyQueue();
+  const histories = new SessionHistories();
+  const clock = options.clock ?? systemClock;
+  const listeners = new Set<(event: BoundaryEvent) => void>();
+  const announce = (id: string, decided: BoundaryDecision, epoch: EpochRecord, startedAt: number) => {
+    const event: BoundaryEvent = {
+      sessionId: id,
+      epoch: { number: epoch.number, reason: epoch.reason },
+      ...(decided.kind === "new-epoch" ? { baseline: epoch.baseline } : {}),
+      ...(decided.kind === "update" ? { update: decided.text } : {}),
+      timings: { boundaryMs: clock.now() - startedAt },
+    };
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's fault is its own: the boundary is committed.
+      }
+    }
+  };
+
+  /** The session as the store has it, and its history as held, read up to date; none for a new session. */
+  const read = async (id: string): Promise<{ read: BoundaryRead; history: SessionHistory } | undefined> => {
+    const history = histories.held(id);
+    let found: BoundaryRead;
+    try {
+      found = await readBoundaryOf(store, id, history.lastSeq);
+    } catch (error) {
+      if (error instanceof SessionNotFound) return undefined;
+      throw error;
+    }
+    history.append(found.appended);
+    if (history.isEmpty && found.appended.length > 0) await history.refresh(store);
+    if (found.session.seen === undefined && found.epoch !== undefined) {
+      throw new SessionBusy({
+        sessionId: id,
+        reason: "it is a Host session (its history is the Host's): give the engine's sessions ids of their own",
+      });
+    }
+    return { read: found, history };
+  };
+
+  const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
+    const count = input.messages.length;
+    const startedAt = clock.now();
+    let digests: { all: string; prefix: string | undefined; seen: number | undefined } | undefined;
+    for (let round = 0; round < maxReplans; round++) {
+      const found = await read(id);
+      const session = found?.read.session;
+      const epoch = found?.read.epoch;
+      // One pass over the history gives its digest and that of the part the session saw.
+      if (digests === undefined || digests.seen !== session?.seen?.count) {
+        digests = { ...historyDigests(input.messages, input.digest, session?.seen?.count), seen: session?.seen?.count };
+      }
+      const where = { location: input.location, provider: input.provider, model: input.model };
+      // A retry of the same call: the same answer, nothing admitted twice.
+      if (
+        found !== undefined &&
+        epoch !== undefined &&
+        session?.seen?.count === count &&
+        session.seen.digest === digests.all &&
+        session.provider === where.provider &&
+        session.model === where.model &&
+        session.location === where.location
+      ) {
+        return answer(epoch, found.history);
+      }
+      // A location is checked when it is new to the session, as the Host checks it at createSession and move.
+      if (session?.location !== input.location) checkLocation(input.location);
+      const due = session === undefined || epoch === undefined ? undefined : dueOf(session, input, digests.prefix);
+      const decided = await decideBoundary(await sources.compose({ location: input.location, sessionId: id }), epoch, due);
+      if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
+      if (session === undefined) {
+        try {
+          await store.createSession({ id, ...where });
+        } catch (error) {
+          // Another process created it first: decide again on what it committed.
+          if ((await read(id)) !== undefined) continue;
+          throw error;
+        }
+      }
+      // A blocked transition keeps the session's old provider, model and location, so it stays due.
+      const commit = boundaryCommit(decided, { seen: { count, digest: digests.all }, where });
+      try {
+        const committed = await store.commitBoundary(id, session?.revision ?? 0, commit);
+        const history = histories.held(id);
+        history.append(committed.appended);
+        if (history.isEmpty && committed.appended.length > 0) await history.refresh(store);
+        if (listeners.size > 0) announce(id, decided, committed.epoch, startedAt);
+        return answer(committed.epoch, history);
+      } catch (error) {
+        if (error instanceof RevisionConflict) continue; // another process committed first: decide again
+        throw error;
+      }
+    }
+    throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
+  };
+
+  return {
+    boundary: (id, input) => queue.run(id, () => boundary(id, input)),
+    preview: (id, previewOptions) =>
+      queue.run(id, async () => {
+        const found = await read(id);
+        const session = found?.read.session;
+        const epoch = found?.read.epoch;
+        const location = previewOptions?.location ?? session?.location;
+        if (location === undefined) throw new TypeError(`preview of a new session ${id} needs a location`);
+        const due = session !== undefined && epoch !== undefined && location !== session.location ? "move" : undefined;
+        const decided = await decideBoundary(await sources.compose({ location, sessionId: id }), epoch, due);
+        switch (decided.kind) {
+          case "new-epoch":
+            return { kind: "new-epoch", reason: decided.reason, ...decided.generation };
+          case "update":
+            return { kind: "update", text: decided.text, snapshot: decided.snapshot };
+          case "unchanged":
+            return { kind: "unchanged", snapshot: epoch?.snapshot ?? {} };
+          case "blocked":
+            return decided;
+        }
+      }),
+    epoch: async (id) => {
+      const epoch = await store.activeEpoch(id);
+      return epoch === undefined
+        ? undefined
+        : { number: epoch.number, reason: epoch.reason, baseline: epoch.baseline, snapshot: epoch.snapshot };
+    },
+    plugins: () => sources.plugins.plugins(),
+    get diagnostics() {
+      return sources.diagnostics.history;
+    },
+    currentDiagnostics: () => sources.diagnostics.current(),
+    onPluginEvent: (listener) => sources.subscribe(listener),
+    mcpServers: () => sources.mcp?.servers() ?? [],
+    onBoundary(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    close: () => scope.close(),
+  };
 }

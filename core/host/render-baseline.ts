@@ -9,7 +9,7 @@ import { Scope } from "../base/scope.ts";
 import type { PluginInfo } from "../plugins/events.ts";
 import { initialize, type Snapshot } from "../system-context/index.ts";
 import { startContextSources } from "./context-sources.ts";
-import { checkPluginFolders, type HostOptions } from "./host.ts";
+import { checkPluginFolders, type HostOptions } from "./host-options.ts";
 import { checkSettings } from "./settings.ts";
 
 /** Options of `renderBaseline`: the `HostOptions` that decide the context sources, and the location. */

@@ -1,7 +1,8 @@
 // Owns what a Safe Provider-Turn Boundary decides from one observation of the sources:
 // the first Baseline, a new epoch when one is due, one Mid-Conversation System Message,
-// or nothing. The Host's session runtime and the context engine both decide here, so
-// epochs and admission are decided once, whatever ledger keeps them.
+// or nothing; and what the session store commits for it. The Host's session runtime and
+// the context engine both decide and commit here, so epochs, admission and snapshots exist
+// once (decision 104).
 
 import {
   type Generation,
@@ -13,7 +14,7 @@ import {
   type SnapshotChange,
   type SystemContext,
 } from "../system-context/index.ts";
-import type { EpochReason } from "./store/store.ts";
+import type { BoundaryCommit, EpochReason, InFlightLease, PendingPrompt, SeenHistory, SessionWhere } from "./store/store.ts";
 
 /** The one outcome of a boundary. */
 export type BoundaryDecision =
@@ -62,5 +63,49 @@ export async function decideBoundary(
       return { kind: "update", text: next.text, snapshot: next.snapshot, change: next.change };
     case "replaced":
       return { kind: "new-epoch", generation: next.generation, reason: due ?? "replacement" };
+  }
+}
+
+/** What a boundary commits besides its decision: the Host's promoted input and lease, or the engine's view of its caller. */
+export interface BoundaryExtras {
+  /** Pending prompts promoted into history (the Host's). */
+  readonly promote?: readonly PendingPrompt[];
+  /** The host system prompt a new epoch begins with (the Host's; none for the engine). */
+  readonly systemPrompt?: string | null;
+  /** The lease of the provider call that follows (the Host's). */
+  readonly lease?: InFlightLease;
+  /** The caller's history as seen (the engine's). */
+  readonly seen?: SeenHistory;
+  /** Where the session runs from a new epoch on (the engine's: its caller says where each call runs). */
+  readonly where?: SessionWhere;
+}
+
+/** The store commit of a decision that is not blocked: one for the Host's sessions and the engine's. */
+export function boundaryCommit(decided: Exclude<BoundaryDecision, { kind: "blocked" }>, extras: BoundaryExtras): BoundaryCommit {
+  const common = {
+    promote: extras.promote ?? [],
+    ...(extras.lease === undefined ? {} : { lease: extras.lease }),
+    ...(extras.seen === undefined ? {} : { seen: extras.seen }),
+  };
+  switch (decided.kind) {
+    case "new-epoch":
+      return {
+        ...common,
+        newEpoch: {
+          ...decided.generation,
+          reason: decided.reason,
+          systemPrompt: extras.systemPrompt ?? null,
+          ...(extras.where === undefined ? {} : { where: extras.where }),
+        },
+        settlesEpochDue: true,
+      };
+    case "update":
+      return {
+        ...common,
+        systemUpdate: { text: decided.text, snapshot: decided.snapshot, change: decided.change },
+        settlesEpochDue: false,
+      };
+    case "unchanged":
+      return { ...common, settlesEpochDue: false };
   }
 }

@@ -12,8 +12,8 @@ import { messageOf } from "../base/errors.ts";
 import { PerKeyQueue } from "../base/per-key-queue.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { ProjectFiles } from "../sources/instructions/service.ts";
-import type { Generation, Snapshot, SnapshotEntry, SystemContext } from "../system-context/index.ts";
-import { decideBoundary } from "./boundary-decision.ts";
+import type { Snapshot, SnapshotEntry, SystemContext } from "../system-context/index.ts";
+import { boundaryCommit, decideBoundary } from "./boundary-decision.ts";
 import {
   BoundaryContended,
   LocationInvalid,
@@ -43,6 +43,7 @@ import {
   type EpochRecord,
   type PendingPrompt,
   RevisionConflict,
+  readBoundaryOf,
   type SessionRecord,
   type SessionStore,
   type StoredMessage,
@@ -194,14 +195,6 @@ export function checkLocation(location: unknown): string {
 
 /** Rounds of re-planning after another runtime committed first. */
 const maxReplans = 8;
-
-/** A boundary's commit that starts a new epoch from `generation`. */
-function startEpoch(generation: Generation, reason: EpochReason, systemPrompt: string | null, pending: readonly PendingPrompt[]) {
-  return {
-    kind: "commit" as const,
-    commit: { newEpoch: { ...generation, reason, systemPrompt }, promote: pending, settlesEpochDue: true },
-  };
-}
 
 function isIdle(last: StoredMessage | undefined, pending: readonly PendingPrompt[]): boolean {
   if (pending.length > 0) return false;
@@ -519,18 +512,14 @@ export class SessionRuntime {
   }> {
     const { store } = this.#options;
     const history = this.#histories.held(id);
-    if (store.readBoundary !== undefined) {
-      const { session, epoch, pending, appended } = await store.readBoundary(id, history.lastSeq);
-      history.append(appended);
-      return { session, epoch, pending, history };
-    }
-    const session = await store.session(id);
-    const epoch = await store.activeEpoch(id);
-    await history.refresh(store);
-    return { session, epoch, pending: await store.pendingPrompts(id), history };
+    const { session, epoch, pending, appended } = await readBoundaryOf(store, id, history.lastSeq);
+    history.append(appended);
+    // A gap (another writer's messages this runtime missed) emptied it: read it all.
+    if (history.isEmpty && appended.length > 0) await history.refresh(store);
+    return { session, epoch, pending, history };
   }
 
-  /** What one boundary commits: a first Baseline, a due new epoch, or the reconciled change. */
+  /** What one boundary commits: a first Baseline, a due new epoch, or the reconciled change (`boundaryCommit`). */
   async #plan(
     context: SystemContext,
     session: SessionRecord,
@@ -545,23 +534,8 @@ export class SessionRuntime {
         : (session.epochDue ??
           (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined));
     const decided = await decideBoundary(context, epoch, due);
-    switch (decided.kind) {
-      case "blocked":
-        return decided;
-      case "new-epoch":
-        return startEpoch(decided.generation, decided.reason, systemPrompt, pending);
-      case "unchanged":
-        return { kind: "commit", commit: { promote: pending, settlesEpochDue: false } };
-      case "update":
-        return {
-          kind: "commit",
-          commit: {
-            promote: pending,
-            systemUpdate: { text: decided.text, snapshot: decided.snapshot, change: decided.change },
-            settlesEpochDue: false,
-          },
-        };
-    }
+    if (decided.kind === "blocked") return decided;
+    return { kind: "commit", commit: boundaryCommit(decided, { promote: pending, systemPrompt }) };
   }
 
   /** The request of the admitted boundary, built from durable state only, so a retry or a restart sends the same bytes. */

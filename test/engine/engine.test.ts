@@ -6,27 +6,28 @@ import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import Type from "typebox";
-import { type ContextEngine, type ContextEngineOptions, createContextEngine, type EngineLedger } from "../../core/host/engine.ts";
-import { PostgresEngineLedger } from "../../core/session/store/engine-ledger-postgres.ts";
+import { type ContextEngine, type ContextEngineOptions, createContextEngine } from "../../core/host/engine.ts";
+import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
+import type { SessionStore } from "../../core/session/store/store.ts";
 import { InitializationBlocked } from "../../core/system-context/index.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { testSource } from "../session/fixtures.ts";
 import { describeWithPostgres } from "../session/postgres-server.ts";
 
-describe("context engine (SQLite ledger)", () => declare(undefined));
+describe("context engine (SQLite store)", () => declare(undefined));
 
-describeWithPostgres("context engine (PostgreSQL ledger)", (server) => {
+describeWithPostgres("context engine (PostgreSQL store)", (server) => {
   let schemas = 0;
   let schema = "";
   beforeEach(() => {
     schema = `engine_${process.pid}_${++schemas}`;
   });
   // Each engine its own pool on the test's schema, as another process would have.
-  declare(() => PostgresEngineLedger.open({ connectionString: server().url, schema, poolSize: 2 }));
+  declare(() => PostgresSessionStore.open({ connectionString: server().url, schema, poolSize: 2 }));
 });
 
-/** The semantics of `engine.boundary`, on the default ledger or on the ledgers `ledger` opens (one per engine). */
-function declare(ledger: (() => Promise<EngineLedger>) | undefined) {
+/** The semantics of `engine.boundary`, on the default store or on the stores `open` opens (one per engine). */
+function declare(open: (() => Promise<SessionStore>) | undefined) {
   let dir = "";
   const engines: ContextEngine[] = [];
   beforeEach(() => {
@@ -38,7 +39,7 @@ function declare(ledger: (() => Promise<EngineLedger>) | undefined) {
   });
 
   async function start(options: Omit<ContextEngineOptions, "dataDir"> = {}): Promise<ContextEngine> {
-    const own = ledger === undefined ? {} : { ledger: await ledger() };
+    const own = open === undefined ? {} : { store: await open() };
     const engine = await createContextEngine({ builtins: false, plugins: [], watch: false, ...options, ...own, dataDir: dir });
     engines.push(engine);
     return engine;

@@ -87,6 +87,7 @@ describe("Plugin host: hot reload", () => {
       kind: "updated",
       text: "notes is now second",
       snapshot: { "notes/status": { value: "second" } },
+      change: { written: ["notes/status"], removed: [] },
     });
   });
 
@@ -201,7 +202,12 @@ describe("Plugin host: hot reload", () => {
       await running.registry.compose({ location: running.location }),
       generation.snapshot,
     );
-    expect(result).to.deep.equal({ kind: "updated", text: "gone no longer applies (was here)", snapshot: {} });
+    expect(result).to.deep.equal({
+      kind: "updated",
+      text: "gone no longer applies (was here)",
+      snapshot: {},
+      change: { written: [], removed: ["gone/status"] },
+    });
   });
 
   it("an editor's save by rename over the file reloads the plugin, every time", async () => {

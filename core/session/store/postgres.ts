@@ -104,7 +104,8 @@ const readBoundarySql = `SELECT s.*,
 /**
  * One commit's writes (decision 171) as one statement: the session's row advanced if it is
  * still at the revision read, and only then the epoch, its entries, the promoted prompts and
- * the messages; the statement's result says whether it was claimed.
+ * the messages; the statement's result says whether it was claimed. The claim also needs every
+ * prompt to promote pending in this session, each listed once.
  */
 const applySql = `WITH claimed AS (
      UPDATE sessions SET revision = $3, last_seq = $4, epoch = $5, snapshot_version = $6,
@@ -115,7 +116,6 @@ const applySql = `WITH claimed AS (
        seen_count = COALESCE($12::integer, seen_count), seen_digest = COALESCE($13::text, seen_digest),
        location = COALESCE($14::text, location), provider = COALESCE($15::text, provider), model = COALESCE($16::text, model)
      WHERE id = $1 AND revision = $2
-       -- Every prompt to promote is pending in this session, each listed once.
        AND (SELECT count(*) FROM pending_prompts
              WHERE session_id = $1 AND promoted_seq IS NULL AND id = ANY($26::integer[])) = cardinality($26::integer[])
        AND cardinality(ARRAY(SELECT DISTINCT unnest($26::integer[]))) = cardinality($26::integer[])

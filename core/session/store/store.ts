@@ -214,3 +214,15 @@ export function listSessions(store: SessionStore): Promise<SessionRecord[]> {
   }
   return store.listSessions();
 }
+
+/**
+ * What a boundary reads of a session (`SessionStore.readBoundary`): in one read when the
+ * store offers it, else one call each.
+ */
+export async function readBoundaryOf(store: SessionStore, id: string, afterSeq: number): Promise<BoundaryRead> {
+  if (store.readBoundary !== undefined) return store.readBoundary(id, afterSeq);
+  const session = await store.session(id);
+  const epoch = await store.activeEpoch(id);
+  const pending = await store.pendingPrompts(id);
+  return { session, epoch, pending, appended: await store.messages(id, afterSeq) };
+}

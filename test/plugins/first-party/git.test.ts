@@ -168,7 +168,12 @@ describe("plugin git", () => {
     const generation = await initialize(await plugin.compose(repo));
     rmSync(path.join(repo, ".git"), { recursive: true, force: true });
     const removed = await reconcile(await plugin.compose(repo), generation.snapshot);
-    expect(removed).to.deep.equal({ kind: "updated", text: "The working folder is no longer a git repository.", snapshot: {} });
+    expect(removed).to.deep.equal({
+      kind: "updated",
+      text: "The working folder is no longer a git repository.",
+      snapshot: {},
+      change: { written: [], removed: ["git/status"] },
+    });
     if (removed.kind !== "updated") return;
     expect(await reconcile(await plugin.compose(repo), removed.snapshot)).to.deep.equal({ kind: "unchanged" });
 

@@ -113,6 +113,7 @@ describe("plugin package-scripts", () => {
       kind: "updated",
       text: `${file} no longer exists; its package scripts no longer apply.`,
       snapshot: {},
+      change: { written: [], removed: ["package-scripts/scripts"] },
     });
     if (result.kind !== "updated") return;
     expect(await reconcile(await plugin.compose(project), result.snapshot)).to.deep.equal({ kind: "unchanged" });
