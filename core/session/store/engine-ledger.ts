@@ -12,6 +12,7 @@ import { messageOf } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot } from "../../system-context/index.ts";
 import { RevisionConflict, SessionCorrupt, StoreFailed } from "../errors.ts";
 import type { EpochReason } from "./store.ts";
+import { busyTryMs, waitForWriteLock } from "./write-lock.ts";
 
 /** A Mid-Conversation System Message admitted by the engine: it belongs after the caller's message number `position`. */
 export interface AdmittedUpdate {
@@ -212,6 +213,8 @@ export class SqliteEngineLedger implements EngineLedger {
           this.#db.pragma("user_version = 1");
         })();
       }
+      // Then another process's write lock is waited for a few ms per try, and in timers for up to 1 s (decision 175).
+      this.#db.pragma(`busy_timeout = ${busyTryMs}`);
       this.#select = this.#db.prepare("SELECT * FROM engine_sessions WHERE id = ?");
       this.#updates = this.#db.prepare(
         "SELECT position, text FROM engine_updates WHERE session_id = ? AND epoch = ? ORDER BY ordinal",
@@ -249,7 +252,7 @@ export class SqliteEngineLedger implements EngineLedger {
   }
 
   async commit(id: string, revision: number | undefined, commit: LedgerCommit): Promise<LedgerRecord> {
-    return this.#db.transaction((): LedgerRecord => {
+    const transaction = this.#db.transaction((): LedgerRecord => {
       const current = this.#select.get(id) as SessionRow | undefined;
       const head = nextLedgerRow(id, current, revision, commit);
       const known = this.#known.get(id);
@@ -289,7 +292,8 @@ export class SqliteEngineLedger implements EngineLedger {
         seenDigest: row.seen_digest,
         updates,
       });
-    })();
+    });
+    return waitForWriteLock(() => transaction.immediate(), 1000);
   }
 
   #remember(record: LedgerRecord): LedgerRecord {
