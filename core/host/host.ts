@@ -60,6 +60,12 @@ export interface HostOptions {
   readonly toolDeadlineMs?: number;
   /** In-flight lease of a provider call across processes (default 30 s, renewed while the call runs). */
   readonly leaseMs?: number;
+  /**
+   * How long `close()` lets the steps in flight finish and store their replies (default 5 s);
+   * then their provider calls are aborted and their leases released, and they reject with
+   * `HostClosed` (decision 176).
+   */
+  readonly closeTimeoutMs?: number;
   /** Size limits in UTF-8 bytes: `promptBytes`, `toolResultBytes`, `sourceValueBytes` (each 1 MiB by default). */
   readonly limits?: SessionLimits;
   /** Plugin settings by plugin name, checked against each plugin's `config` schema. */
@@ -133,6 +139,9 @@ export interface Host {
   close(): Promise<void>;
 }
 
+/** How long `close()` waits for the steps in flight by default (ms). */
+const defaultCloseTimeoutMs = 5_000;
+
 /** Creates a host: loads plugins, opens the store, and serves sessions. */
 export async function createHost(options: HostOptions): Promise<Host> {
   checkHostOptions(options);
@@ -173,6 +182,8 @@ async function assembleHost(options: HostOptions, scope: Scope): Promise<Host> {
     ...pick(options, ["toolDeadlineMs", "leaseMs", "limits", "clock"]),
     projectFiles: (sessionId, location) => instructions.projectFiles(sessionId, location),
   });
+  // Closed first (newest disposer first): steps in flight still have the sources and the store.
+  void scope.add(() => runtime.close(options.closeTimeoutMs ?? defaultCloseTimeoutMs));
 
   return {
     createSession: (session) => runtime.createSession(session),

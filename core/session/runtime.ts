@@ -36,6 +36,7 @@ import {
   loneSurrogateAt,
   type SessionLimits,
 } from "./reply-check.ts";
+import { StepsInFlight } from "./steps-in-flight.ts";
 import { snapshotChange } from "./store/epoch-rows.ts";
 import {
   type BoundaryCommit,
@@ -216,6 +217,8 @@ export class SessionRuntime {
   readonly #holder = randomUUID();
   readonly #limits: Required<SessionLimits>;
   readonly #clock: Clock;
+  /** The steps and compactions running, so `close` can let them end or abandon them. */
+  readonly #inFlight = new StepsInFlight();
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
@@ -293,10 +296,15 @@ export class SessionRuntime {
 
   /** Summarises projected history through the provider; the next boundary starts a new epoch. */
   compact(id: string): Promise<void> {
-    return this.#queue.run(id, () => this.#compact(id));
+    return this.#inFlight.run(id, (abandoned) =>
+      this.#queue.run(id, () => {
+        abandoned.throwIfAborted();
+        return this.#compact(id, abandoned);
+      }),
+    );
   }
 
-  async #compact(id: string): Promise<void> {
+  async #compact(id: string, abandoned: AbortSignal): Promise<void> {
     const { store } = this.#options;
     const session = await store.session(id);
     if (session.isAwaitingReply)
@@ -307,10 +315,13 @@ export class SessionRuntime {
     const request = requestOf(session, this.#options.systemPrompt, epoch, history.projected(epoch));
     const instruction = this.#options.compactionInstruction ?? defaultCompactionInstruction;
     const reply = checkReply(
-      await this.#provider(session.provider).send({
-        ...request,
-        messages: [...request.messages, { role: "user", text: instruction }],
-      }),
+      await this.#provider(session.provider).send(
+        {
+          ...request,
+          messages: [...request.messages, { role: "user", text: instruction }],
+        },
+        { signal: abandoned },
+      ),
       { sessionId: id, provider: session.provider },
     );
     await store.commitSummary(id, session.revision, reply.text);
@@ -342,7 +353,27 @@ export class SessionRuntime {
    * exactly one call the provider for a boundary.
    */
   step(id: string, options: StepOptions = {}): Promise<StepResult> {
-    return this.#queue.run(id, () => this.#step(id, options));
+    return this.#inFlight.run(id, (abandoned) =>
+      this.#queue.run(id, () => {
+        abandoned.throwIfAborted();
+        const signal = options.signal === undefined ? abandoned : AbortSignal.any([options.signal, abandoned]);
+        return this.#step(id, { ...options, signal });
+      }),
+    );
+  }
+
+  /**
+   * Takes no new step (`HostClosed`), lets the steps in flight end within `timeoutMs`, then
+   * aborts the provider calls of the rest and releases their leases, so another process
+   * can step their sessions at once (decision 176).
+   */
+  async close(timeoutMs: number): Promise<void> {
+    const abandoned = await this.#inFlight.close(timeoutMs);
+    // No renewal may take a released lease again.
+    this.#leased.clear();
+    clearInterval(this.#leaseTicker);
+    this.#leaseTicker = undefined;
+    for (const id of abandoned) await this.#options.store.releaseLease(id, this.#holder).catch(() => {});
   }
 
   async #step(id: string, options: StepOptions): Promise<StepResult> {
