@@ -25,6 +25,7 @@ import {
   StepAborted,
 } from "./errors.ts";
 import { SessionHistories, type SessionHistory } from "./history.ts";
+import { isHolderGone, newLeaseHolder, parseHolder, probeProcess } from "./lease-holder.ts";
 import { requestOf } from "./projection.ts";
 import type { Provider, ProviderReply, ProviderRequest, SendOptions, TokenUsage, ToolCall } from "./provider.ts";
 import {
@@ -42,6 +43,7 @@ import {
   type BoundaryCommit,
   type EpochReason,
   type EpochRecord,
+  type InFlightLease,
   type PendingPrompt,
   RevisionConflict,
   type SessionRecord,
@@ -213,8 +215,8 @@ export class SessionRuntime {
   readonly #options: RuntimeOptions;
   readonly #histories = new SessionHistories();
   readonly #queue = new PerKeyQueue();
-  /** This runtime's name in in-flight leases. */
-  readonly #holder = randomUUID();
+  /** This runtime's name in in-flight leases: its machine, process and a fresh id (decision 177). */
+  readonly #holder = newLeaseHolder();
   readonly #limits: Required<SessionLimits>;
   readonly #clock: Clock;
   /** The steps and compactions running, so `close` can let them end or abandon them. */
@@ -483,6 +485,17 @@ export class SessionRuntime {
     }
   }
 
+  /**
+   * Takes over the lease `held` if its holder ran on this machine and no longer runs
+   * (decision 177): claimed as at the moment that lease expires, so the store's own expiry
+   * rule lets the claim through, and a lease another runtime took since (expiring later) holds.
+   */
+  async #takeOverFromGoneHolder(id: string, lease: InFlightLease, held: InFlightLease): Promise<boolean> {
+    const machine = parseHolder(this.#holder)?.machine;
+    if (!isHolderGone(held.holder, probeProcess, machine)) return false;
+    return this.#options.store.claimLease(id, lease, held.expiresAt);
+  }
+
   get #leaseMs(): number {
     return this.#options.leaseMs ?? defaultLeaseMs;
   }
@@ -506,7 +519,7 @@ export class SessionRuntime {
         if (!(await store.claimLease(id, lease, now))) {
           const held = (await store.session(id)).lease;
           if (held === undefined) continue; // settled meanwhile: plan again
-          return { kind: "in-flight", until: held.expiresAt };
+          if (!(await this.#takeOverFromGoneHolder(id, lease, held))) return { kind: "in-flight", until: held.expiresAt };
         }
         return this.#ready(session, session.revision, epoch, history, {}, startedAt);
       }
