@@ -43,6 +43,7 @@ export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./pr
 export type { ConnectionOptions } from "./providers/transport.ts";
 export {
   BoundaryContended,
+  HostClosed,
   LocationInvalid,
   ProjectFilesUnavailable,
   PromptInvalid,

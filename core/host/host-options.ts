@@ -45,6 +45,12 @@ export interface HostOptions {
   readonly toolDeadlineMs?: number;
   /** In-flight lease of a provider call across processes (default 30 s, renewed while the call runs). */
   readonly leaseMs?: number;
+  /**
+   * How long `close()` lets the steps in flight finish and store their replies (default 5 s);
+   * then their provider calls are aborted and their leases released, and they reject with
+   * `HostClosed` (decision 176).
+   */
+  readonly closeTimeoutMs?: number;
   /** Size limits in UTF-8 bytes: `promptBytes`, `toolResultBytes`, `sourceValueBytes` (each 1 MiB by default). */
   readonly limits?: SessionLimits;
   /** Plugin settings by plugin name, checked against each plugin's `config` schema. */

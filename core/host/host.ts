@@ -59,6 +59,9 @@ export interface Host {
   close(): Promise<void>;
 }
 
+/** How long `close()` waits for the steps in flight by default (ms). */
+const defaultCloseTimeoutMs = 5_000;
+
 /** Creates a host: loads plugins, opens the store, and serves sessions. */
 export async function createHost(options: HostOptions): Promise<Host> {
   checkHostOptions(options);
@@ -89,6 +92,8 @@ async function assembleHost(options: HostOptions, scope: ScopeType): Promise<Hos
     ...pick(options, ["toolDeadlineMs", "leaseMs", "limits", "clock"]),
     projectFiles: (sessionId, location) => sources.instructions.projectFiles(sessionId, location),
   });
+  // Closed first (newest disposer first): steps in flight still have the sources and the store.
+  void scope.add(() => runtime.close(options.closeTimeoutMs ?? defaultCloseTimeoutMs));
 
   return {
     createSession: (session) => runtime.createSession(session),

@@ -25,6 +25,9 @@ export const HostOptionsSchema = Type.Object(
     deadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin loader deadline, ms" })),
     setupDeadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin module code and setup deadline, ms" })),
     disposeDeadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin disposers' deadline, ms" })),
+    closeTimeoutMs: Type.Optional(
+      Type.Integer({ minimum: 0, description: "how long close() lets steps in flight finish before abandoning them, ms" }),
+    ),
     instructions: Type.Optional(
       Type.Object(
         {

@@ -55,6 +55,28 @@ export class StepAborted extends ContextHostError {
   }
 }
 
+/**
+ * The host is closing (decision 176): a step asked for after `close()` began is refused
+ * (`isAbandoned` false), and a step still running when the close's bound passed is
+ * abandoned (`isAbandoned` true): its provider call is aborted, nothing of its reply is
+ * stored, its lease is released, and the next step (here or in another process) sends the
+ * same request again.
+ */
+export class HostClosed extends ContextHostError {
+  readonly sessionId: string;
+  readonly isAbandoned: boolean;
+  constructor(options: { readonly sessionId: string; readonly isAbandoned: boolean; readonly cause?: unknown }) {
+    super(
+      options.isAbandoned
+        ? `session ${options.sessionId}: the host closed before this step ended (closeTimeoutMs passed); its provider call was aborted and nothing of its reply is stored; the next step sends the request again`
+        : `session ${options.sessionId}: the host is closing; it takes no new step`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.sessionId = options.sessionId;
+    this.isAbandoned = options.isAbandoned;
+  }
+}
+
 /** A session operation that cannot run in the session's current state (e.g. compacting while a reply is awaited). */
 export class SessionBusy extends ContextHostError {
   readonly sessionId: string;

@@ -25,6 +25,7 @@ import {
   StepAborted,
 } from "./errors.ts";
 import { SessionHistories, type SessionHistory } from "./history.ts";
+import { isHolderGone, newLeaseHolder, parseHolder, probeProcess } from "./lease-holder.ts";
 import { requestOf } from "./projection.ts";
 import type { Provider, ProviderReply, ProviderRequest, SendOptions, TokenUsage, ToolCall } from "./provider.ts";
 import {
@@ -36,11 +37,13 @@ import {
   loneSurrogateAt,
   type SessionLimits,
 } from "./reply-check.ts";
+import { StepsInFlight } from "./steps-in-flight.ts";
 import { entryWrites } from "./store/epoch-rows.ts";
 import {
   type BoundaryCommit,
   type EpochReason,
   type EpochRecord,
+  type InFlightLease,
   type PendingPrompt,
   RevisionConflict,
   readBoundaryOf,
@@ -205,10 +208,12 @@ export class SessionRuntime {
   readonly #options: RuntimeOptions;
   readonly #histories = new SessionHistories();
   readonly #queue = new PerKeyQueue();
-  /** This runtime's name in in-flight leases. */
-  readonly #holder = randomUUID();
+  /** This runtime's name in in-flight leases: its machine, process and a fresh id (decision 177). */
+  readonly #holder = newLeaseHolder();
   readonly #limits: Required<SessionLimits>;
   readonly #clock: Clock;
+  /** The steps and compactions running, so `close` can let them end or abandon them. */
+  readonly #inFlight = new StepsInFlight();
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
@@ -286,10 +291,15 @@ export class SessionRuntime {
 
   /** Summarises projected history through the provider; the next boundary starts a new epoch. */
   compact(id: string): Promise<void> {
-    return this.#queue.run(id, () => this.#compact(id));
+    return this.#inFlight.run(id, (abandoned) =>
+      this.#queue.run(id, () => {
+        abandoned.throwIfAborted();
+        return this.#compact(id, abandoned);
+      }),
+    );
   }
 
-  async #compact(id: string): Promise<void> {
+  async #compact(id: string, abandoned: AbortSignal): Promise<void> {
     const { store } = this.#options;
     const session = await store.session(id);
     if (session.isAwaitingReply)
@@ -300,10 +310,13 @@ export class SessionRuntime {
     const request = requestOf(session, this.#options.systemPrompt, epoch, history.projected(epoch));
     const instruction = this.#options.compactionInstruction ?? defaultCompactionInstruction;
     const reply = checkReply(
-      await this.#provider(session.provider).send({
-        ...request,
-        messages: [...request.messages, { role: "user", text: instruction }],
-      }),
+      await this.#provider(session.provider).send(
+        {
+          ...request,
+          messages: [...request.messages, { role: "user", text: instruction }],
+        },
+        { signal: abandoned },
+      ),
       { sessionId: id, provider: session.provider },
     );
     await store.commitSummary(id, session.revision, reply.text);
@@ -335,7 +348,27 @@ export class SessionRuntime {
    * exactly one call the provider for a boundary.
    */
   step(id: string, options: StepOptions = {}): Promise<StepResult> {
-    return this.#queue.run(id, () => this.#step(id, options));
+    return this.#inFlight.run(id, (abandoned) =>
+      this.#queue.run(id, () => {
+        abandoned.throwIfAborted();
+        const signal = options.signal === undefined ? abandoned : AbortSignal.any([options.signal, abandoned]);
+        return this.#step(id, { ...options, signal });
+      }),
+    );
+  }
+
+  /**
+   * Takes no new step (`HostClosed`), lets the steps in flight end within `timeoutMs`, then
+   * aborts the provider calls of the rest and releases their leases, so another process
+   * can step their sessions at once (decision 176).
+   */
+  async close(timeoutMs: number): Promise<void> {
+    const abandoned = await this.#inFlight.close(timeoutMs);
+    // No renewal may take a released lease again.
+    this.#leased.clear();
+    clearInterval(this.#leaseTicker);
+    this.#leaseTicker = undefined;
+    for (const id of abandoned) await this.#options.store.releaseLease(id, this.#holder).catch(() => {});
   }
 
   async #step(id: string, options: StepOptions): Promise<StepResult> {
@@ -445,6 +478,17 @@ export class SessionRuntime {
     }
   }
 
+  /**
+   * Takes over the lease `held` if its holder ran on this machine and no longer runs
+   * (decision 177): claimed as at the moment that lease expires, so the store's own expiry
+   * rule lets the claim through, and a lease another runtime took since (expiring later) holds.
+   */
+  async #takeOverFromGoneHolder(id: string, lease: InFlightLease, held: InFlightLease): Promise<boolean> {
+    const machine = parseHolder(this.#holder)?.machine;
+    if (!isHolderGone(held.holder, probeProcess, machine)) return false;
+    return this.#options.store.claimLease(id, lease, held.expiresAt);
+  }
+
   get #leaseMs(): number {
     return this.#options.leaseMs ?? defaultLeaseMs;
   }
@@ -468,7 +512,7 @@ export class SessionRuntime {
         if (!(await store.claimLease(id, lease, now))) {
           const held = (await store.session(id)).lease;
           if (held === undefined) continue; // settled meanwhile: plan again
-          return { kind: "in-flight", until: held.expiresAt };
+          if (!(await this.#takeOverFromGoneHolder(id, lease, held))) return { kind: "in-flight", until: held.expiresAt };
         }
         return this.#ready(session, session.revision, epoch, history, {}, startedAt);
       }

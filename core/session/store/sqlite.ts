@@ -25,6 +25,7 @@ import {
   type SessionStore,
   type StoredMessage,
 } from "./store.ts";
+import { busyTryMs, isWriteLockBusy, waitForWriteLock } from "./write-lock.ts";
 
 interface EpochRow {
   number: number;
@@ -67,7 +68,7 @@ type BoundaryRow = [
   prompt_text: string | null,
 ];
 
-/** The longest a write waits for another process's write lock (the event loop waits with it). */
+/** The longest a write waits for another process's write lock (in timers: the event loop goes on, decision 175). */
 const busyWaitMs = 1000;
 
 function isSameState(a: EpochState, b: EpochState): boolean {
@@ -130,8 +131,9 @@ export class SqliteSessionStore implements SessionStore {
     try {
       this.#db.pragma("busy_timeout = 5000");
       this.#migrate();
-      // After opening, another process's write lock is waited for at most this long, then `StoreBusy`.
-      this.#db.pragma(`busy_timeout = ${busyWaitMs}`);
+      // After opening, SQLite waits for another process's write lock a few ms per try; `#write`
+      // tries again in timers for at most `busyWaitMs`, then `StoreBusy`.
+      this.#db.pragma(`busy_timeout = ${busyTryMs}`);
       this.#opened = file === ":memory:" ? undefined : statSync(file);
       this.#boundaryTransaction = this.#db.transaction((id, revision, commit) => {
         const head = this.#head(id, revision);
@@ -171,17 +173,19 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   /**
-   * Runs one write: the file is still the one opened, and SQLite's errors name the file and
-   * the operation (`${doing} session ${id}`, put together only for an error).
+   * Runs one write: the file is still the one opened, another process's write lock is
+   * waited for without blocking the event loop (`waitForWriteLock`), and SQLite's errors
+   * name the file and the operation (`${doing} session ${id}`, put together only for an error).
+   * `work` must write nothing when refused the lock: one statement, or an `immediate` transaction.
    */
-  #write<T>(doing: string, id: string, work: () => T): T {
+  async #write<T>(doing: string, id: string, work: () => T): Promise<T> {
     this.#checkFile();
     try {
-      return work();
+      return await waitForWriteLock(work, busyWaitMs);
     } catch (error) {
       if (error instanceof ContextHostError) throw error;
       const operation = `${doing} session ${id}`;
-      if ((error as { code?: unknown }).code === "SQLITE_BUSY") {
+      if (isWriteLockBusy(error)) {
         throw new StoreBusy({ file: this.file, waitedMs: busyWaitMs, operation });
       }
       throw new StoreFailed({ file: this.file, operation, cause: error });
@@ -220,7 +224,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void> {
-    this.#write("create", session.id, () =>
+    await this.#write("create", session.id, () =>
       this.#prepare("INSERT INTO sessions (id, location, provider, model) VALUES (@id, @location, @provider, @model)").run(
         session,
       ),
@@ -301,11 +305,11 @@ export class SqliteSessionStore implements SessionStore {
         id,
       );
     });
-    this.#write("update", id, () => update.immediate());
+    await this.#write("update", id, () => update.immediate());
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    this.#write("add a prompt to", id, () => {
+    await this.#write("add a prompt to", id, () => {
       this.#sessionRow(id);
       this.#prepare("INSERT INTO pending_prompts (session_id, text) VALUES (?, ?)").run(id, text);
     });
@@ -472,7 +476,7 @@ export class SqliteSessionStore implements SessionStore {
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     try {
-      const { committed, state } = this.#write("commit a boundary of", id, () =>
+      const { committed, state } = await this.#write("commit a boundary of", id, () =>
         this.#boundaryTransaction.immediate(id, revision, commit),
       );
       // Held only once committed: a rolled-back epoch must never be taken for the stored one.
@@ -495,7 +499,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async claimLease(id: string, lease: { holder: string; expiresAt: number }, now: number): Promise<boolean> {
-    const result = this.#write("claim the lease of", id, () =>
+    const result = await this.#write("claim the lease of", id, () =>
       this.#prepare(
         `UPDATE sessions SET lease_holder = ?, lease_expires = ?
        WHERE id = ? AND awaiting_reply = 1 AND (lease_holder IS NULL OR lease_holder = ? OR lease_expires <= ?)`,
@@ -506,14 +510,16 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async releaseLease(id: string, holder: string): Promise<void> {
-    this.#prepare("UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = ? AND lease_holder = ?").run(
-      id,
-      holder,
+    await this.#write("release the lease of", id, () =>
+      this.#prepare("UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = ? AND lease_holder = ?").run(
+        id,
+        holder,
+      ),
     );
   }
 
   async commitSummary(id: string, revision: number, text: string): Promise<void> {
-    this.#write("commit a summary of", id, () => this.#summaryTransaction.immediate(id, revision, text));
+    await this.#write("commit a summary of", id, () => this.#summaryTransaction.immediate(id, revision, text));
   }
 
   async discoveredInstructions(id: string, location: string): Promise<string[]> {
@@ -536,7 +542,7 @@ export class SqliteSessionStore implements SessionStore {
       let order = next.n;
       for (const file of files) if (insert.run(id, location, file, order).changes === 1) order += 1;
     });
-    run.immediate();
+    await this.#write("record discovered instructions of", id, () => run.immediate());
   }
 
   async close(): Promise<void> {
