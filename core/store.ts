@@ -8,6 +8,7 @@
  * @module
  */
 
+export { storedRequests } from "./host/stored-requests.ts";
 export {
   PostgresClientMissing,
   RevisionConflict,
@@ -27,7 +28,7 @@ export {
 } from "./session/store/engine-ledger.ts";
 export { PostgresEngineLedger, type PostgresEngineLedgerOptions } from "./session/store/engine-ledger-postgres.ts";
 export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";
-export { SqliteSessionStore } from "./session/store/sqlite.ts";
+export { SqliteSessionStore, sessionsFile } from "./session/store/sqlite.ts";
 export type {
   BoundaryCommit,
   BoundaryCommitted,

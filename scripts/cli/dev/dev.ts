@@ -6,20 +6,26 @@
 
 import path from "node:path";
 import readline from "node:readline";
-import { type Diagnostic, escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
-import { messageOf } from "../../../core/base/errors.ts";
-import { createHost, type Host } from "../../../core/host/host.ts";
-import type { McpServerInfo } from "../../../core/mcp/info.ts";
-import type { PluginInfo } from "../../../core/plugins/events.ts";
-import { formatOrigin } from "../../../core/plugins/find.ts";
-import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
-import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
-import { openAIModels } from "../../../core/providers/openai-lowering.ts";
-import { scriptedProvider } from "../../../core/providers/scripted.ts";
-import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
-import { readToolDefinition } from "../../../core/session/read-tool.ts";
-import type { StoredMessage } from "../../../core/session/store/store.ts";
+import {
+  anthropicProvider,
+  createHost,
+  type Diagnostic,
+  escapeControl,
+  formatDiagnostic,
+  formatOrigin,
+  type Host,
+  type McpServerInfo,
+  openAICompatibleProvider,
+  type PluginInfo,
+  type Provider,
+  type ProviderRequest,
+  readToolDefinition,
+  scriptedProvider,
+} from "../../../core/index.ts";
+import { openAIModels } from "../../../core/providers.ts";
+import type { StoredMessage } from "../../../core/store.ts";
 import { type Inspector, startInspector } from "../inspector/server.ts";
+import { messageOf } from "../message.ts";
 import { type DevArgs, type DevProviderName, devProviders, isDevProvider } from "./args.ts";
 import { devInspectorSource } from "./inspector-source.ts";
 import { DevModelStore } from "./model.ts";

@@ -2,8 +2,7 @@
 // inspector's read interface (`InspectorSource`): the page shows what the terminal
 // session learned, with the same times, Baselines and cached-prefix figures.
 
-import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import { formatOrigin } from "../../../core/plugins/find.ts";
+import { type Diagnostic, formatOrigin } from "../../../core/index.ts";
 import type {
   InspectorEvent,
   InspectorSource,

@@ -32,11 +32,9 @@
 // Every object handed out is a frozen copy-on-write value: a listener may keep it.
 
 import { EventEmitter } from "node:events";
-import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { PluginInfo, PluginOrigin } from "../../../core/plugins/plugin-set.ts";
-import type { ProviderRequest } from "../../../core/session/provider.ts";
-import type { EpochReason, StoredMessage } from "../../../core/session/store/store.ts";
-import type { Snapshot } from "../../../core/system-context/index.ts";
+import type { Diagnostic, PluginInfo, PluginOrigin, ProviderRequest } from "../../../core/index.ts";
+import type { EpochReason, StoredMessage } from "../../../core/store.ts";
+import type { Snapshot } from "../../../core/system-context.ts";
 import { type CacheFigures, cacheFigures } from "../cache-figures.ts";
 
 /** One Context Epoch of a session. */

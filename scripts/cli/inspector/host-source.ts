@@ -3,12 +3,9 @@
 // snapshots, so the store is read for those; when things happened (epoch starts,
 // admissions, reloads) is what this adapter saw happen, from the moment it was made.
 
-import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { Host } from "../../../core/host/host.ts";
-import { formatOrigin } from "../../../core/plugins/find.ts";
-import { explainPrefix } from "../../../core/providers/explain-prefix.ts";
-import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
-import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/session/store/store.ts";
+import { type Diagnostic, formatOrigin, type Host, type Provider, type ProviderRequest } from "../../../core/index.ts";
+import { explainPrefix } from "../../../core/providers.ts";
+import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/store.ts";
 import { cacheFigures } from "../cache-figures.ts";
 import type {
   EpochView,

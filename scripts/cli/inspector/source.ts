@@ -3,7 +3,7 @@
 // is); `subscribe` says that something changed, and the page reads again. A dev host's
 // in-memory model is adapted to it, and `hostInspectorSource` builds one from a real host.
 
-import type { McpServerInfo } from "../../../core/mcp/info.ts";
+import type { McpServerInfo } from "../../../core/index.ts";
 import type { CacheFigures } from "../cache-figures.ts";
 
 /** A value now, or once a read finishes (an in-memory model answers at once, a store does not). */
