@@ -24,8 +24,16 @@ export {
   type EngineLedger,
   type EnginePreview,
 } from "./host/engine.ts";
-export { findPlugins, type PluginPackageProblem, type PluginsFound } from "./host/find-plugins.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
+export {
+  type FoundPlugin,
+  findPlugins,
+  formatOrigin,
+  type PluginEntrySpec,
+  type PluginPackageProblem,
+  type PluginsFound,
+  readPluginEntry,
+} from "./host/plugin-listing.ts";
 export { type RenderBaselineOptions, type RenderedBaseline, renderBaseline } from "./host/render-baseline.ts";
 export { checkSettings as checkHostSettings } from "./host/settings.ts";
 export { McpClientMissing } from "./mcp/errors.ts";
@@ -33,7 +41,6 @@ export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
 export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./plugins/events.ts";
-export { type FoundPlugin, formatOrigin, type PluginEntrySpec, readPluginEntry } from "./plugins/find.ts";
 export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";
 export {
   ApiKeyMissing,

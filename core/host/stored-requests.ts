@@ -12,19 +12,6 @@ import type { EpochRecord, SessionRecord, StoredMessage } from "../session/store
  * the next step would send when the history does not end with a reply. `messages` is the
  * session's whole history (`store.messages(id)`), `epoch` one of its epochs, normally the
  * active one (`store.activeEpoch(id)`).
- *
- * @example
- * ```ts
- * import { replayCache } from "context-host/providers";
- * import { SqliteSessionStore, storedRequests } from "context-host/store";
- *
- * const store = new SqliteSessionStore(":memory:");
- * await store.createSession({ id: "s", location: "/projects/a", provider: "anthropic", model: "claude-sonnet-4-5" });
- * const epoch = await store.activeEpoch("s");
- * const requests = epoch === undefined ? [] : storedRequests(await store.session("s"), await store.messages("s"), epoch);
- * console.log(replayCache(requests, { api: "anthropic" }).length); // 0: no boundary yet
- * await store.close();
- * ```
  */
 export function storedRequests(
   session: Pick<SessionRecord, "id" | "provider" | "model">,
