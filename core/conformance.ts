@@ -8,7 +8,7 @@
  */
 
 export { type Disposer, Scope } from "./base/scope.ts";
-export { checkPluginIsolated, type IsolatedCheckOptions } from "./conformance/check-isolated.ts";
+export { checkPluginIsolated, checkPluginsIsolated, type IsolatedCheckOptions } from "./conformance/check-isolated.ts";
 export {
   type CheckPluginOptions,
   checkPlugin,

@@ -11,7 +11,7 @@
  * @module
  */
 
-export { type Diagnostic, type DiagnosticPhase, formatDiagnostic } from "./base/diagnostics.ts";
+export { type Diagnostic, type DiagnosticPhase, escapeControl, formatDiagnostic } from "./base/diagnostics.ts";
 export { ContextHostError, DisposersFailed, SettingInvalid } from "./base/errors.ts";
 export {
   type AdmittedUpdate,
@@ -24,12 +24,22 @@ export {
   type EnginePreview,
 } from "./host/engine.ts";
 export { createHost, type Host, type HostOptions } from "./host/host.ts";
+export {
+  type FoundPlugin,
+  findPlugins,
+  formatOrigin,
+  type PluginEntrySpec,
+  type PluginPackageProblem,
+  type PluginsFound,
+  readPluginEntry,
+} from "./host/plugin-listing.ts";
 export { type RenderBaselineOptions, type RenderedBaseline, renderBaseline } from "./host/render-baseline.ts";
+export { checkSettings as checkHostSettings } from "./host/settings.ts";
 export { McpClientMissing } from "./mcp/errors.ts";
 export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
 export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
-export type { LoadTimings, PluginEvent, PluginInfo } from "./plugins/events.ts";
+export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./plugins/events.ts";
 export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";
 export {
   ApiKeyMissing,

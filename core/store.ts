@@ -8,6 +8,7 @@
  * @module
  */
 
+export { storedRequests } from "./host/stored-requests.ts";
 export {
   PostgresClientMissing,
   RevisionConflict,
@@ -20,7 +21,7 @@ export {
   StoreSchemaNewer,
 } from "./session/errors.ts";
 export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";
-export { SqliteSessionStore } from "./session/store/sqlite.ts";
+export { SqliteSessionStore, sessionsFile } from "./session/store/sqlite.ts";
 export type {
   BoundaryCommit,
   BoundaryCommitted,

@@ -84,7 +84,7 @@ export async function checkPluginIsolated(file: string, options: IsolatedCheckOp
  * `concurrency` at once, default 1): besides each plugin's findings, two files declaring the same
  * plugin name, of which a host loads only the one whose path sorts first (its `namespace`
  * diagnostic), are a `plugin-loads` finding of every other. Findings in the order of `files`.
- * @internal
+ * `context-host check` runs this.
  */
 export async function checkPluginsIsolated(
   files: readonly string[],

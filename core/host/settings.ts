@@ -10,6 +10,7 @@ import { checkTimeZone } from "../sources/date.ts";
 /**
  * The schema of the `HostOptions` (host.ts) that are settings rather than wiring: what
  * `createHost` and a settings file are checked against. Other options pass unchecked.
+ * @internal
  */
 export const HostOptionsSchema = Type.Object(
   {
@@ -46,7 +47,12 @@ export const HostOptionsSchema = Type.Object(
 
 const validator = Compile(HostOptionsSchema);
 
-/** Checks host settings; throws `SettingInvalid` naming the setting and what is wrong. */
+/**
+ * Checks the settings part of `HostOptions` (`timeZone`, `plugins`, `isolation`, the
+ * deadlines, `instructions`, `mcpServers`) as `createHost` does, e.g. a settings file before
+ * anything starts; other options pass unchecked. Throws `SettingInvalid` naming the setting
+ * and what is wrong.
+ */
 export function checkSettings(settings: unknown): void {
   if (!validator.Check(settings)) {
     const first = validator.Errors(settings)[0];

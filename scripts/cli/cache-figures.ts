@@ -1,9 +1,8 @@
 // Owns `cacheFigures`: what one request reads from and writes to the provider's prompt
 // cache, by the cache model (`explainPrefix` with a model), for the terminal and the page.
 
-import { replayCache } from "../../core/providers/cache-model.ts";
-import { explainPrefix } from "../../core/providers/explain-prefix.ts";
-import type { ProviderRequest } from "../../core/session/provider.ts";
+import type { ProviderRequest } from "../../core/index.ts";
+import { explainPrefix, replayCache } from "../../core/providers.ts";
 
 /** A request's cache figures on its session's model: tokens estimated (about four characters each). */
 export interface CacheFigures {

@@ -5,11 +5,8 @@
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { checkPluginsIsolated } from "../../core/conformance/check-isolated.ts";
-import { formatFinding, type PluginFinding } from "../../core/conformance/check-plugin.ts";
-import { discoverPlugins } from "../../core/plugins/discover.ts";
-import { readPluginEntry } from "../../core/plugins/find.ts";
-import { hostPackageVersion, lookUpPackage } from "../../core/plugins/packages.ts";
+import { checkPluginsIsolated, formatFinding, type PluginFinding } from "../../core/conformance.ts";
+import { findPlugins, readPluginEntry } from "../../core/index.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
@@ -61,10 +58,11 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
   for (const arg of given) {
     const spec = readPluginEntry(arg, cwd);
     if (spec.kind === "package") {
-      const lookup = lookUpPackage(spec.name, cwd, hostPackageVersion());
-      if (lookup.kind === "missing") throw new UsageInvalid({ command: "check", reason: lookup.problem });
-      plugins.push(...lookup.plugins.map((plugin) => plugin.file));
-      packageProblems.push(...lookup.problems);
+      const found = findPlugins([spec.name], { projectRoot: cwd });
+      const missing = found.problems.find((problem) => !problem.isInstalled);
+      if (missing !== undefined) throw new UsageInvalid({ command: "check", reason: missing.message });
+      plugins.push(...found.plugins.map((plugin) => plugin.file));
+      packageProblems.push(...found.problems.map((problem) => problem.message));
       continue;
     }
     const target = spec.path;
@@ -76,7 +74,7 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     const index = ["index.ts", "index.js"].map((f) => path.join(target, f)).find((f) => existsSync(f));
     if (index !== undefined) plugins.push(index);
     else {
-      const found = discoverPlugins(target);
+      const found = findPlugins([target]).plugins;
       if (found.length === 0)
         throw new UsageInvalid({
           command: "check",

@@ -3,12 +3,9 @@
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { escapeControl } from "../../core/base/diagnostics.ts";
+import { escapeControl, type ProviderRequest, type TokenUsage } from "../../core/index.ts";
 import { type CachedRequest, costOf, priceOf, replayCache } from "../../core/providers.ts";
-import { projectHistory } from "../../core/session/projection.ts";
-import type { ProviderRequest, TokenUsage } from "../../core/session/provider.ts";
-import { SqliteSessionStore, sessionsFile } from "../../core/session/store/sqlite.ts";
-import { type EpochRecord, type StoredMessage, listSessions as storedSessions } from "../../core/session/store/store.ts";
+import { SqliteSessionStore, sessionsFile, storedRequests, listSessions as storedSessions } from "../../core/store.ts";
 import { optionValue, UsageInvalid } from "./usage.ts";
 
 export interface InspectArgs {
@@ -83,31 +80,6 @@ const add = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
   output: a.output + b.output,
 });
 
-/**
- * The requests the active epoch sent (or will send next): its system parts and the
- * projected history up to each reply of the epoch, and the whole history when it does
- * not end with a reply.
- */
-function epochRequests(
-  session: { id: string; provider: string; model: string },
-  messages: readonly StoredMessage[],
-  epoch: EpochRecord,
-): ProviderRequest[] {
-  const system = [...(typeof epoch.systemPrompt === "string" ? [epoch.systemPrompt] : []), epoch.baseline];
-  const request = (before: readonly StoredMessage[]): ProviderRequest => ({
-    provider: session.provider,
-    model: session.model,
-    system,
-    sessionId: session.id,
-    messages: projectHistory(before, epoch),
-  });
-  const requests = messages.flatMap((message, index) =>
-    message.role === "assistant" && message.seq >= epoch.startedSeq ? [request(messages.slice(0, index))] : [],
-  );
-  if (messages.at(-1)?.role !== "assistant") requests.push(request(messages));
-  return requests;
-}
-
 /** The cache model's view of the active epoch's requests on `model`. */
 function cacheReplay(model: string, requests: readonly ProviderRequest[]): readonly CachedRequest[] {
   return replayCache(requests, { api: model.startsWith("claude-") ? "anthropic" : "openai", model });
@@ -139,7 +111,7 @@ export async function inspect(args: InspectArgs & { out: (text: string) => void;
     const cache =
       args.model === undefined || epoch === undefined
         ? undefined
-        : cacheReplay(args.model, epochRequests(session, messages, epoch));
+        : cacheReplay(args.model, storedRequests(session, messages, epoch));
     if (args.json) {
       const replay = cache === undefined ? {} : { cache: { model: args.model, requests: cache } };
       args.out(JSON.stringify({ session, epoch: epoch ?? null, messages, total, usd: usd ?? null, ...replay }, null, 2));

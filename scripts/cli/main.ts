@@ -3,11 +3,12 @@
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { ContextHostError, messageOf } from "../../core/base/errors.ts";
+import { ContextHostError } from "../../core/index.ts";
 import { check, parseCheckArgs } from "./check.ts";
 import { parseDevArgs } from "./dev/args.ts";
 import { dev } from "./dev/dev.ts";
 import { inspect, parseInspectArgs } from "./inspect.ts";
+import { messageOf } from "./message.ts";
 import { listPlugins, parsePluginsArgs } from "./plugins.ts";
 import { parseRenderArgs, render } from "./render.ts";
 import { type CommandName, commandUsage, isCommand, overview, UsageInvalid, usageExitCode } from "./usage.ts";

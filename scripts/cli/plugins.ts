@@ -4,9 +4,7 @@
 // package whose plugins would not load (not installed, incompatible) says why on stderr.
 
 import path from "node:path";
-import { escapeControl } from "../../core/base/diagnostics.ts";
-import { findPlugins, formatOrigin } from "../../core/plugins/find.ts";
-import { hostPackageVersion } from "../../core/plugins/packages.ts";
+import { escapeControl, findPlugins, formatOrigin } from "../../core/index.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -40,9 +38,11 @@ export function parsePluginsArgs(args: readonly string[], cwd: string): PluginsA
 
 /** Lists the plugins (or prints them as JSON) and returns the exit code. */
 export function listPlugins(args: PluginsArgs, io: { out: (text: string) => void; err: (text: string) => void }): number {
-  const found = findPlugins(args.plugins, args.cwd, hostPackageVersion());
+  const found = findPlugins(args.plugins, { projectRoot: args.cwd });
   if (args.json) {
-    io.out(JSON.stringify({ plugins: found.plugins, problems: found.problems }, null, 2));
+    // The problems as before `isInstalled`: a missing package says so in its message.
+    const problems = found.problems.map(({ isInstalled: _isInstalled, ...problem }) => problem);
+    io.out(JSON.stringify({ plugins: found.plugins, problems }, null, 2));
   } else {
     const shown = (file: string) => {
       const relative = path.relative(args.cwd, file);

@@ -3,13 +3,15 @@
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { silentLogger } from "../../core/base/clock.ts";
-import { formatDiagnostic } from "../../core/base/diagnostics.ts";
-import { type RenderedBaseline, renderBaseline } from "../../core/host/render-baseline.ts";
-import type { McpServersSettings } from "../../core/mcp/settings.ts";
-import type { CoreSource } from "../../core/sources/core-source.ts";
-import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
-import { InitializationBlocked } from "../../core/system-context/index.ts";
+import {
+  type CoreSource,
+  formatDiagnostic,
+  type InstructionSettings,
+  type McpServersSettings,
+  type RenderedBaseline,
+  renderBaseline,
+} from "../../core/index.ts";
+import { InitializationBlocked } from "../../core/system-context.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -45,7 +47,8 @@ export async function render(options: RenderOptions): Promise<number> {
   try {
     rendered = await renderBaseline({
       location: options.location,
-      logger: silentLogger,
+      // What goes wrong is in `diagnostics`, printed below: nothing is logged.
+      logger: { info() {}, warn() {}, error() {} },
       // A one-shot command: a plugin's disposers get 1 s, then its worker is stopped.
       disposeDeadlineMs: 1000,
       ...(options.core === undefined ? {} : { core: options.core }),

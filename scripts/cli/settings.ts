@@ -6,10 +6,8 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
-import { messageOf } from "../../core/base/errors.ts";
-import { checkSettings } from "../../core/host/settings.ts";
-import type { McpServersSettings } from "../../core/mcp/settings.ts";
-import type { InstructionSettings } from "../../core/sources/instructions/service.ts";
+import { checkHostSettings, type InstructionSettings, type McpServersSettings } from "../../core/index.ts";
+import { messageOf } from "./message.ts";
 import { type CommandName, pluginEntry, UsageInvalid } from "./usage.ts";
 
 /** The settings file's name, looked for in the working folder. */
@@ -30,7 +28,7 @@ export interface CliSettings {
   readonly mcpServers?: McpServersSettings;
 }
 
-// The file's own shape; `checkSettings` (the host's schema) then checks the host settings in depth.
+// The file's own shape; `checkHostSettings` (the host's schema) then checks the host settings in depth.
 const SettingsFile = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
@@ -85,7 +83,7 @@ export function readSettingsFile(file: string, command: CommandName, projectRoot
     );
   }
   try {
-    checkSettings(parsed);
+    checkHostSettings(parsed);
   } catch (error) {
     throw fail(messageOf(error));
   }

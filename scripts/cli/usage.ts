@@ -3,9 +3,7 @@
 
 import { statSync } from "node:fs";
 import path from "node:path";
-import { ContextHostError } from "../../core/base/errors.ts";
-import { readPluginEntry } from "../../core/plugins/find.ts";
-import { installedManifest } from "../../core/plugins/packages.ts";
+import { ContextHostError, findPlugins, readPluginEntry } from "../../core/index.ts";
 
 /** Exit code of a usage error (EX_USAGE). */
 export const usageExitCode = 64;
@@ -138,7 +136,8 @@ export function pluginEntry(
 ): string {
   const spec = readPluginEntry(value, cwd);
   if (spec.kind === "package") {
-    if (installedManifest(spec.name, projectRoot) !== undefined) return spec.name;
+    const isMissing = findPlugins([spec.name], { projectRoot }).problems.some((problem) => !problem.isInstalled);
+    if (!isMissing) return spec.name;
     throw new UsageInvalid({
       command,
       reason: `${what}: no such folder or file (${path.resolve(cwd, value)}), and no installed package ${value} (npm i ${value})`,

@@ -121,6 +121,22 @@ describe("architecture: layers", () => {
     expect(cycles(graph)).to.deep.equal([["x/store.ts", "x/low/a.ts", "x/store.ts"]]);
   });
 
+  it("the command line imports the package's entries only: an internal module of core/ is refused", () => {
+    const code: Record<string, string> = {
+      "scripts/cli/tool.ts": [
+        'import { createHost } from "../../core/index.ts";',
+        'import { SqliteSessionStore } from "../../core/store.ts";',
+        'import { messageOf } from "../../core/base/errors.ts";',
+        'import type { StoredMessage } from "../../core/session/store/store.ts";',
+      ].join("\n"),
+    };
+    const graph = graphOf(root, Object.keys(code), (file) => code[file] as string, own);
+    expect(violations(graph)).to.deep.equal([
+      "scripts/cli/tool.ts → core/base/errors.ts: layer cli may not import base",
+      "scripts/cli/tool.ts → core/session/store/store.ts: layer cli may not import session",
+    ]);
+  });
+
   it("the package's own entries resolve to their source files", () => {
     expect(own.name).to.equal("context-host");
     expect(own.entries.get("context-host")).to.equal("core/index.ts");

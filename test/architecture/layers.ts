@@ -63,20 +63,8 @@ export const layers: readonly Layer[] = [
   {
     name: "cli",
     paths: ["scripts/cli"],
-    // The package's entries too: what the command line needs, users need (issue 33 moves it onto them).
-    imports: [
-      "base",
-      "system-context",
-      "registry",
-      "plugins",
-      "sources",
-      "mcp",
-      "session",
-      "providers",
-      "host",
-      "conformance",
-      "entry",
-    ],
+    // The package's entries only: what the command line needs, users need (issue 33, decision 153).
+    imports: ["entry"],
     packages: "*",
   },
 ];

@@ -1,13 +1,14 @@
 // The dev model: what `dev` knows of its host, for the terminal and the inspector —
 // epochs, the timeline with Mid-Conversation System Messages marked, the snapshot with
 // when each value was admitted, plugins with reload times, problems, and per request
-// the cached-prefix share.
+// the cached-prefix share: each session the one view of session-view.ts.
 
 import { expect } from "chai";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
 import type { ProviderRequest } from "../../core/index.ts";
 import type { StoredMessage } from "../../core/store.ts";
-import { DevModelStore, requestBytes, sharedPrefixBytes } from "../../scripts/cli/dev/model.ts";
+import { DevModelStore } from "../../scripts/cli/dev/model.ts";
+import { prefixShare } from "../../scripts/cli/session-view.ts";
 
 const request = (system: string[], messages: ProviderRequest["messages"], model = "m"): ProviderRequest => ({
   provider: "scripted",
@@ -18,14 +19,6 @@ const request = (system: string[], messages: ProviderRequest["messages"], model 
 const stored = (seq: number, role: StoredMessage["role"], text: string, epoch = 1): StoredMessage => ({ seq, role, text, epoch });
 
 describe("dev model", () => {
-  it("counts the bytes a request shares with the previous one from its start", () => {
-    expect(sharedPrefixBytes(Buffer.from("abcdef"), Buffer.from("abcxyz"))).to.equal(3);
-    expect(sharedPrefixBytes(Buffer.from("abc"), Buffer.from("abcdef"))).to.equal(3);
-    expect(sharedPrefixBytes(Buffer.from(""), Buffer.from("abc"))).to.equal(0);
-    // UTF-8 bytes, not characters.
-    expect(requestBytes(request(["é"], [])).length).to.equal(Buffer.byteLength(`${JSON.stringify(["scripted", "m"])}\n"é"`));
-  });
-
   it("records boundaries: a new epoch, the admitted messages, the snapshot's admission times and the cached-prefix share", () => {
     let now = 1000;
     const model = new DevModelStore({ now: () => now });
@@ -44,9 +37,9 @@ describe("dev model", () => {
       snapshot: { "a/x": { value: 1 }, "a/y": { value: "y" } },
     };
     const one = model.recordBoundary("s", { request: first, epoch: epoch1, admitted: [stored(1, "user", "one")] });
-    expect(one.epochStarted).to.deep.equal({ number: 1, reason: "initial", startedAt: 1000, baseline: "base" });
-    expect(one.request).to.deep.include({ reusedBytes: 0, share: 0 });
-    expect(one.request.newBytes).to.equal(requestBytes(first).length);
+    expect(one.epochStarted).to.deep.equal({ number: 1, reason: "initial", at: "1970-01-01T00:00:01.000Z", baseline: "base" });
+    expect(one.request).to.deep.include({ index: 1, epoch: 1, reusedBytes: 0, prefix: "first" });
+    expect(one.request.newBytes).to.equal(prefixShare(undefined, first).bytes);
     model.appendMessages("s", [stored(2, "assistant", "reply 1")]);
 
     now = 2000;
@@ -67,22 +60,26 @@ describe("dev model", () => {
     });
     expect(two.epochStarted).to.equal(undefined);
     // The second request extends the first: every byte of the first is reused.
-    const shared = sharedPrefixBytes(requestBytes(first), requestBytes(second));
-    expect(shared).to.equal(requestBytes(first).length);
-    expect(two.request).to.deep.include({ reusedBytes: shared, newBytes: requestBytes(second).length - shared });
-    expect(two.request.share).to.be.closeTo(shared / requestBytes(second).length, 1e-9);
+    const shared = prefixShare(undefined, first).bytes;
+    expect(two.request).to.deep.include({
+      index: 2,
+      prefix: "extends",
+      reusedBytes: shared,
+      newBytes: prefixShare(undefined, second).bytes - shared,
+    });
 
     const session = model.session("s");
-    expect(session?.messages.map((m) => `${m.seq} ${m.role}`)).to.deep.equal([
-      "1 user",
-      "2 assistant",
-      "3 user",
-      "4 system-update",
+    expect(session?.messages.map((m) => `${m.seq} ${m.role} ${m.isSystemUpdate}`)).to.deep.equal([
+      "1 user false",
+      "2 assistant false",
+      "3 user false",
+      "4 system-update true",
     ]);
+    expect(session).to.deep.include({ epoch: 1, messageCount: 4, baseline: "base" });
     // a/x changed at 2000; a/y kept its admission time.
     expect(session?.snapshot.map((row) => [row.key, row.value, row.admittedAt])).to.deep.equal([
-      ["a/x", 2, 2000],
-      ["a/y", "y", 1000],
+      ["a/x", 2, "1970-01-01T00:00:02.000Z"],
+      ["a/y", "y", "1970-01-01T00:00:01.000Z"],
     ]);
 
     now = 3000;
@@ -93,14 +90,16 @@ describe("dev model", () => {
       admitted: [stored(5, "user", "three", 2)],
     });
     expect(three.epochStarted?.reason).to.equal("switch");
+    // Another model: nothing of the previous request is reused, and the request starts epoch 2.
+    expect(three.request).to.deep.include({ epoch: 2, reusedBytes: 0, prefix: "new-epoch", reason: "switch" });
     // A new epoch re-admits every value.
-    expect(model.session("s")?.snapshot).to.deep.equal([{ key: "a/y", value: "y", admittedAt: 3000, epoch: 2 }]);
+    expect(model.session("s")?.snapshot).to.deep.equal([{ key: "a/y", value: "y", admittedAt: "1970-01-01T00:00:03.000Z" }]);
     expect(model.session("s")?.epochs.map((e) => e.number)).to.deep.equal([1, 2]);
     expect(events).to.deep.equal([
       "session s",
       "boundary 1 user 0",
       `boundary - user,system-update ${shared}`,
-      `boundary 2 user ${three.request.reusedBytes}`,
+      "boundary 2 user 0",
     ]);
     expect(Object.isFrozen(model.session("s"))).to.equal(true);
   });

@@ -6,11 +6,9 @@
 import fs from "node:fs";
 import http from "node:http";
 import { expect } from "chai";
-import type { ProviderRequest } from "../../core/index.ts";
 import {
   InspectorPortUnavailable,
   type PluginView,
-  prefixShare,
   type SessionSummary,
   type SessionView,
   startInspector,
@@ -243,36 +241,5 @@ describe("inspector: the server", () => {
     await reader.read();
     await inspector.close();
     expect((await reader.read()).done).to.equal(true);
-  });
-});
-
-describe("inspector: the cached-prefix share of a request", () => {
-  const request = (system: string[], texts: string[], epoch = 1, reason = "initial"): ProviderRequest => ({
-    provider: "p",
-    model: "m",
-    system,
-    messages: texts.map((text) => ({ role: "user" as const, text })),
-    epoch: { number: epoch, reason },
-  });
-
-  it("a new epoch's Baseline reuses the system prompt and the Baseline's text up to its first change", () => {
-    const previous = request(["prompt", "alpha: 1\n\nbeta: 1"], ["hi"]);
-    const next = request(["prompt", "alpha: 1\n\nbeta: 2"], ["hi"], 2, "move");
-    const share = prefixShare(previous, next);
-    expect(share).to.deep.equal({
-      bytes: "prompt".length + "alpha: 1\n\nbeta: 2".length + JSON.stringify({ role: "user", text: "hi" }).length,
-      reusedBytes: "prompt".length + "alpha: 1\n\nbeta: ".length,
-      prefix: "new-epoch",
-      reason: "move",
-    });
-  });
-
-  it("a differing message is new as a whole; another model reuses nothing", () => {
-    const previous = request(["s"], ["one", "two"]);
-    const next = request(["s"], ["one", "TWO", "three"]);
-    const one = JSON.stringify({ role: "user", text: "one" }).length;
-    expect(prefixShare(previous, next)).to.include({ reusedBytes: 1 + one, prefix: "break-within-epoch" });
-    expect(prefixShare(previous, { ...next, model: "other" })).to.include({ reusedBytes: 0 });
-    expect(prefixShare(undefined, next)).to.include({ reusedBytes: 0, prefix: "first" });
   });
 });

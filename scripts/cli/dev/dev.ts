@@ -6,20 +6,27 @@
 
 import path from "node:path";
 import readline from "node:readline";
-import { type Diagnostic, escapeControl, formatDiagnostic } from "../../../core/base/diagnostics.ts";
-import { messageOf } from "../../../core/base/errors.ts";
-import { createHost, type Host } from "../../../core/host/host.ts";
-import type { McpServerInfo } from "../../../core/mcp/info.ts";
-import type { PluginInfo } from "../../../core/plugins/events.ts";
-import { formatOrigin } from "../../../core/plugins/find.ts";
-import { anthropicProvider } from "../../../core/providers/anthropic-provider.ts";
-import { openAICompatibleProvider } from "../../../core/providers/openai-compatible-provider.ts";
-import { openAIModels } from "../../../core/providers/openai-lowering.ts";
-import { scriptedProvider } from "../../../core/providers/scripted.ts";
-import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
-import { readToolDefinition } from "../../../core/session/read-tool.ts";
-import type { StoredMessage } from "../../../core/session/store/store.ts";
+import {
+  anthropicProvider,
+  createHost,
+  type Diagnostic,
+  escapeControl,
+  formatDiagnostic,
+  formatOrigin,
+  type Host,
+  type McpServerInfo,
+  openAICompatibleProvider,
+  type PluginInfo,
+  type Provider,
+  type ProviderRequest,
+  readToolDefinition,
+  scriptedProvider,
+} from "../../../core/index.ts";
+import { openAIModels } from "../../../core/providers.ts";
+import type { StoredMessage } from "../../../core/store.ts";
 import { type Inspector, startInspector } from "../inspector/server.ts";
+import { messageOf } from "../message.ts";
+import { type MessageView, messageView } from "../session-view.ts";
 import { type DevArgs, type DevProviderName, devProviders, isDevProvider } from "./args.ts";
 import { devInspectorSource } from "./inspector-source.ts";
 import { DevModelStore } from "./model.ts";
@@ -201,17 +208,20 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       seenSeq = all.at(-1)?.seq ?? seenSeq;
       return fresh;
     };
-    /** Prints messages; the text of an assistant message whose reply was streamed is already on screen. */
-    const printMessages = (messages: readonly StoredMessage[], streamedSeq?: number) => {
+    /** Prints messages (the views the model keeps); the text of an assistant message whose reply was streamed is already on screen. */
+    const printMessages = (messages: readonly MessageView[], streamedSeq?: number) => {
       for (const message of messages) {
-        if (message.role === "system-update") screen.section("update", "Mid-Conversation System Message", message.text);
+        if (message.isSystemUpdate) screen.section("update", "Mid-Conversation System Message", message.text);
         else if (message.role === "summary") screen.section("summary", "Compaction summary", message.text);
         else if (message.role === "assistant") {
           if (message.seq !== streamedSeq)
             screen.lines(safeLines(message.text).map((line, i) => `${i === 0 ? "assistant: " : "           "}${line}`));
-          for (const call of message.toolCalls ?? []) screen.line("note", `  (tool call ${safeLines(call.name).join(" ")})`);
+          for (const name of message.toolNames ?? []) screen.line("note", `  (tool call ${safeLines(name).join(" ")})`);
         } else if (message.role === "tool")
-          screen.line("note", `  (tool ${safeLines(message.name ?? "?").join(" ")}: ${message.text.length} characters)`);
+          screen.line(
+            "note",
+            `  (tool ${safeLines(message.toolNames?.[0] ?? "?").join(" ")}: ${message.text.length} characters)`,
+          );
       }
     };
 
@@ -219,17 +229,19 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
     async function showBoundary(request: ProviderRequest): Promise<void> {
       const epoch = await host.epoch(id);
       const appended = await newMessages();
-      if (epoch !== undefined) {
-        const boundary = model.recordBoundary(id, { request, epoch, admitted: appended });
-        if (boundary.epochStarted !== undefined) {
-          screen.section(
-            "baseline",
-            `Baseline System Context · epoch ${boundary.epochStarted.number} (${boundary.epochStarted.reason})`,
-            boundary.epochStarted.baseline,
-          );
-        }
+      if (epoch === undefined) {
+        printMessages(appended.map(messageView));
+        return;
       }
-      printMessages(appended);
+      const { epochStarted, admitted } = model.recordBoundary(id, { request, epoch, admitted: appended });
+      if (epochStarted !== undefined) {
+        screen.section(
+          "baseline",
+          `Baseline System Context · epoch ${epochStarted.number} (${epochStarted.reason})`,
+          epoch.baseline,
+        );
+      }
+      printMessages(admitted);
     }
 
     /** Writes the reply as it streams (decision 123); a retried call's reply starts again on a new line. */
@@ -263,8 +275,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
           screen.line("note", "  another process is calling the provider for this session; try again shortly");
           return;
         }
-        const replied = await newMessages();
-        model.appendMessages(id, replied);
+        const replied = model.appendMessages(id, await newMessages());
         const reply = replied.find((m) => m.role === "assistant");
         printMessages(replied, streamedAttempt === undefined ? undefined : reply?.seq);
         if ((result.reply.toolCalls ?? []).length === 0) return;
@@ -334,9 +345,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
         case "/compact":
           await host.compact(id);
           {
-            const summary = await newMessages();
-            model.appendMessages(id, summary);
-            printMessages(summary);
+            printMessages(model.appendMessages(id, await newMessages()));
           }
           screen.line("note", "  compacted: the next prompt starts a new Context Epoch");
           return true;

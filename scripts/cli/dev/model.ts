@@ -1,13 +1,14 @@
 // Owns the dev model: what `context-host dev` knows about its running host, kept in
 // memory and announced by events, so the terminal and the browser inspector show the
-// same thing. The dev command is its only writer; views only read and subscribe.
+// same thing. The dev command is its only writer; views only read and subscribe. A
+// session is the one view of `../session-view.ts` (the inspector serves it as it is).
 //
 // The interface, for views (the inspector subscribes to it):
 //
-//   model.sessions()          every session of this dev run, oldest first (a DevSession each:
+//   model.sessions()          every session of this dev run, oldest first (a SessionView each:
 //                             id, location, provider, model, its Context Epochs with their
 //                             reason, start time and Baseline, the timeline of messages with
-//                             each Mid-Conversation System Message marked `role: "system-update"`,
+//                             each Mid-Conversation System Message marked `isSystemUpdate`,
 //                             the active Context Snapshot as rows (key, value, admitted when),
 //                             and per provider request the cached-prefix share)
 //   model.session(id)         one of them, or undefined
@@ -20,8 +21,8 @@
 //                                                 a Safe Provider-Turn Boundary ran and its request
 //                                                 was sent: the new epoch (if one began), the messages
 //                                                 it appended (prompts, Mid-Conversation System
-//                                                 Messages, the reply, tool results) and the request's
-//                                                 cached-prefix share
+//                                                 Messages, the reply, tool results) and the request
+//                                                 with its cached-prefix share
 //     "plugin"    { plugin, change }              a plugin generation became active, or was removed
 //     "problem"   { diagnostic, problems }        a new diagnostic was reported; `problems` is
 //                                                 the current list after it (a plugin that loads
@@ -32,72 +33,19 @@
 // Every object handed out is a frozen copy-on-write value: a listener may keep it.
 
 import { EventEmitter } from "node:events";
-import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { PluginInfo, PluginOrigin } from "../../../core/plugins/plugin-set.ts";
-import type { ProviderRequest } from "../../../core/session/provider.ts";
-import type { EpochReason, StoredMessage } from "../../../core/session/store/store.ts";
-import type { Snapshot } from "../../../core/system-context/index.ts";
-import { type CacheFigures, cacheFigures } from "../cache-figures.ts";
-
-/** One Context Epoch of a session. */
-export interface DevEpoch {
-  readonly number: number;
-  readonly reason: EpochReason;
-  /** When the dev host saw the epoch begin (ms since 1970). */
-  readonly startedAt: number;
-  /** The Baseline System Context exactly as sent. */
-  readonly baseline: string;
-}
-
-/** One message of a session's timeline. */
-export interface DevMessage {
-  readonly seq: number;
-  /** `system-update` marks a Mid-Conversation System Message. */
-  readonly role: StoredMessage["role"];
-  readonly text: string;
-  readonly epoch: number;
-  /** When the dev host saw it admitted (ms since 1970). */
-  readonly at: number;
-  /** Tool calls of an assistant message, by name. */
-  readonly toolCalls?: readonly string[];
-}
-
-/** One admitted Context Source of the active snapshot. */
-export interface DevSnapshotRow {
-  readonly key: string;
-  /** The admitted value (codec-encoded JSON). */
-  readonly value: unknown;
-  /** When this value was admitted (ms since 1970), and in which epoch. */
-  readonly admittedAt: number;
-  readonly epoch: number;
-}
-
-/** One provider request and how much of it the previous request's prefix covers. */
-export interface DevRequest {
-  readonly at: number;
-  readonly epoch: number;
-  /** UTF-8 bytes of the request's system parts and messages. */
-  readonly bytes: number;
-  /** Bytes shared with the previous request of the session, from the start (what a prompt cache can reuse). */
-  readonly reusedBytes: number;
-  /** `bytes - reusedBytes`. */
-  readonly newBytes: number;
-  /** `reusedBytes / bytes`, 0 for the first request. */
-  readonly share: number;
-  /** What it read from and wrote to the provider's cache on the session's model (claude-* and gpt-* models). */
-  readonly cache?: CacheFigures;
-}
-
-export interface DevSession {
-  readonly id: string;
-  readonly location: string;
-  readonly provider: string;
-  readonly model: string;
-  readonly epochs: readonly DevEpoch[];
-  readonly messages: readonly DevMessage[];
-  readonly snapshot: readonly DevSnapshotRow[];
-  readonly requests: readonly DevRequest[];
-}
+import type { Diagnostic, PluginInfo, PluginOrigin, ProviderRequest } from "../../../core/index.ts";
+import type { EpochReason, StoredMessage } from "../../../core/store.ts";
+import type { Snapshot } from "../../../core/system-context.ts";
+import {
+  AdmissionTimes,
+  type EpochView,
+  isoTime,
+  type MessageView,
+  messageView,
+  type RequestView,
+  requestView,
+  type SessionView,
+} from "../session-view.ts";
 
 /** One activation of a plugin generation. */
 export interface DevReload {
@@ -121,12 +69,12 @@ export interface DevPlugin {
 }
 
 export interface DevModelEvents {
-  readonly session: { readonly session: DevSession };
+  readonly session: { readonly session: SessionView };
   readonly boundary: {
-    readonly session: DevSession;
-    readonly epochStarted?: DevEpoch;
-    readonly admitted: readonly DevMessage[];
-    readonly request: DevRequest;
+    readonly session: SessionView;
+    readonly epochStarted?: EpochView;
+    readonly admitted: readonly MessageView[];
+    readonly request: RequestView;
   };
   readonly plugin: { readonly plugin: DevPlugin; readonly change: "activated" | "removed" };
   readonly problem: { readonly diagnostic: Diagnostic; readonly problems: readonly Diagnostic[] };
@@ -136,38 +84,22 @@ export type DevModelEvent = keyof DevModelEvents;
 
 /** What views read and subscribe to. */
 export interface DevModel {
-  sessions(): readonly DevSession[];
-  session(id: string): DevSession | undefined;
+  sessions(): readonly SessionView[];
+  session(id: string): SessionView | undefined;
   plugins(): readonly DevPlugin[];
   problems(): readonly Diagnostic[];
   on<E extends DevModelEvent>(event: E, listener: (payload: DevModelEvents[E]) => void): () => void;
 }
 
-/** Bytes two texts share from their start, in UTF-8. */
-export function sharedPrefixBytes(previous: Buffer, next: Buffer): number {
-  const length = Math.min(previous.length, next.length);
-  let i = 0;
-  while (i < length && previous[i] === next[i]) i++;
-  return i;
-}
-
-/** A request as the prompt cache sees it: provider and model, then system parts, then messages, in order. */
-export function requestBytes(request: ProviderRequest): Buffer {
-  const parts = [JSON.stringify([request.provider, request.model]), ...request.system.map((s) => JSON.stringify(s))];
-  for (const message of request.messages) parts.push(JSON.stringify(message));
-  return Buffer.from(parts.join("\n"), "utf8");
-}
-
 interface SessionState {
-  session: DevSession;
-  lastRequest: Buffer | undefined;
-  lastProviderRequest?: ProviderRequest;
+  session: SessionView;
+  /** The last request sent, and when. */
+  lastRequest?: { readonly request: ProviderRequest; readonly at: number };
+  readonly admissions: AdmissionTimes;
 }
 
-function cacheOf(previous: ProviderRequest | undefined, next: ProviderRequest): { cache?: CacheFigures } {
-  const cache = cacheFigures(previous, next);
-  return cache === undefined ? {} : { cache };
-}
+const frozenMessages = (messages: readonly StoredMessage[]): readonly MessageView[] =>
+  Object.freeze(messages.map((message) => Object.freeze(messageView(message))));
 
 /** The dev command's writable model. */
 export class DevModelStore implements DevModel {
@@ -183,11 +115,11 @@ export class DevModelStore implements DevModel {
     this.#events.setMaxListeners(0);
   }
 
-  sessions(): readonly DevSession[] {
+  sessions(): readonly SessionView[] {
     return [...this.#sessions.values()].map((state) => state.session);
   }
 
-  session(id: string): DevSession | undefined {
+  session(id: string): SessionView | undefined {
     return this.#sessions.get(id)?.session;
   }
 
@@ -220,19 +152,18 @@ export class DevModelStore implements DevModel {
   /** A session was created, or its location, provider or model changed. */
   putSession(info: { id: string; location: string; provider: string; model: string }): void {
     const known = this.#sessions.get(info.id);
-    const session: DevSession = Object.freeze({
+    const session: SessionView = Object.freeze({
+      epoch: null,
+      messageCount: 0,
       epochs: [],
+      baseline: null,
       messages: [],
       snapshot: [],
       requests: [],
       ...known?.session,
       ...info,
     });
-    this.#sessions.set(info.id, {
-      session,
-      lastRequest: known?.lastRequest,
-      ...(known?.lastProviderRequest === undefined ? {} : { lastProviderRequest: known.lastProviderRequest }),
-    });
+    this.#sessions.set(info.id, { ...known, session, admissions: known?.admissions ?? new AdmissionTimes() });
     this.#emit("session", { session });
   }
 
@@ -257,73 +188,39 @@ export class DevModelStore implements DevModel {
     if (state === undefined) throw new Error(`dev model: no session ${id}`);
     const at = this.#now();
     const previous = state.session;
-    const isNewEpoch = previous.epochs.at(-1)?.number !== boundary.epoch.number;
-    const epochStarted: DevEpoch | undefined = isNewEpoch
-      ? Object.freeze({
-          number: boundary.epoch.number,
-          reason: boundary.epoch.reason,
-          startedAt: at,
-          baseline: boundary.epoch.baseline,
-        })
-      : undefined;
-    const admitted = boundary.admitted.map(
-      (message): DevMessage =>
-        Object.freeze({
-          seq: message.seq,
-          role: message.role,
-          text: message.text,
-          epoch: message.epoch,
-          at,
-          ...(message.toolCalls === undefined ? {} : { toolCalls: message.toolCalls.map((call) => call.name) }),
-        }),
-    );
-    const bytes = requestBytes(boundary.request);
-    const reusedBytes = state.lastRequest === undefined ? 0 : sharedPrefixBytes(state.lastRequest, bytes);
-    const request: DevRequest = Object.freeze({
-      at,
-      epoch: boundary.epoch.number,
-      bytes: bytes.length,
-      reusedBytes,
-      newBytes: bytes.length - reusedBytes,
-      share: bytes.length === 0 ? 0 : reusedBytes / bytes.length,
-      ...cacheOf(state.lastProviderRequest, boundary.request),
-    });
-    const rows = new Map(previous.snapshot.map((row) => [row.key, row]));
-    const snapshot = Object.entries(boundary.epoch.snapshot).map(([key, entry]): DevSnapshotRow => {
-      const before = rows.get(key);
-      const same = !isNewEpoch && before !== undefined && JSON.stringify(before.value) === JSON.stringify(entry.value);
-      return same ? before : Object.freeze({ key, value: entry.value, admittedAt: at, epoch: boundary.epoch.number });
-    });
-    const session: DevSession = Object.freeze({
+    const { number, reason, baseline } = boundary.epoch;
+    const epochStarted: EpochView | undefined =
+      previous.epochs.at(-1)?.number === number ? undefined : Object.freeze({ number, reason, at: isoTime(at), baseline });
+    const admitted = frozenMessages(boundary.admitted);
+    // The request was built in this epoch (the host's requests say so themselves).
+    const sent = { request: { epoch: { number, reason }, ...boundary.request }, at };
+    const request: RequestView = Object.freeze(requestView(state.lastRequest?.request, sent, previous.requests.length + 1));
+    const session: SessionView = Object.freeze({
       ...previous,
+      epoch: number,
+      messageCount: previous.messageCount + admitted.length,
       epochs: epochStarted === undefined ? previous.epochs : Object.freeze([...previous.epochs, epochStarted]),
+      baseline,
       messages: Object.freeze([...previous.messages, ...admitted]),
-      snapshot: Object.freeze(snapshot),
+      snapshot: Object.freeze(state.admissions.observe(boundary.epoch, at).map((row) => Object.freeze(row))),
       requests: Object.freeze([...previous.requests, request]),
     });
-    this.#sessions.set(id, { session, lastRequest: bytes, lastProviderRequest: boundary.request });
+    this.#sessions.set(id, { session, lastRequest: sent, admissions: state.admissions });
     const payload = { session, ...(epochStarted === undefined ? {} : { epochStarted }), admitted, request };
     this.#emit("boundary", payload);
     return payload;
   }
 
-  /** Messages appended outside a boundary (the reply after it, a compaction summary). */
-  appendMessages(id: string, messages: readonly StoredMessage[]): readonly DevMessage[] {
+  /** Messages appended outside a boundary (the reply after it, a compaction summary): as the timeline shows them. */
+  appendMessages(id: string, messages: readonly StoredMessage[]): readonly MessageView[] {
     const state = this.#sessions.get(id);
     if (state === undefined || messages.length === 0) return [];
-    const at = this.#now();
-    const added = messages.map(
-      (message): DevMessage =>
-        Object.freeze({
-          seq: message.seq,
-          role: message.role,
-          text: message.text,
-          epoch: message.epoch,
-          at,
-          ...(message.toolCalls === undefined ? {} : { toolCalls: message.toolCalls.map((call) => call.name) }),
-        }),
-    );
-    state.session = Object.freeze({ ...state.session, messages: Object.freeze([...state.session.messages, ...added]) });
+    const added = frozenMessages(messages);
+    state.session = Object.freeze({
+      ...state.session,
+      messageCount: state.session.messageCount + added.length,
+      messages: Object.freeze([...state.session.messages, ...added]),
+    });
     return added;
   }
 

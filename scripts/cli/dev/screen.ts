@@ -3,7 +3,7 @@
 // prompt waits (a reload, a diagnostic) printed above it without losing what is typed.
 
 import type { Interface } from "node:readline";
-import { escapeControl } from "../../../core/base/diagnostics.ts";
+import { escapeControl } from "../../../core/index.ts";
 
 export type Tone = "baseline" | "update" | "summary" | "reply" | "reload" | "problem" | "note" | "frame";
 

@@ -3,26 +3,19 @@
 // snapshots, so the store is read for those; when things happened (epoch starts,
 // admissions, reloads) is what this adapter saw happen, from the moment it was made.
 
-import type { Diagnostic } from "../../../core/base/diagnostics.ts";
-import type { Host } from "../../../core/host/host.ts";
-import { formatOrigin } from "../../../core/plugins/find.ts";
-import { explainPrefix } from "../../../core/providers/explain-prefix.ts";
-import type { Provider, ProviderRequest } from "../../../core/session/provider.ts";
-import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/session/store/store.ts";
-import { cacheFigures } from "../cache-figures.ts";
-import type {
-  EpochView,
-  InspectorEvent,
-  InspectorSource,
-  MessageView,
-  PluginView,
-  ProblemView,
-  ReloadView,
-  RequestView,
-  SessionSummary,
-  SessionView,
-  SnapshotRow,
-} from "./source.ts";
+import { type Diagnostic, formatOrigin, type Host, type Provider, type ProviderRequest } from "../../../core/index.ts";
+import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/store.ts";
+import {
+  AdmissionTimes,
+  type EpochView,
+  isoTime,
+  messageView,
+  requestViews,
+  type SessionSummary,
+  type SessionView,
+  type SnapshotRow,
+} from "../session-view.ts";
+import type { InspectorEvent, InspectorSource, PluginView, ProblemView, ReloadView } from "./source.ts";
 
 /** A request a provider was sent, and when. */
 export interface RecordedRequest {
@@ -63,53 +56,6 @@ export function requestRecorder(now: () => number = Date.now): RequestRecorder {
   };
 }
 
-/** The prefix share of `next` after `previous` (the session's request before it, if any). */
-export interface PrefixShare {
-  readonly bytes: number;
-  readonly reusedBytes: number;
-  readonly prefix: RequestView["prefix"];
-  readonly reason?: string;
-}
-
-const bytesOf = (text: string) => Buffer.byteLength(text, "utf8");
-const messageBytes = (message: ProviderRequest["messages"][number]) => bytesOf(JSON.stringify(message));
-const sum = (sizes: readonly number[]) => sizes.reduce((a, b) => a + b, 0);
-
-/**
- * How many bytes of `next` repeat what `previous` sent, by `explainPrefix`. A request
- * is its system parts (their text) and messages (their JSON); the reused prefix runs to
- * where the two first differ: into a system part by character offset (a changed
- * Baseline keeps the text before the change), a differing message counts as new
- * whole, and a different provider or model reuses nothing.
- */
-export function prefixShare(previous: ProviderRequest | undefined, next: ProviderRequest): PrefixShare {
-  const systemSizes = next.system.map(bytesOf);
-  const messageSizes = next.messages.map(messageBytes);
-  const bytes = sum(systemSizes) + sum(messageSizes);
-  if (previous === undefined) return { bytes, reusedBytes: 0, prefix: "first" };
-  const explanation = explainPrefix(previous, next);
-  if (explanation.kind === "extends") {
-    const reusedBytes = sum(previous.system.map(bytesOf)) + sum(previous.messages.map(messageBytes));
-    return { bytes, reusedBytes: Math.min(bytes, reusedBytes), prefix: "extends" };
-  }
-  const at = explanation.at;
-  let reusedBytes = 0;
-  if (at.part === "system") {
-    reusedBytes = sum(systemSizes.slice(0, at.index)) + bytesOf((next.system[at.index] ?? "").slice(0, at.offset));
-  } else if (at.part === "messages") {
-    reusedBytes = sum(systemSizes) + sum(messageSizes.slice(0, at.index));
-  }
-  reusedBytes = Math.min(bytes, reusedBytes);
-  return explanation.kind === "new-epoch"
-    ? { bytes, reusedBytes, prefix: "new-epoch", reason: explanation.reason }
-    : { bytes, reusedBytes, prefix: "break-within-epoch" };
-}
-
-function cacheOf(previous: ProviderRequest | undefined, next: ProviderRequest): { cache?: RequestView["cache"] } {
-  const cache = cacheFigures(previous, next);
-  return cache === undefined ? {} : { cache };
-}
-
 export interface HostInspectorSourceOptions {
   readonly host: Host;
   /** The store the host was created with (`createHost({ store })`): epochs and snapshots are read from it. */
@@ -137,18 +83,15 @@ export interface HostInspectorSource extends InspectorSource {
   close(): void;
 }
 
-interface Admission {
-  readonly json: string;
-  readonly at: number;
-}
-
 /** What this adapter saw of one session. */
 interface Watched {
   /** The active epoch when last read, and when it was first seen. */
   epoch: number | undefined;
   readonly epochStarts: Map<number, number>;
-  /** Per snapshot key: the value's canonical JSON and when it was first seen admitted. */
-  admissions: Map<string, Admission>;
+  /** When each value of the active snapshot was first seen admitted. */
+  readonly admissions: AdmissionTimes;
+  /** The active snapshot's rows when last read. */
+  snapshot: readonly SnapshotRow[];
 }
 
 /** A recorder fed by the host's public `onBoundary` events: no provider is wrapped. */
@@ -180,7 +123,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
   const listeners = new Set<(event: InspectorEvent) => void>();
   const watched = new Map<string, Watched>();
   const reloads = new Map<string, ReloadView[]>();
-  const iso = (ms: number) => new Date(ms).toISOString();
+  const iso = isoTime;
 
   const emit = (event: InspectorEvent) => {
     for (const listener of listeners) listener(event);
@@ -208,7 +151,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
   async function observe(id: string): Promise<EpochRecord | undefined> {
     let seen = watched.get(id);
     if (seen === undefined) {
-      seen = { epoch: undefined, epochStarts: new Map(), admissions: new Map() };
+      seen = { epoch: undefined, epochStarts: new Map(), admissions: new AdmissionTimes(), snapshot: [] };
       watched.set(id, seen);
     }
     const active = await store.activeEpoch(id);
@@ -216,17 +159,9 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
     const at = now();
     if (seen.epoch !== active.number) {
       if (!seen.epochStarts.has(active.number)) seen.epochStarts.set(active.number, at);
-      // A new epoch admits its whole snapshot again, in its Baseline.
-      if (seen.epoch !== undefined) seen.admissions = new Map();
       seen.epoch = active.number;
     }
-    const admissions = new Map<string, Admission>();
-    for (const [key, entry] of Object.entries(active.snapshot)) {
-      const json = JSON.stringify(entry.value);
-      const before = seen.admissions.get(key);
-      admissions.set(key, before !== undefined && before.json === json ? before : { json, at });
-    }
-    seen.admissions = admissions;
+    seen.snapshot = seen.admissions.observe(active, at);
     return active;
   }
 
@@ -314,28 +249,8 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
         epochs: epochsOf(messages, requests, active, seen?.epochStarts ?? new Map(), iso),
         baseline: active?.baseline ?? null,
         messages: messages.map(messageView),
-        snapshot: Object.entries(active?.snapshot ?? {})
-          .map(([key, entry]): SnapshotRow => {
-            const admitted = seen?.admissions.get(key);
-            return { key, value: entry.value, admittedAt: admitted === undefined ? null : iso(admitted.at) };
-          })
-          .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
-        requests: requests.map((recorded, i): RequestView => {
-          const share = prefixShare(requests[i - 1]?.request, recorded.request);
-          return {
-            index: i + 1,
-            at: iso(recorded.at),
-            provider: recorded.request.provider,
-            model: recorded.request.model,
-            epoch: recorded.request.epoch?.number ?? null,
-            bytes: share.bytes,
-            reusedBytes: share.reusedBytes,
-            newBytes: share.bytes - share.reusedBytes,
-            prefix: share.prefix,
-            ...(share.reason === undefined ? {} : { reason: share.reason }),
-            ...cacheOf(requests[i - 1]?.request, recorded.request),
-          };
-        }),
+        snapshot: active === undefined ? [] : (seen?.snapshot ?? []),
+        requests: requestViews(requests),
       } satisfies SessionView;
     },
 
@@ -403,23 +318,6 @@ function epochsOf(
         baseline: isActive ? active.baseline : (first?.request.system.at(-1) ?? null),
       };
     });
-}
-
-function messageView(message: StoredMessage): MessageView {
-  const toolNames =
-    message.toolCalls !== undefined && message.toolCalls.length > 0
-      ? message.toolCalls.map((call) => call.name)
-      : message.name !== undefined
-        ? [message.name]
-        : undefined;
-  return {
-    seq: message.seq,
-    epoch: message.epoch,
-    role: message.role,
-    text: message.text,
-    isSystemUpdate: message.role === "system-update",
-    ...(toolNames === undefined ? {} : { toolNames }),
-  };
 }
 
 function problemView(diagnostic: Diagnostic): ProblemView {

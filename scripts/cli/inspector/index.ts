@@ -5,8 +5,6 @@ export {
   type HostInspectorSource,
   type HostInspectorSourceOptions,
   hostInspectorSource,
-  type PrefixShare,
-  prefixShare,
   type RecordedRequest,
   type RequestRecorder,
   requestRecorder,

@@ -6,7 +6,8 @@
 
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { ContextHostError, messageOf } from "../../../core/base/errors.ts";
+import { ContextHostError } from "../../../core/index.ts";
+import { messageOf } from "../message.ts";
 import { pageCss, pageHtml } from "./page.ts";
 import { pageScript } from "./page-script.ts";
 import type { InspectorEvent, InspectorSource } from "./source.ts";
