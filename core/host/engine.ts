@@ -86,7 +86,7 @@ export type EnginePreview =
   | { readonly kind: "unchanged"; readonly snapshot: Snapshot }
   | { readonly kind: "blocked"; readonly keys: readonly string[] };
 
-/** The context engine: Context Sources and a durable ledger, for any agent loop. */
+/** The context engine: Context Sources and durable sessions in a store, for any agent loop. */
 export interface ContextEngine {
   /**
    * Runs a Safe Provider-Turn Boundary of `sessionId` right before a provider call: the
@@ -111,8 +111,8 @@ export interface ContextEngine {
   /** The MCP servers and their resources, as the sources see them now. */
   mcpServers(): McpServerInfo[];
   /**
-   * What each boundary did, once its ledger commit is done (a retry answered from the
-   * ledger did nothing): the session, the epoch, the Baseline when it started one, the
+   * What each boundary did, once its store commit is done (a retry answered from the
+   * store did nothing): the session, the epoch, the Baseline when it started one, the
    * admitted update and how long it took. Returns an unsubscribe.
    */
   onBoundary(listener: (event: BoundaryEvent) => void): () => void;

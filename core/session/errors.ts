@@ -261,7 +261,7 @@ export class StoreFailed extends ContextHostError {
 /** The PostgreSQL client package, an optional peer dependency (decision 151). */
 export const postgresClientPackage = "pg";
 
-/** A PostgreSQL store or engine ledger is opened, and the `pg` package is not installed. */
+/** A PostgreSQL store is opened, and the `pg` package is not installed. */
 export class PostgresClientMissing extends ContextHostError {
   constructor(options: { readonly opening: string; readonly cause: unknown }) {
     super(`${options.opening} needs the PostgreSQL client: install it with \`npm install ${postgresClientPackage}@^8.23.1\``, {

@@ -154,7 +154,7 @@ interface Ready {
 
 /**
  * What one Safe Provider-Turn Boundary did, told to `onBoundary` listeners once it is
- * committed: the Host's after the reply is stored, the engine's after its ledger commit.
+ * committed: the Host's after the reply is stored, the engine's after its store commit.
  */
 export interface BoundaryEvent {
   readonly sessionId: string;

@@ -53,7 +53,7 @@ async function scriptedAnthropic(): Promise<{ baseURL: string; close(): void }> 
 const scripted = process.env.ANTHROPIC_API_KEY === undefined ? await scriptedAnthropic() : undefined;
 const anthropic = createAnthropic(scripted === undefined ? {} : { baseURL: scripted.baseURL, apiKey: "scripted" });
 
-// The engine: built-in sources (date, environment, AGENTS.md) and the example plugins, a ledger in .context-host/.
+// The engine: built-in sources (date, environment, AGENTS.md) and the example plugins, its sessions in .context-host/.
 const engine = await createContextEngine({
   plugins: [path.join(here, "../plugins")],
   watch: false,

@@ -1,6 +1,6 @@
 // Bench `middleware-overhead`, metric `added-ms`: what `contextMiddleware` adds to one
 // `generateText` call of the AI SDK: 100 core sources, 3 of them changed before each call
-// (so each call admits an update), the engine's ledger on SQLite; sessions of 20 turns
+// (so each call admits an update), the engine's sessions on SQLite; sessions of 20 turns
 // whose history grows by a turn per call (a new session every 20 calls); against the same
 // call without the middleware to the same local server, measured interleaved in the same
 // run. Value: median with − median without; baseline: median without. Goal: ≤ 1 ms.

@@ -1,5 +1,5 @@
 // Owns loading the PostgreSQL client (`pg`, an optional peer dependency: decision 151). It is
-// imported only when a PostgreSQL store or engine ledger opens, so a host that never opens
+// imported only when a PostgreSQL store opens, so a host that never opens
 // one neither needs nor loads it.
 
 import type pg from "pg";
