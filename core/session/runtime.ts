@@ -435,13 +435,13 @@ export class SessionRuntime {
 
   /** The reply another runtime committed for the request built at `lastSeq`, if it did. */
   async #settledElsewhere(id: string, lastSeq: number): Promise<ProviderReply | undefined> {
-    const { store } = this.#options;
-    const appended = await store.messages(id, lastSeq);
+    // One read (the session and what was appended since), as a boundary reads.
+    const { session, appended } = await readBoundaryOf(this.#options.store, id, lastSeq);
     const answer = appended.find((message) => message.role === "assistant");
     if (answer !== undefined) {
       return answer.toolCalls === undefined ? { text: answer.text } : { text: answer.text, toolCalls: answer.toolCalls };
     }
-    if (!(await store.session(id)).isAwaitingReply) return { text: "" };
+    if (!session.isAwaitingReply) return { text: "" };
     return undefined;
   }
 

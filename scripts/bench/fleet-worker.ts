@@ -36,7 +36,11 @@ const provider: Provider = {
 };
 const store =
   kind === "postgres"
-    ? await PostgresSessionStore.open({ connectionString: where as string, schema: "fleet", poolSize: 4 })
+    ? await PostgresSessionStore.open({
+        connectionString: (where as string).split("#")[0] as string,
+        schema: (where as string).split("#")[1] ?? "fleet",
+        poolSize: 4,
+      })
     : new SqliteSessionStore(where as string);
 const host = await createHost({
   store,

@@ -5,6 +5,7 @@
 // Lines:
 //   `steps-per-s`: replies admitted (assistant messages stored at the end) per second of
 //     the fleet (first start to last finish); baseline one process on SQLite.
+//   `steps-per-s-1-hosts`, `steps-per-s-2-hosts`: the same with fewer hosts, to show how it scales.
 //   `duplicate-provider-calls`: provider calls the fleet made beyond the distinct
 //     boundaries they were for (a boundary is keyed by its request, which is rebuilt byte
 //     for byte and names its session: boundary-key.ts), goal 0; baseline the distinct
@@ -80,16 +81,28 @@ try {
   const sqliteIds = await seed(new SqliteSessionStore(file));
   const single = await fleet("sqlite", file, sqliteIds, 1);
   const singleAdmitted = await admittedIn(new SqliteSessionStore(file), sqliteIds);
-  const openPostgres = () => PostgresSessionStore.open({ connectionString: server.url, schema: "fleet" });
-  const pgIds = await seed(await openPostgres());
-  const many = await fleet("postgres", server.url, pgIds, hosts);
-  const manyAdmitted = await admittedIn(await openPostgres(), pgIds);
+  const sqliteRate = singleAdmitted / (single.ms / 1000);
+  // The fleet at 1, 2, ... hosts, each on a schema of its own, to show how it scales.
+  const counts = [...new Set([1, 2, hosts].filter((n) => n <= hosts))];
+  let many: Awaited<ReturnType<typeof fleet>> | undefined;
+  let manyAdmitted = 0;
+  for (const count of counts) {
+    const openPostgres = () => PostgresSessionStore.open({ connectionString: server.url, schema: `fleet_${count}` });
+    const pgIds = await seed(await openPostgres());
+    many = await fleet("postgres", `${server.url}#fleet_${count}`, pgIds, count);
+    manyAdmitted = await admittedIn(await openPostgres(), pgIds);
+    const rate = manyAdmitted / (many.ms / 1000);
+    if (count !== hosts) {
+      emit({ bench: "fleet", metric: `steps-per-s-${count}-hosts`, value: rate, unit: "steps/s", baseline: sqliteRate });
+    }
+  }
+  if (many === undefined) throw new Error("fleet: no PostgreSQL run");
   emit({
     bench: "fleet",
     metric: "steps-per-s",
     value: manyAdmitted / (many.ms / 1000),
     unit: "steps/s",
-    baseline: singleAdmitted / (single.ms / 1000),
+    baseline: sqliteRate,
   });
   emit({
     bench: "fleet",

@@ -274,8 +274,13 @@ export class PostgresSessionStore implements SessionStore {
     return store;
   }
 
-  async #query(doing: string, sql: string, values?: readonly unknown[]): Promise<pg.QueryResult> {
+  /**
+   * Runs one statement. A `name` makes it a prepared statement (parsed and planned once per
+   * connection): the few statements of every step are (decision 171).
+   */
+  async #query(doing: string, sql: string, values?: readonly unknown[], name?: string): Promise<pg.QueryResult> {
     try {
+      if (name !== undefined) return await this.#pool.query({ name, text: sql, values: values as unknown[] });
       return await this.#pool.query(sql, values as unknown[]);
     } catch (error) {
       throw new StoreUnavailable({ database: this.database, doing, cause: error });
@@ -341,12 +346,12 @@ export class PostgresSessionStore implements SessionStore {
 
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
     const held = this.#epochs.get(id);
-    const result = await this.#query(`reading a boundary of session ${id}`, readBoundarySql, [
-      id,
-      held?.state.number ?? null,
-      held?.state.snapshot_version ?? null,
-      afterSeq,
-    ]);
+    const result = await this.#query(
+      `reading a boundary of session ${id}`,
+      readBoundarySql,
+      [id, held?.state.number ?? null, held?.state.snapshot_version ?? null, afterSeq],
+      "context-host-read-boundary",
+    );
     const row = result.rows[0] as BoundaryRow | undefined;
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
     this.#heads.set(id, headOf(row));
@@ -407,10 +412,14 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    await this.#transaction(`adding a prompt to session ${id}`, async (query) => {
-      await this.#sessionRow(id, query);
-      await query("INSERT INTO pending_prompts (session_id, text) VALUES ($1, $2)", [id, text]);
-    });
+    // One statement: the prompt is added only to a session that exists.
+    const added = await this.#query(
+      `adding a prompt to session ${id}`,
+      "INSERT INTO pending_prompts (session_id, text) SELECT id, $2 FROM sessions WHERE id = $1",
+      [id, text],
+      "context-host-add-prompt",
+    );
+    if (added.rowCount === 0) throw new SessionNotFound({ sessionId: id });
   }
 
   async pendingPrompts(id: string): Promise<PendingPrompt[]> {
@@ -450,6 +459,7 @@ export class PostgresSessionStore implements SessionStore {
       doing,
       `SELECT s.revision, s.last_seq, s.epoch, s.snapshot_version, ${epochColumns} FROM sessions s WHERE s.id = $1`,
       [id, held?.state.number ?? null, held?.state.snapshot_version ?? null],
+      "context-host-read-head",
     );
     const row = result.rows[0] as (HeadColumns & { epoch_row: EpochColumns | null }) | undefined;
     if (row === undefined) return undefined;
@@ -483,7 +493,7 @@ export class PostgresSessionStore implements SessionStore {
   async #apply(id: string, writes: Writes, doing: string): Promise<void> {
     let claimed: { claimed: number; revision: number | null };
     try {
-      claimed = (await this.#query(doing, applySql, applyParams(id, writes))).rows[0] as typeof claimed;
+      claimed = (await this.#query(doing, applySql, applyParams(id, writes), "context-host-apply")).rows[0] as typeof claimed;
     } catch (error) {
       this.#forget(id);
       throw error;
