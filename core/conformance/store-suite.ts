@@ -1048,6 +1048,65 @@ export function describeStoreConformance(
       },
     );
 
+    rule(
+      "an engine boundary (decision 104) keeps what it saw of its caller's history, awaits no reply, writes where a new epoch runs, and gives its update the position it saw",
+      async (store) => {
+        await store.createSession({ id: "e1", location: locationA, provider: "provider-a", model: "model-1" });
+        const first = await store.commitBoundary("e1", (await store.session("e1")).revision, {
+          newEpoch: {
+            baseline: "Baseline one",
+            snapshot: snapshotOne,
+            reason: "initial",
+            systemPrompt: null,
+            where: { location: locationA, provider: "provider-a", model: "model-1" },
+          },
+          promote: [],
+          settlesEpochDue: true,
+          seen: { count: 1, digest: "d1" },
+        });
+        const session = await store.session("e1");
+        includes(session, { isAwaitingReply: false, revision: first.revision }, "an engine boundary awaits no reply");
+        assert.deepEqual(session.seen, { count: 1, digest: "d1" });
+        assert.equal(session.lease, undefined);
+        const update = await store.commitBoundary("e1", first.revision, {
+          promote: [],
+          systemUpdate: { text: "alpha is now 2", snapshot: snapshotTwo },
+          settlesEpochDue: false,
+          seen: { count: 3, digest: "d3" },
+        });
+        assert.deepEqual(
+          update.appended.map((m) => [m.role, m.text, m.position]),
+          [["system-update", "alpha is now 2", 3]],
+        );
+        assert.deepEqual(
+          (await store.messages("e1")).map((m) => [m.role, m.position]),
+          [["system-update", 3]],
+          "the position reads back",
+        );
+        const switched = await store.commitBoundary("e1", update.revision, {
+          newEpoch: {
+            baseline: "Baseline two",
+            snapshot: snapshotTwo,
+            reason: "switch",
+            systemPrompt: null,
+            where: { location: locationB, provider: "provider-b", model: "model-2" },
+          },
+          promote: [],
+          settlesEpochDue: true,
+          seen: { count: 4, digest: "d4" },
+        });
+        includes(await store.session("e1"), {
+          location: locationB,
+          provider: "provider-b",
+          model: "model-2",
+          revision: switched.revision,
+          isAwaitingReply: false,
+        });
+        assert.deepEqual((await store.session("e1")).seen, { count: 4, digest: "d4" });
+        includes(await store.activeEpoch("e1"), { number: 2, baseline: "Baseline two", reason: "switch" });
+      },
+    );
+
     rule("close can be called more than once", async (store) => {
       await create(store, "s1");
       await store.close();
