@@ -12,7 +12,17 @@ import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionH
 import { snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { loadPg } from "./pg.ts";
 import { migrations } from "./postgres-schema.ts";
-import { type MessageRow, messageFromRow, type SessionRow, sessionFrom } from "./rows.ts";
+import {
+  applyStatement,
+  type BoundaryRow,
+  type EpochColumns,
+  type EpochState,
+  epochColumns,
+  type HeadColumns,
+  headOf,
+  readBoundarySql,
+} from "./postgres-sql.ts";
+import { messageFromRow, type SessionRow, sessionFrom } from "./rows.ts";
 import type {
   BoundaryCommit,
   BoundaryCommitted,
@@ -42,146 +52,6 @@ const isStoreError = (error: unknown) =>
   error instanceof SessionNotFound ||
   error instanceof RevisionConflict ||
   error instanceof SessionCorrupt;
-
-/** A session's row as a boundary reads it, with its pending input, what was appended and its epoch when not held. */
-interface BoundaryRow extends SessionRow, HeadColumns {
-  /** The pending prompts, oldest first (JSON, parsed by pg); null when none. */
-  pending: PendingPrompt[] | null;
-  /** The messages after the seq asked for (JSON, parsed by pg); null when none. */
-  appended: MessageRow[] | null;
-  epoch_row: EpochColumns | null;
-}
-
-/** The head's columns of a session's row. */
-interface HeadColumns {
-  revision: number;
-  last_seq: number;
-  epoch: number;
-  snapshot_version: number;
-}
-
-/** The active epoch's columns, read only when the store does not hold its state. */
-interface EpochColumns {
-  baseline: string;
-  started_seq: number;
-  reason: EpochReason;
-  system_prompt: string | null;
-  /** -1: unreadable since its upgrade. */
-  marked: number;
-  /** The snapshot's keys and, in the same order, their entries' JSON. */
-  keys: string[];
-  entries: string[];
-}
-
-/** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
-interface EpochState {
-  number: number;
-  snapshot_version: number;
-}
-
-/**
- * The active epoch's columns as one JSON value, when the session's state is not the one
- * held (`$2`, `$3`: the held number and version) — a CASE evaluates its branch only when taken.
- */
-const epochColumns = `CASE WHEN s.epoch > 0 AND (s.epoch IS DISTINCT FROM $2::integer OR s.snapshot_version IS DISTINCT FROM $3::integer) THEN
-     (SELECT json_build_object('baseline', e.baseline, 'started_seq', e.started_seq, 'reason', e.reason,
-        'system_prompt', e.system_prompt, 'marked', e.snapshot_version,
-        'keys', ARRAY(SELECT k.key FROM snapshot_entries k WHERE k.session_id = s.id AND k.epoch = e.number ORDER BY k.key),
-        'entries', ARRAY(SELECT k.entry FROM snapshot_entries k WHERE k.session_id = s.id AND k.epoch = e.number ORDER BY k.key))
-      FROM epochs e WHERE e.session_id = s.id AND e.number = s.epoch) END AS epoch_row`;
-
-/** One boundary's read (decision 171): the session's row, its pending input, its messages after `$4` and its epoch when not held. */
-const readBoundarySql = `SELECT s.*,
-     (SELECT json_agg(json_build_object('id', p.id, 'text', p.text) ORDER BY p.id) FROM pending_prompts p
-       WHERE p.session_id = s.id AND p.promoted_seq IS NULL) AS pending,
-     CASE WHEN s.last_seq > $4 THEN
-       (SELECT json_agg(json_build_object('seq', m.seq, 'role', m.role, 'text', m.text, 'epoch', m.epoch, 'data', m.data,
-          'usage', m.usage, 'provider_content', m.provider_content) ORDER BY m.seq)
-        FROM messages m WHERE m.session_id = s.id AND m.seq > $4) END AS appended,
-     ${epochColumns}
-   FROM sessions s WHERE s.id = $1`;
-
-/**
- * One commit's writes (decision 171) as one statement: the session's row advanced if it is
- * still at the revision read, and only then the epoch, its entries, the promoted prompts and
- * the messages; the statement's result says whether it was claimed. The claim also needs every
- * prompt to promote pending in this session, each listed once.
- */
-const applySql = `WITH claimed AS (
-     UPDATE sessions SET revision = $3, last_seq = $4, epoch = $5, snapshot_version = $6,
-       awaiting_reply = COALESCE($7::boolean, awaiting_reply),
-       lease_holder = CASE WHEN $8::boolean THEN lease_holder ELSE $9::text END,
-       lease_expires = CASE WHEN $8::boolean THEN lease_expires ELSE $10::bigint END,
-       epoch_due = CASE $11::text WHEN 'settled' THEN NULL WHEN 'compaction' THEN 'compaction' ELSE epoch_due END,
-       seen_count = COALESCE($12::integer, seen_count), seen_digest = COALESCE($13::text, seen_digest),
-       location = COALESCE($14::text, location), provider = COALESCE($15::text, provider), model = COALESCE($16::text, model)
-     WHERE id = $1 AND revision = $2
-       AND (SELECT count(*) FROM pending_prompts
-             WHERE session_id = $1 AND promoted_seq IS NULL AND id = ANY($26::integer[])) = cardinality($26::integer[])
-       AND cardinality(ARRAY(SELECT DISTINCT unnest($26::integer[]))) = cardinality($26::integer[])
-     RETURNING id
-   ), new_epoch AS (
-     INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt)
-       SELECT $1, $17::integer, $18::text, $19::integer, $20::text, $21::text FROM claimed WHERE $17::integer IS NOT NULL
-   ), upserted AS (
-     INSERT INTO snapshot_entries (session_id, epoch, key, entry)
-       SELECT $1, $22::integer, u.key, u.entry FROM claimed, unnest($23::text[], $24::text[]) AS u(key, entry)
-     ON CONFLICT (session_id, epoch, key) DO UPDATE SET entry = EXCLUDED.entry
-   ), removed AS (
-     DELETE FROM snapshot_entries
-       WHERE session_id = $1 AND epoch = $22::integer AND key = ANY($25::text[]) AND EXISTS (SELECT 1 FROM claimed)
-   ), promoted AS (
-     UPDATE pending_prompts p SET promoted_seq = u.seq FROM claimed, unnest($26::integer[], $27::integer[]) AS u(id, seq)
-       WHERE p.id = u.id AND p.session_id = $1 AND p.promoted_seq IS NULL
-   ), appended AS (
-     INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content)
-       SELECT $1, u.seq, u.role, u.text, u.epoch, u.data, u.usage, u.provider_content FROM claimed,
-         unnest($28::integer[], $29::text[], $30::text[], $31::integer[], $32::text[], $33::text[], $34::text[])
-           AS u(seq, role, text, epoch, data, usage, provider_content)
-   )
-   SELECT (SELECT count(*) FROM claimed)::integer AS claimed, (SELECT revision FROM sessions WHERE id = $1) AS revision`;
-
-/** The parameters of `applySql` for `writes` of session `id`. */
-function applyParams(id: string, writes: Writes): unknown[] {
-  const { head, lease, seen, where, newEpoch, entries, messages } = writes;
-  const taken = lease === "kept" ? null : lease;
-  return [
-    id,
-    writes.revision,
-    head.revision,
-    head.lastSeq,
-    head.epoch,
-    head.snapshotVersion,
-    writes.awaitingReply === "kept" ? null : writes.awaitingReply,
-    lease === "kept",
-    taken?.holder ?? null,
-    taken?.expiresAt ?? null,
-    writes.epochDue,
-    seen?.count ?? null,
-    seen?.digest ?? null,
-    where?.location ?? null,
-    where?.provider ?? null,
-    where?.model ?? null,
-    newEpoch?.number ?? null,
-    newEpoch?.baseline ?? null,
-    newEpoch?.startedSeq ?? null,
-    newEpoch?.reason ?? null,
-    newEpoch?.systemPrompt ?? null,
-    entries.epoch,
-    entries.keys,
-    entries.entries,
-    entries.removed,
-    writes.promote.map((p) => p.id),
-    writes.promote.map((p) => p.seq),
-    messages.map((m) => m.seq),
-    messages.map((m) => m.role),
-    messages.map((m) => m.text),
-    messages.map((m) => m.epoch),
-    messages.map((m) => m.data),
-    messages.map((m) => m.usage),
-    messages.map((m) => m.provider_content),
-  ];
-}
 
 /** How `PostgresSessionStore.open` connects: the server, the schema, the pool. */
 export interface PostgresSessionStoreOptions {
@@ -493,7 +363,8 @@ export class PostgresSessionStore implements SessionStore {
   async #apply(id: string, writes: Writes, doing: string): Promise<void> {
     let claimed: { claimed: number; revision: number | null };
     try {
-      claimed = (await this.#query(doing, applySql, applyParams(id, writes), "context-host-apply")).rows[0] as typeof claimed;
+      const statement = applyStatement(id, writes);
+      claimed = (await this.#query(doing, statement.text, statement.values, statement.name)).rows[0] as typeof claimed;
     } catch (error) {
       this.#forget(id);
       throw error;
@@ -599,9 +470,4 @@ export class PostgresSessionStore implements SessionStore {
     this.#isClosed = true;
     await this.#pool.end();
   }
-}
-
-/** A session's head from its row's columns (PostgreSQL's integers arrive as numbers here: INTEGER columns). */
-function headOf(row: HeadColumns): SessionHead {
-  return { revision: row.revision, lastSeq: row.last_seq, epoch: row.epoch, snapshotVersion: row.snapshot_version };
 }
