@@ -2,16 +2,19 @@
 // foreign keys on, schema versioned by `PRAGMA user_version` migrations. Every
 // boundary is one transaction guarded by the session's revision.
 
-import { mkdirSync, type Stats, statSync } from "node:fs";
-import path from "node:path";
-import Database from "better-sqlite3";
+import { type Stats, statSync } from "node:fs";
+import type Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
 import type { Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
-import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionHead, type Writes } from "./commit-plan.ts";
+import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionHead } from "./commit-plan.ts";
 import { snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { type MessageRow, messageFromRow, type SessionRow, sessionFrom } from "./rows.ts";
+import { applyWrites, isSameFile, openDatabase, openFailed } from "./sqlite-file.ts";
 import { migrations } from "./sqlite-schema.ts";
+
+export { sessionsFile } from "./sqlite-file.ts";
+
 import {
   type BoundaryCommit,
   type BoundaryCommitted,
@@ -75,40 +78,6 @@ function isSameState(a: EpochState, b: EpochState): boolean {
   return a.number === b.number && a.snapshot_version === b.snapshot_version;
 }
 
-function isSameFile(a: Stats, b: Stats): boolean {
-  return a.dev === b.dev && a.ino === b.ino;
-}
-
-/** The SQLite file of a data folder. */
-export function sessionsFile(dataDir: string): string {
-  return path.join(dataDir, "sessions.db");
-}
-
-/** Opens the SQLite file (creating its folder) in WAL mode; a failure is `StoreFailed` naming the file and what to do. */
-function openDatabase(file: string): Database.Database {
-  let db: Database.Database | undefined;
-  try {
-    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
-    db = new Database(file);
-    db.pragma("journal_mode = WAL");
-    db.pragma("foreign_keys = ON");
-    return db;
-  } catch (error) {
-    db?.close();
-    throw openFailed(file, error);
-  }
-}
-
-/** Why a store could not be opened, with what to do about it. */
-function openFailed(file: string, error: unknown): StoreFailed {
-  const code = (error as { code?: unknown }).code;
-  const advice =
-    code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT"
-      ? "it is not a context-host session store: move it away, or give another data folder (dataDir)"
-      : "check that its folder exists or can be created and that this process may write to both, or give another data folder (dataDir)";
-  return new StoreFailed({ file, operation: "open the session store", cause: error, advice });
-}
-
 /** The default `SessionStore`: one SQLite file (WAL), each boundary one transaction guarded by the session's revision. */
 export class SqliteSessionStore implements SessionStore {
   readonly #db: Database.Database;
@@ -140,16 +109,16 @@ export class SqliteSessionStore implements SessionStore {
         const active =
           head.epoch === 0 ? undefined : this.#epochAt(id, { number: head.epoch, snapshot_version: head.snapshotVersion });
         const { writes, committed } = planBoundary(id, head, active, commit);
-        this.#apply(id, writes);
+        applyWrites((sql) => this.#prepare(sql), id, writes);
         return { committed, state: { number: writes.head.epoch, snapshot_version: writes.head.snapshotVersion } };
       });
       this.#replyTransaction = this.#db.transaction((id, revision, reply, toolResults) => {
         const { writes, appended } = planReply(id, this.#head(id, revision), reply, toolResults);
-        this.#apply(id, writes);
+        applyWrites((sql) => this.#prepare(sql), id, writes);
         return { appended };
       });
       this.#summaryTransaction = this.#db.transaction((id, revision, text) => {
-        this.#apply(id, planSummary(this.#head(id, revision), text));
+        applyWrites((sql) => this.#prepare(sql), id, planSummary(this.#head(id, revision), text));
       });
     } catch (error) {
       // A store that failed to open keeps nothing open.
@@ -400,78 +369,6 @@ export class SqliteSessionStore implements SessionStore {
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
     if (row[0] !== revision) throw new RevisionConflict({ sessionId: id, expected: revision });
     return { revision: row[0], lastSeq: row[1], epoch: row[2], snapshotVersion: row[3] };
-  }
-
-  /**
-   * Runs one commit's writes (decision 171), inside the caller's transaction: the session's
-   * row advanced to the new head if it is still at `writes.revision`, then the epoch, its
-   * entries, the promoted prompts and the messages.
-   */
-  #apply(id: string, writes: Writes): void {
-    const { head, lease, where, seen } = writes;
-    const keepsTurn = writes.awaitingReply === "kept" ? 1 : 0;
-    const keepsLease = lease === "kept" ? 1 : 0;
-    const taken = lease === "kept" ? null : lease;
-    const claimed = this.#prepare(
-      // Positional parameters (a value given twice is passed twice): binding by name costs a lookup per parameter.
-      `UPDATE sessions SET revision = ?, last_seq = ?, epoch = ?, snapshot_version = ?,
-         awaiting_reply = CASE WHEN ? THEN awaiting_reply ELSE ? END,
-         lease_holder = CASE WHEN ? THEN lease_holder ELSE ? END,
-         lease_expires = CASE WHEN ? THEN lease_expires ELSE ? END,
-         epoch_due = CASE ? WHEN 'settled' THEN NULL WHEN 'compaction' THEN 'compaction' ELSE epoch_due END,
-         seen_count = COALESCE(?, seen_count), seen_digest = COALESCE(?, seen_digest),
-         location = COALESCE(?, location), provider = COALESCE(?, provider), model = COALESCE(?, model)
-       WHERE id = ? AND revision = ?`,
-    ).run(
-      head.revision,
-      head.lastSeq,
-      head.epoch,
-      head.snapshotVersion,
-      keepsTurn,
-      writes.awaitingReply === true ? 1 : 0,
-      keepsLease,
-      taken?.holder ?? null,
-      keepsLease,
-      taken?.expiresAt ?? null,
-      writes.epochDue,
-      seen?.count ?? null,
-      seen?.digest ?? null,
-      where?.location ?? null,
-      where?.provider ?? null,
-      where?.model ?? null,
-      id,
-      writes.revision,
-    );
-    if (claimed.changes === 0) {
-      this.#sessionRow(id);
-      throw new RevisionConflict({ sessionId: id, expected: writes.revision });
-    }
-    const epoch = writes.newEpoch;
-    if (epoch !== undefined) {
-      this.#prepare(
-        "INSERT INTO epochs (session_id, number, baseline, started_seq, reason, system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
-      ).run(id, epoch.number, epoch.baseline, epoch.startedSeq, epoch.reason, epoch.systemPrompt);
-    }
-    const { entries } = writes;
-    const upsert = this.#prepare(
-      "INSERT INTO snapshot_entries (session_id, epoch, key, entry) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry",
-    );
-    for (const [i, key] of entries.keys.entries()) upsert.run(id, entries.epoch, key, entries.entries[i]);
-    for (const key of entries.removed) {
-      this.#prepare("DELETE FROM snapshot_entries WHERE session_id = ? AND epoch = ? AND key = ?").run(id, entries.epoch, key);
-    }
-    for (const prompt of writes.promote) {
-      const promoted = this.#prepare(
-        "UPDATE pending_prompts SET promoted_seq = ? WHERE id = ? AND session_id = ? AND promoted_seq IS NULL",
-      ).run(prompt.seq, prompt.id, id);
-      if (promoted.changes !== 1) throw new RevisionConflict({ sessionId: id, expected: writes.revision });
-    }
-    const insert = this.#prepare(
-      "INSERT INTO messages (session_id, seq, role, text, epoch, data, usage, provider_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    );
-    for (const row of writes.messages) {
-      insert.run(id, row.seq, row.role, row.text, row.epoch, row.data, row.usage, row.provider_content);
-    }
   }
 
   async commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
