@@ -280,10 +280,10 @@ await host.close();`,
         "--input-type=module",
         "--eval",
         `import { existsSync } from "node:fs";
-import { PostgresClientMissing, PostgresEngineLedger, PostgresSessionStore } from "context-host/store";
+import { PostgresClientMissing, PostgresSessionStore } from "context-host/store";
 const connectionString = "postgres://nobody@127.0.0.1:1/nowhere";
 console.log(existsSync("node_modules/pg"));
-for (const open of [() => PostgresSessionStore.open({ connectionString }), () => PostgresEngineLedger.open({ connectionString })]) {
+for (const open of [() => PostgresSessionStore.open({ connectionString })]) {
   await open().then(
     () => console.log("opened"),
     (error) => console.log(error instanceof PostgresClientMissing, error.message),
@@ -387,13 +387,12 @@ for (const open of [() => PostgresSessionStore.open({ connectionString }), () =>
     );
   });
 
-  it("pg is an optional peer: not installed with the package, and opening a PostgreSQL store or ledger without it says to install it", async () => {
+  it("pg is an optional peer: not installed with the package, and opening a PostgreSQL store without it says to install it", async () => {
     const { code, stdout, stderr } = await runs.pgMissing;
     expect([code, stderr]).to.deep.equal([0, ""]);
     expect(stdout).to.equal(
       "false\n" +
-        "true PostgresSessionStore.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n" +
-        "true PostgresEngineLedger.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n",
+        "true PostgresSessionStore.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n",
     );
   });
 
