@@ -83,7 +83,11 @@ interface Recipe {
   readonly reserved: readonly string[];
 }
 
-/** The texts of the last observation of one source in one env that arrived from a transport. */
+/**
+ * The texts of the last observation of one source in one env that arrived from a transport,
+ * and the admitted value known to be that observation's (the very object the snapshot holds):
+ * while it is admitted, the runner is not sent it again.
+ */
 interface Held {
   arrival:
     | {
@@ -93,6 +97,7 @@ interface Held {
         readonly removed?: RenderedText;
       }
     | undefined;
+  admitted: Json | undefined;
 }
 
 interface Waiting {
@@ -247,7 +252,7 @@ export class HostedPlugin {
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { arrival: undefined };
+        const held: Held = { arrival: undefined, admitted: undefined };
         return prerendered(
           { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
           { maxTextLength, maxValueBytes, maxDepth, report },
@@ -485,13 +490,7 @@ export class HostedPlugin {
           env: batch.env,
           now: this.#options.now(),
           deadlineMs: this.#options.limits.deadlineMs,
-          sources: waiting.map((w) => {
-            if (w.stored === undefined) return { key: w.key };
-            const arrival = w.held.arrival;
-            return arrival?.transport === worker
-              ? { key: w.key, stored: w.stored, held: arrival.number }
-              : { key: w.key, stored: w.stored };
-          }),
+          ...asked(worker, waiting),
         },
         ms + graceMs,
         (phase, index) => {
@@ -512,12 +511,20 @@ export class HostedPlugin {
     const faulted = new Set<string>();
     for (const fault of faults) if (typeof fault?.key === "string") faulted.add(fault.key);
     this.#reportFaults(faults);
+    const again: Waiting[] = [];
     waiting.forEach((w, i) => {
       const arrived = observations[i];
+      // The runner no longer had the held observation's value: asked once more, with the value.
+      if (arrived?.kind === "ask-again" && w.held.admitted !== undefined) {
+        w.held.admitted = undefined;
+        again.push(w);
+        return;
+      }
       if (!faulted.has(w.key))
         observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     });
+    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
   }
 
   #reportFaults(faults: readonly WorkerFault[]) {
@@ -542,6 +549,7 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
     // The value is the admitted one (the very object: it needs no check again) and the texts are held.
     const arrival = waiting.held.arrival;
     if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
+    waiting.held.admitted = waiting.stored;
     return {
       kind: "present",
       value: waiting.stored,
@@ -552,8 +560,10 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
   if (arrived.kind !== "present") return unavailableObservation;
   const baseline = textOf(arrived.baseline);
   const removed = arrived.removed === undefined ? undefined : textOf(arrived.removed);
-  if (typeof arrived.number === "number")
+  if (typeof arrived.number === "number") {
     waiting.held.arrival = { number: arrived.number, transport, baseline, ...(removed === undefined ? {} : { removed }) };
+    waiting.held.admitted = undefined;
+  }
   const previous = arrived.previous;
   return {
     kind: "present",
@@ -569,6 +579,22 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
         }
       : {}),
   };
+}
+
+/** The sources of one observe request, by column. */
+function asked(worker: PluginTransport, waiting: readonly Waiting[]) {
+  const keys: string[] = [];
+  const stored: unknown[] = [];
+  const held: number[] = [];
+  for (const w of waiting) {
+    keys.push(w.key);
+    const { arrival, admitted } = w.held;
+    const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
+    held.push(number);
+    // The admitted value is the held observation's: the runner compares with its own copy.
+    stored.push(number > 0 && admitted === w.stored ? undefined : w.stored);
+  }
+  return { keys, stored, held };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {

@@ -36,9 +36,9 @@ export function changed(state: LoadState, isProvisional: boolean): LoadState {
   }
 }
 
-/** A scan found the file: its first load is due, and may already run. */
-export function discovered(preload: Promise<Loaded> | undefined): LoadState {
-  return preload === undefined ? { kind: "due", isProvisional: false } : { kind: "due", isProvisional: false, preload };
+/** A scan found the file: its first load is due, and already runs. */
+export function discovered(preload: Promise<Loaded>): LoadState {
+  return { kind: "due", isProvisional: false, preload };
 }
 
 /** A load begins; only a due state begins one. */

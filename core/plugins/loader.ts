@@ -90,12 +90,21 @@ async function bundleForLoad(
   return { kind: "bundled", bundle };
 }
 
-/** One load of a plugin: bundle, then evaluate and set up in its runner. */
-export async function loadPlugin(request: LoadRequest, runner: HostedPlugin, context: LoadContext): Promise<Loaded> {
+/**
+ * One load of a plugin: bundle, then evaluate and set up in its runner once `turn` (when
+ * given) has come: the plugin code of loads that must not overlap waits for it.
+ */
+export async function loadPlugin(
+  request: LoadRequest,
+  runner: HostedPlugin,
+  context: LoadContext,
+  turn?: Promise<unknown>,
+): Promise<Loaded> {
   const bundled = await bundleForLoad(request);
   if (bundled.kind !== "bundled") return bundled;
   const bundleMs = performance.now() - request.startedAt;
   const { bundle } = bundled;
+  await turn;
   const outcome = await runner.load(bundle, request.generation, context.settings, [...context.reservedNamespaces]);
   if (outcome.kind === "failed") return { kind: "failed", inputs: bundle.inputs, hash: bundle.hash, fault: outcome.fault };
   return {

@@ -429,9 +429,10 @@ export class PluginSet {
       if (!seen.has(entry.file)) {
         this.#remove(entry);
       } else if (created.has(entry)) {
-        // Plugins in workers bundle and set up concurrently, each in its own worker (a stuck
-        // one costs start-up one deadline); they are swapped in one after another in name order.
-        entry.load = discovered(this.#isolation === "worker" ? this.#load(entry) : undefined);
+        // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
+        // costs start-up one deadline); in the host's thread their setups take turns in name
+        // order, so their side effects come in that order. They are swapped in in name order.
+        entry.load = discovered(this.#load(entry, this.#isolation === "worker" ? undefined : previous));
         previous = this.#drain(entry, previous);
       }
     }
@@ -574,7 +575,7 @@ export class PluginSet {
   }
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
-  async #load(entry: PluginEntry): Promise<Loaded> {
+  async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
     // A package may have been replaced since it was looked up (an update to a version this
     // host is not for): its code is not run; the scan that follows says why.
     if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
@@ -590,7 +591,7 @@ export class PluginSet {
       startedAt: performance.now(),
     };
     try {
-      return await loadPlugin(request, entry.hosted, this.#loadContext);
+      return await loadPlugin(request, entry.hosted, this.#loadContext, turn);
     } catch (error) {
       return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }

@@ -184,7 +184,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     const faults: WorkerFault[] = [];
     const { locations } = living;
     // Every loader starts before any is awaited, as in the host: sources are observed concurrently.
-    const loads = request.sources.map(({ key }, index) => {
+    const loads = request.keys.map((key, index) => {
       const held = sources.get(key);
       if (held === undefined) return Promise.resolve(unavailable as unknown);
       mark(request.id, "load", index);
@@ -199,8 +199,15 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     mark(request.id, "idle");
     const settled = await Promise.allSettled(loads);
     const observations: WorkerObservation[] = settled.map((outcome, index) => {
-      const asked = request.sources[index] as { key: string; stored?: Json; held?: number };
-      const { key, stored } = asked;
+      const key = request.keys[index] as string;
+      const heldNumber = request.held[index] ?? 0;
+      const isStoredHeld = heldNumber > 0 && request.stored[index] === undefined;
+      const last = sent.get(key);
+      let stored = request.stored[index] as Json | undefined;
+      if (isStoredHeld) {
+        if (last === undefined || last.number !== heldNumber) return askAgain;
+        stored = last.value;
+      }
       const held = sources.get(key);
       if (held === undefined) return { kind: "unavailable" };
       if (outcome.status === "rejected") {
@@ -212,20 +219,25 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       if (loaded === absent) return { kind: "absent" };
       const { codec, source } = held;
       let value: Json;
+      let isStored = false;
       mark(request.id, "value", index);
       try {
-        value = codec.plain(codec.encode(loaded));
-        const oversize = oversized(value, limits);
-        if (oversize !== undefined) throw new Error(`loaded value rejected: ${oversize}`);
+        const encoded = codec.encode(loaded);
+        // The admitted value again (the common case): it was plain and within the limits when admitted.
+        isStored = stored !== undefined && isSameJson(stored, encoded);
+        if (isStored) value = stored as Json;
+        else {
+          value = codec.plain(encoded);
+          const oversize = oversized(value, limits);
+          if (oversize !== undefined) throw new Error(`loaded value rejected: ${oversize}`);
+        }
       } catch (error) {
         faults.push({ ...faultOf(error, locations, "value"), phase: "value", key });
         return { kind: "unavailable" };
       }
-      const isStored = stored !== undefined && isSameJson(stored, value);
-      const last = sent.get(key);
       // Unchanged since admission, and the host holds its texts: a load and a comparison, nothing rendered.
-      if (isStored && last !== undefined && asked.held === last.number && isSameJson(last.value, value))
-        return { kind: "unchanged" };
+      if (isStored && last !== undefined && heldNumber === last.number && (isStoredHeld || isSameJson(last.value, value)))
+        return unchangedObservation;
       const number = ++sentCount;
       sent.set(key, { value, number });
       const baseline = text(request.id, index, codec, "baseline", loaded, undefined, locations);
@@ -286,6 +298,10 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     },
   };
 }
+
+// One object for every such answer: a transport that clones sends it once per message.
+const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged" });
+const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
 
 function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
   const failure = error instanceof ActivationFailed ? error : undefined;

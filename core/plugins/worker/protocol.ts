@@ -70,6 +70,8 @@ export type WorkerObservation =
    * observation the host said it holds (`held`): the host has its texts, nothing was rendered.
    */
   | { readonly kind: "unchanged" }
+  /** Asked with `storedIsHeld`, the runner no longer had that observation's value: ask with the value. */
+  | { readonly kind: "ask-again" }
   | {
       readonly kind: "present";
       readonly value: unknown;
@@ -107,8 +109,16 @@ export type HostRequest =
       readonly env: { readonly location: string; readonly sessionId?: string };
       readonly now: number;
       readonly deadlineMs: number;
-      /** `held`: the number of the last observation of this source in this env whose texts the host holds. */
-      readonly sources: readonly { readonly key: string; readonly stored?: unknown; readonly held?: number }[];
+      /**
+       * The sources asked for, by column (a boundary asks for many: columns of plain values
+       * cost the transport far less than an object per source). `stored[i]`: the admitted
+       * value, if any and if sent. `held[i]`: the number of the last observation of the source
+       * in this env whose texts the host holds (0: none); held with no stored value sent, the
+       * admitted value is that observation's.
+       */
+      readonly keys: readonly string[];
+      readonly stored: readonly unknown[];
+      readonly held: readonly number[];
     }
   | { readonly type: "dispose"; readonly id: number; readonly generation: number };
 
