@@ -11,7 +11,7 @@ import { withinDeadline } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { ContextHostError, messageOf } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
-import { isKey } from "../system-context/index.ts";
+import { isKey } from "../system-context/key.ts";
 import { isPlugin, type Plugin, type PluginApi, type PluginSource } from "./define.ts";
 import type { PluginServices } from "./services.ts";
 

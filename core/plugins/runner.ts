@@ -10,9 +10,9 @@ import { withinDeadline } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
-import { absent, type Json, unavailable } from "../system-context/index.ts";
-import { isSameJson } from "../system-context/json.ts";
-import { type Source, SourceCodec } from "../system-context/source.ts";
+// From the modules themselves, not the layer's index: the worker evaluates only what it needs.
+import { isSameJson, type Json } from "../system-context/json.ts";
+import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
 import type { PluginSource } from "./define.ts";
 import { evaluateBundle, locationsOf } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
