@@ -183,21 +183,40 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
     const faults: WorkerFault[] = [];
     const { locations } = living;
-    // Every loader starts before any is awaited, as in the host: sources are observed concurrently.
-    const loads = request.keys.map((key, index) => {
+    // Every loader starts before any is awaited, as in the host: sources are observed
+    // concurrently. A loader that returns at once costs no promise.
+    const settled: Array<PromiseSettledResult<unknown>> = [];
+    const pending: Array<Promise<void>> = [];
+    request.keys.forEach((key, index) => {
       const held = sources.get(key);
-      if (held === undefined) return Promise.resolve(unavailable as unknown);
+      if (held === undefined) {
+        settled[index] = { status: "fulfilled", value: unavailable };
+        return;
+      }
       mark(request.id, "load", index);
       try {
         const loaded = held.source.load(env);
-        if (!(loaded instanceof Promise)) return Promise.resolve(loaded as unknown);
-        return withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`);
-      } catch (error) {
-        return Promise.reject(error);
+        if (!(loaded instanceof Promise)) {
+          settled[index] = { status: "fulfilled", value: loaded };
+          return;
+        }
+        const ms = held.source.deadlineMs ?? request.deadlineMs;
+        pending.push(
+          withinDeadline(() => loaded, ms, `loader ${key}`).then(
+            (value) => {
+              settled[index] = { status: "fulfilled", value };
+            },
+            (reason) => {
+              settled[index] = { status: "rejected", reason };
+            },
+          ),
+        );
+      } catch (reason) {
+        settled[index] = { status: "rejected", reason };
       }
     });
     mark(request.id, "idle");
-    const settled = await Promise.allSettled(loads);
+    if (pending.length > 0) await Promise.all(pending);
     const observations: WorkerObservation[] = settled.map((outcome, index) => {
       const key = request.keys[index] as string;
       const heldNumber = request.held[index] ?? 0;
