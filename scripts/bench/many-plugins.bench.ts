@@ -78,7 +78,9 @@ async function child(folder: string, count: number): Promise<void> {
   for (let i = 0; i < count; i++) writeFileSync(path.join(folder, `org${String(i).padStart(3, "0")}.ts`), pluginCode(i));
   const timeout = setTimeout(() => {
     const failures = sources.plugins.failures().map((f) => f.diagnostic.message);
-    process.stderr.write(`[${bench}] ${active()} of ${count} plugins active after 120 s; failures: ${JSON.stringify(failures.slice(0, 5))}\n`);
+    process.stderr.write(
+      `[${bench}] ${active()} of ${count} plugins active after 120 s; failures: ${JSON.stringify(failures.slice(0, 5))}\n`,
+    );
     process.exit(1);
   }, 120_000);
   await allActive;
