@@ -490,7 +490,7 @@ export class HostedPlugin {
           env: batch.env,
           now: this.#options.now(),
           deadlineMs: this.#options.limits.deadlineMs,
-          ...asked(worker, waiting),
+          ...asked(worker, waiting, this.#living.get(batch.generation)),
         },
         ms + graceMs,
         (phase, index) => {
@@ -582,19 +582,20 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
 }
 
 /** The sources of one observe request, by column. */
-function asked(worker: PluginTransport, waiting: readonly Waiting[]) {
-  const keys: string[] = [];
-  const stored: unknown[] = [];
-  const held: number[] = [];
-  for (const w of waiting) {
-    keys.push(w.key);
+function asked(worker: PluginTransport, waiting: readonly Waiting[], generation: ReadonlyMap<string, number> | undefined) {
+  const stored: Array<readonly [number, unknown]> = [];
+  const held = new Float64Array(waiting.length);
+  let isEveryKeyInOrder = waiting.length === generation?.size;
+  const declared = generation?.keys();
+  waiting.forEach((w, index) => {
+    if (isEveryKeyInOrder && declared?.next().value !== w.key) isEveryKeyInOrder = false;
     const { arrival, admitted } = w.held;
     const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
-    held.push(number);
+    held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
-    stored.push(number > 0 && admitted === w.stored ? undefined : w.stored);
-  }
-  return { keys, stored, held };
+    if (w.stored !== undefined && !(number > 0 && admitted === w.stored)) stored.push([index, w.stored]);
+  });
+  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {

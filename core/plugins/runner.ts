@@ -59,6 +59,8 @@ interface Living {
   readonly name: string;
   scope?: Scope;
   sources?: Map<string, HeldSource>;
+  /** The sources' keys in the order `setup` declared them. */
+  keys?: readonly string[];
   /** By env, the value each source last sent with its texts, and that observation's number: what the host may hold. */
   readonly sent: Map<string, Map<string, Sent>>;
 }
@@ -124,6 +126,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
         reservedNamespaces: new Set(),
       });
       living.scope = activated.scope;
+      living.keys = activated.sources.map((source) => source.key);
       living.sources = new Map(
         activated.sources.map((source) => [
           source.key,
@@ -177,7 +180,8 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<RunnerReply> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
-    if (living === undefined || sources === undefined)
+    const keys = request.keys ?? living?.keys;
+    if (living === undefined || sources === undefined || keys === undefined)
       return { ok: false, fault: { phase: "load", message: `generation ${request.generation} is not active here` } };
     const env = Object.freeze({ ...request.env });
     const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
@@ -187,7 +191,8 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     // concurrently. A loader that returns at once costs no promise.
     const settled: Array<PromiseSettledResult<unknown>> = [];
     const pending: Array<Promise<void>> = [];
-    request.keys.forEach((key, index) => {
+    const storedAt = new Map(request.stored);
+    keys.forEach((key, index) => {
       const held = sources.get(key);
       if (held === undefined) {
         settled[index] = { status: "fulfilled", value: unavailable };
@@ -218,11 +223,11 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     mark(request.id, "idle");
     if (pending.length > 0) await Promise.all(pending);
     const observations: WorkerObservation[] = settled.map((outcome, index) => {
-      const key = request.keys[index] as string;
+      const key = keys[index] as string;
       const heldNumber = request.held[index] ?? 0;
-      const isStoredHeld = heldNumber > 0 && request.stored[index] === undefined;
+      let stored = storedAt.get(index) as Json | undefined;
+      const isStoredHeld = heldNumber > 0 && stored === undefined;
       const last = sent.get(key);
-      let stored = request.stored[index] as Json | undefined;
       if (isStoredHeld) {
         if (last === undefined || last.number !== heldNumber) return askAgain;
         stored = last.value;

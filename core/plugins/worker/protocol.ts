@@ -111,14 +111,15 @@ export type HostRequest =
       readonly deadlineMs: number;
       /**
        * The sources asked for, by column (a boundary asks for many: columns of plain values
-       * cost the transport far less than an object per source). `stored[i]`: the admitted
-       * value, if any and if sent. `held[i]`: the number of the last observation of the source
-       * in this env whose texts the host holds (0: none); held with no stored value sent, the
-       * admitted value is that observation's.
+       * cost the transport far less than an object per source). `keys`: left out when they
+       * are every source of the generation in the order `setup` declared them. `stored`: the
+       * admitted values sent, by index. `held[i]`: the number of the last observation of the
+       * source in this env whose texts the host holds (0: none); held with no stored value
+       * sent, the admitted value is that observation's.
        */
-      readonly keys: readonly string[];
-      readonly stored: readonly unknown[];
-      readonly held: readonly number[];
+      readonly keys?: readonly string[];
+      readonly stored: ReadonlyArray<readonly [index: number, value: unknown]>;
+      readonly held: Float64Array;
     }
   | { readonly type: "dispose"; readonly id: number; readonly generation: number };
 
