@@ -52,8 +52,6 @@ export interface HostedPluginOptions {
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a restart that failed, the plugin disabled). */
   report(problem: PluginProblem): void;
-  /** The worker restarted and holds the active generation again. */
-  onRestarted?(threadId: number): void;
 }
 
 /** A generation loaded into the worker, ready to be swapped in. */
@@ -141,16 +139,6 @@ export class HostedPlugin {
     void this.#current().catch(() => undefined);
   }
 
-  /** The current worker's thread id (for tests and benches), if one runs. */
-  get threadId(): number | undefined {
-    return this.#worker?.stopped === undefined ? this.#worker?.threadId : undefined;
-  }
-
-  /** Whether the plugin crashed too often and waits for its file to change. */
-  get isDisabled(): boolean {
-    return this.#isDisabled;
-  }
-
   /**
    * Loads a generation into the worker: evaluate, then `setup` with the plugin's settings.
    * A plugin disabled by crashes is enabled again (its file changed).
@@ -219,7 +207,7 @@ export class HostedPlugin {
         activated: {
           name: evaluated.name,
           generation,
-          scope: this.#scopeOf(evaluated.name, recipe, activated),
+          scope: this.#scopeOf(evaluated.name, recipe),
           keys: activated.sources.map((source) => source.key),
         },
         evaluateMs: evaluatedAt - startedAt,
@@ -357,7 +345,6 @@ export class HostedPlugin {
     try {
       await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
       await this.#activate(worker, recipe.generation, recipe.config);
-      this.#options.onRestarted?.(worker.threadId);
     } catch (error) {
       // A stop is reported by `#stopped`; a fault of a generation that loaded before is reported here.
       if (error instanceof PluginWorkerFault) {
@@ -417,8 +404,7 @@ export class HostedPlugin {
   }
 
   /** The host-side scope of a generation: closing it runs the generation's disposers in the worker. */
-  #scopeOf(name: string, recipe: Recipe, activated: Activated): Scope {
-    void activated;
+  #scopeOf(name: string, recipe: Recipe): Scope {
     const scope = new Scope(`plugin ${name} generation ${recipe.generation}`);
     this.#recipes.set(scope, recipe);
     void scope.add(async () => {
