@@ -9,6 +9,7 @@
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
 import type { PluginSource } from "../plugins/define.ts";
+import { pluginLimitDefaults } from "../plugins/limits.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import { absent, canonicalJson, type Json, toPlainJson, unavailable } from "../system-context/index.ts";
 import { arrivalChecks } from "../system-context/prerendered.ts";
@@ -206,13 +207,16 @@ async function runSourceChecks(source: CheckedSource, options: SourceCheckOption
     findings.push(finding);
     hooks.finding?.(finding);
   };
-  const renderDeadlineMs = options.renderDeadlineMs ?? 1000;
+  const renderDeadlineMs = options.renderDeadlineMs ?? pluginLimitDefaults.renderDeadlineMs;
   const step = (kind: CheckStep["kind"], ms?: number) => hooks.step?.(ms === undefined ? { kind, key } : { kind, key, ms });
   const ownWork = () => hooks.step?.({ kind: "checks" });
   const deadlineMs = source.deadlineMs ?? options.deadlineMs;
   // The host's own codec of this source: strict encoding (nothing converted), plain JSON, decoding of stored values.
   const codec = new SourceCodec(source as unknown as Source, options.maxTextLength);
-  const limits = { maxValueBytes: options.maxValueBytes ?? 1024 * 1024 };
+  const limits = {
+    maxValueBytes: options.maxValueBytes ?? pluginLimitDefaults.maxValueBytes,
+    maxDepth: pluginLimitDefaults.maxDepth,
+  };
 
   // ── the loader ──────────────────────────────────────────────────────────
   const loaded: unknown[] = [];

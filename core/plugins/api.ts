@@ -4,7 +4,10 @@
 
 export type { Clock, Logger } from "../base/clock.ts";
 export type { SourceEnv } from "../registry/registry.ts";
-export { absent, type Json, type Key, type Loaded, unavailable } from "../system-context/index.ts";
+// From the modules themselves, not the layer's index: a plugin worker evaluates only what it needs.
+export type { Json } from "../system-context/json.ts";
+export type { Key } from "../system-context/key.ts";
+export { absent, type Loaded, unavailable } from "../system-context/source.ts";
 export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./define.ts";
 export type { PluginServices } from "./services.ts";
 /** The System Context values a loader may return: `SystemContext.unavailable`, `SystemContext.absent`. */

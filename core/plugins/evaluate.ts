@@ -69,11 +69,22 @@ function asRequired(namespace: object): object {
  * under tsx it compiles a second copy of an ES-module package, and a plugin would
  * build its schemas with TypeBox objects the host has never seen.
  */
-const typeboxModules: Readonly<Record<string, object>> = {
-  typebox: asRequired(typebox),
-  "typebox/compile": asRequired(typeboxCompile),
-  "typebox/value": asRequired(typeboxValue),
+const typeboxNamespaces: Readonly<Record<string, object>> = {
+  typebox,
+  "typebox/compile": typeboxCompile,
+  "typebox/value": typeboxValue,
 };
+/** Made on a plugin's first `require` of each (copying a namespace costs a worker's start-up time). */
+const typeboxModules = new Map<string, object>();
+
+function typeboxModule(specifier: string): object | undefined {
+  let required = typeboxModules.get(specifier);
+  if (required === undefined && Object.hasOwn(typeboxNamespaces, specifier)) {
+    required = asRequired(typeboxNamespaces[specifier] as object);
+    typeboxModules.set(specifier, required);
+  }
+  return required;
+}
 
 /**
  * Resolves a plugin's `require`: `context-host` and `context-host/plugin` are the host's
@@ -88,7 +99,8 @@ function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
   return (specifier) => {
     if (pluginEntries.has(specifier)) return pluginApiModule;
     if (isOwnPackage(specifier)) throw new PluginImportRefused({ specifier, entry: bundle.entry });
-    if (Object.hasOwn(typeboxModules, specifier)) return typeboxModules[specifier];
+    const typeboxRequired = typeboxModule(specifier);
+    if (typeboxRequired !== undefined) return typeboxRequired;
     const [first, then] = bundle.ownDependenciesFirst === true ? [ownRequire, hostRequire] : [hostRequire, ownRequire];
     try {
       return first(specifier);

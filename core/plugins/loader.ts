@@ -1,37 +1,57 @@
-// Owns the one load of a plugin, wherever its code runs: in-process (`load.ts`'s
-// `loadGeneration`) or in the plugin's worker (bundle here, evaluate and set up there),
-// with one tagged result that gives an activated generation the shape both isolations
-// share. Nothing here touches the registry or the plugin set's entries.
+// Owns the one load of a plugin generation: bundle here (esbuild), then evaluate and set
+// up in the plugin's runner, whichever transport carries it, with one tagged result.
+// Nothing here touches the registry or the plugin set's entries; a loaded generation is
+// swapped in by the caller.
 
+import type { DiagnosticPhase } from "../base/diagnostics.ts";
+import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
-import type { Registration } from "../registry/registry.ts";
-import { type Guard, guardedRegistration } from "./guarded-source.ts";
-import { type IsolatedGeneration, type IsolatedPlugin, PluginCodeFault } from "./isolated.ts";
-import { bundleForLoad, type LoadContext, type LoadRequest, type LoadResult, loadGeneration } from "./load.ts";
+import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
+import { type HostedGeneration, type HostedPlugin, PluginCodeFault } from "./hosted-plugin.ts";
 import type { Location } from "./locations.ts";
 
-/**
- * A generation ready to be swapped in, wherever its code runs: its scope (closing it runs
- * its disposers), its sources' registrations under a guard, and how to locate its faults.
- */
-export interface LoadedGeneration {
-  readonly name: string;
-  readonly scope: Scope;
-  registrations(guard: Guard): Registration[];
-  locate(error: unknown): Location | undefined;
+/** What a load needs besides the file: the host's rules. */
+export interface LoadContext {
+  /** Plugin settings by plugin name. */
+  readonly settings: Readonly<Record<string, unknown>>;
+  /** Namespaces no plugin may take (`core` and the host's core sources'). */
+  readonly reservedNamespaces: ReadonlySet<string>;
 }
 
 /** One load's request: which file, as which generation, and when it started (`performance.now()`). */
-export interface PluginLoadRequest extends LoadRequest {
+export interface LoadRequest {
+  readonly file: string;
+  /** The generation number this load would become. */
+  readonly generation: number;
+  /** Hash of the last bundle a load was attempted with: identical content is not loaded again. */
+  readonly attemptedHash: string | undefined;
+  /** The plugin came from a package: its imports resolve from the package first (decision 131). */
+  readonly ownDependenciesFirst?: boolean;
   readonly startedAt: number;
 }
 
-/** Where the load runs: in this process, or in the plugin's worker (its handle made on first need). */
-export type LoadPlace = { readonly isolation: "none" } | { readonly isolation: "worker"; readonly worker: () => IsolatedPlugin };
+/** Why a load failed, as a diagnostic will say it. */
+export interface LoadFault {
+  readonly phase: DiagnosticPhase;
+  readonly message: string;
+  readonly plugin?: string;
+  readonly key?: string;
+  readonly location?: Location;
+}
 
-/** What one load produced: a `LoadResult`, with an activated generation in the shape both isolations share. */
+/** A generation ready to be swapped in: its scope (closing it runs its disposers) and its sources' keys. */
+export interface LoadedGeneration extends HostedGeneration {
+  readonly scope: Scope;
+}
+
+/** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
 export type Loaded =
-  | Exclude<LoadResult, { readonly kind: "activated" }>
+  /** The bundle is identical to the last attempted one: nothing was evaluated. */
+  | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
+  /** esbuild failed: the bundle hash is unknown. */
+  | { readonly kind: "bundle-failed"; readonly inputs: readonly string[]; readonly fault: LoadFault }
+  /** The module, its definition, its config or its setup failed. */
+  | { readonly kind: "failed"; readonly inputs: readonly string[]; readonly hash: string; readonly fault: LoadFault }
   | {
       readonly kind: "activated";
       readonly inputs: readonly string[];
@@ -40,42 +60,58 @@ export type Loaded =
       /** When this load started and when its generation was ready (bundle, evaluate, setup done), `performance.now()`. */
       readonly startedAt: number;
       readonly readyAt: number;
-      readonly bundleMs?: number;
-      readonly evaluateMs?: number;
-      readonly setupMs?: number;
+      readonly bundleMs: number;
+      readonly evaluateMs: number;
+      readonly setupMs: number;
     };
 
-/** One load of a plugin: bundle, then evaluate and set up where its code runs. */
-export function loadPlugin(request: PluginLoadRequest, place: LoadPlace, context: LoadContext): Promise<Loaded> {
-  return place.isolation === "none" ? loadInProcess(request, context) : loadIsolated(request, place.worker, context);
+/** Bundles, stopping there when the bundle failed or is the one last attempted. */
+async function bundleForLoad(
+  request: LoadRequest,
+): Promise<
+  Extract<Loaded, { kind: "unchanged" | "bundle-failed" }> | { readonly kind: "bundled"; readonly bundle: PluginBundle }
+> {
+  let bundle: PluginBundle;
+  try {
+    bundle = await bundlePlugin(request.file, { ownDependenciesFirst: request.ownDependenciesFirst === true });
+  } catch (error) {
+    const isBundleFailure = error instanceof BundleFailed;
+    return {
+      kind: "bundle-failed",
+      inputs: isBundleFailure ? error.inputs : [request.file],
+      fault: {
+        phase: "bundle",
+        message: messageOf(error),
+        ...(isBundleFailure && error.location !== undefined ? { location: error.location } : {}),
+      },
+    };
+  }
+  if (request.attemptedHash === bundle.hash) return { kind: "unchanged", inputs: bundle.inputs, hash: bundle.hash };
+  return { kind: "bundled", bundle };
 }
 
-async function loadInProcess(request: PluginLoadRequest, context: LoadContext): Promise<Loaded> {
-  const result = await loadGeneration(request, context);
-  if (result.kind !== "activated") return result;
-  return {
-    kind: "activated",
-    inputs: result.inputs,
-    hash: result.hash,
-    loaded: inProcessGeneration(result),
-    startedAt: request.startedAt,
-    readyAt: performance.now(),
-  };
-}
-
-async function loadIsolated(request: PluginLoadRequest, workerOf: () => IsolatedPlugin, context: LoadContext): Promise<Loaded> {
+/**
+ * One load of a plugin: bundle, then evaluate and set up in its runner once `turn` (when
+ * given) has come: the plugin code of loads that must not overlap waits for it.
+ */
+export async function loadPlugin(
+  request: LoadRequest,
+  runner: HostedPlugin,
+  context: LoadContext,
+  turn?: Promise<unknown>,
+): Promise<Loaded> {
   const bundled = await bundleForLoad(request);
   if (bundled.kind !== "bundled") return bundled;
   const bundleMs = performance.now() - request.startedAt;
   const { bundle } = bundled;
-  const worker = workerOf();
-  const outcome = await worker.load(bundle, request.generation, context.settings, [...context.reservedNamespaces]);
+  await turn;
+  const outcome = await runner.load(bundle, request.generation, context.settings, [...context.reservedNamespaces]);
   if (outcome.kind === "failed") return { kind: "failed", inputs: bundle.inputs, hash: bundle.hash, fault: outcome.fault };
   return {
     kind: "activated",
     inputs: bundle.inputs,
     hash: bundle.hash,
-    loaded: isolatedGeneration(worker, outcome.activated),
+    loaded: outcome.activated,
     startedAt: request.startedAt,
     readyAt: performance.now(),
     bundleMs,
@@ -84,37 +120,8 @@ async function loadIsolated(request: PluginLoadRequest, workerOf: () => Isolated
   };
 }
 
-/** An in-process generation: its sources are guarded here. Outside any class, so its closures hold nothing else. */
-function inProcessGeneration(result: Extract<LoadResult, { kind: "activated" }>): LoadedGeneration {
-  const { activated, locations } = result;
-  return {
-    name: activated.name,
-    scope: activated.scope,
-    registrations: (guard) => activated.sources.map((source) => guardedRegistration(source, guard)),
-    locate: (error) => locations.locate(error),
-  };
-}
-
-/** An isolated generation: its sources are observed in the plugin's worker. */
-function isolatedGeneration(isolated: IsolatedPlugin, activated: IsolatedGeneration): LoadedGeneration {
-  return {
-    name: activated.name,
-    scope: activated.scope,
-    registrations: (guard) =>
-      activated.keys.map((key) =>
-        isolated.registration(
-          activated.generation,
-          key,
-          { maxTextLength: guard.maxTextLength, maxValueBytes: guard.maxValueBytes ?? 1024 * 1024, report: guard.report },
-          guard.observed,
-        ),
-      ),
-    locate: locatedInWorker,
-  };
-}
-
-/** The location a fault of plugin code in a worker carries (on the error or a cause of it). */
-function locatedInWorker(error: unknown): Location | undefined {
+/** The location a fault of plugin code in its runner carries (on the error or a cause of it). */
+export function locatedInRunner(error: unknown): Location | undefined {
   let current = error;
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
     if (current instanceof PluginCodeFault) return current.location;

@@ -1,6 +1,7 @@
 // Owns the plugin set: one entry per discovered plugin file, each with its own queue of
-// loads, the swap of a loaded generation into the registry, and the events the host
-// hears. Loading (`loader.ts`, `load.ts`), watching (`watching.ts`), the watched inputs of each plugin
+// loads and its load state (`load-state.ts`), the swap of a loaded generation into the
+// registry, and the events the host hears. Loading (`loader.ts`, in the plugin's runner
+// behind its transport: `hosted-plugin.ts`), watching (`watching.ts`), the watched inputs of each plugin
 // (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
 // becomes a diagnostic and the last good generation stays active.
 
@@ -15,15 +16,16 @@ import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
-import type { Guard } from "./guarded-source.ts";
+import { HostedPlugin } from "./hosted-plugin.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
-import { IsolatedPlugin } from "./isolated.ts";
-import type { LoadContext, LoadFault } from "./load.ts";
-import { type Loaded, type LoadedGeneration, type LoadPlace, loadPlugin } from "./loader.ts";
-import type { Location } from "./locations.ts";
+import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
+import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
+import { type LoadContext, type Loaded, type LoadedGeneration, type LoadFault, loadPlugin, locatedInRunner } from "./loader.ts";
 import { Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
+import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
+import { PluginWorker } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
@@ -49,13 +51,13 @@ export interface PluginSetOptions {
    * (default 50 ms). The first change of a burst reloads at once.
    */
   readonly debounceMs?: number;
-  /** Default loader deadline (default 2 s); a source may set its own. */
+  /** Default loader deadline (default in `limits.ts`, as for every limit here); a source may set its own. */
   readonly deadlineMs?: number;
-  /** Longest accepted rendering (default 64 KiB). */
+  /** Longest accepted rendering. */
   readonly maxTextLength?: number;
-  /** How long `setup` may run (default 10 s). */
+  /** How long a plugin's module code and `setup` may run. */
   readonly setupDeadlineMs?: number;
-  /** How long a generation's disposers may run before it is given up on (default 5 s). */
+  /** How long a generation's disposers may run before it is given up on. */
   readonly disposeDeadlineMs?: number;
   /**
    * Namespaces of the host's core sources (`core` always): a plugin may not take them, so a
@@ -70,15 +72,13 @@ export interface PluginSetOptions {
    * process and realm, for trusted first-party plugins and comparison benchmarks.
    */
   readonly isolation?: Isolation;
-  /** Heap limit of each plugin's worker, MiB (default 128). */
+  /** Heap limit of each plugin's worker, MiB. */
   readonly workerHeapMb?: number;
-  /** Node flags of plugin workers (benches: `--expose-gc`). */
-  readonly workerExecArgv?: readonly string[];
-  /** Time an isolated plugin's renderers may take at one boundary, besides its loaders' deadline (default 1 s). */
+  /** Time a plugin's renderers may take at one boundary, besides its loaders' deadline. */
   readonly renderDeadlineMs?: number;
-  /** Largest accepted source value of an isolated plugin, in UTF-8 bytes of its JSON (default 1 MiB). */
+  /** Largest accepted source value, in UTF-8 bytes of its JSON. */
   readonly maxValueBytes?: number;
-  /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes (default 3 in 60 s). */
+  /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes. */
   readonly maxCrashes?: number;
   readonly crashWindowMs?: number;
 }
@@ -99,30 +99,28 @@ interface Active {
   readonly loadMs: number;
 }
 
-/** One discovered plugin file and its life. */
+/**
+ * One discovered plugin file and its life. Its loads stand in `load` (a `LoadState`, moved
+ * only by its transitions); the rest is what the loads left: the active generation, the
+ * last failure (both may hold at once: a failed reload keeps the last good generation).
+ */
 interface PluginEntry {
   readonly id: string;
   readonly file: string;
   /** Its folder, or its package and the version last found. */
   origin: PluginOrigin;
-  /** The plugin's worker handle (isolation `worker`), made at its first load. */
-  isolated: IsolatedPlugin | undefined;
-  /** The first load of a plugin found by a scan, started at once so that setups run concurrently. */
-  preload: Promise<Loaded> | undefined;
+  /** The host's handle on the plugin's runner (its transport starts with the entry). */
+  readonly hosted: HostedPlugin;
+  load: LoadState;
   active: Active | undefined;
-  /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
-  attemptedHash: string | undefined;
-  /** Files the last bundle attempt read, and when they reload the plugin. */
-  readonly inputs: TrackedInputs;
-  /** Generation numbers handed out so far. */
-  attempts: number;
   /** The last load attempt failed (its diagnostic was emitted). */
   failed: Diagnostic | undefined;
-  /** A change arrived that no load has seen yet. */
-  isDirty: boolean;
-  /** The load that is due was caused by the first event of a burst: its failures are not final. */
-  isProvisional: boolean;
-  isRemoved: boolean;
+  /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
+  attemptedHash: string | undefined;
+  /** Generation numbers handed out so far. */
+  attempts: number;
+  /** Files the last bundle attempt read, and when they reload the plugin. */
+  readonly inputs: TrackedInputs;
   /** Source keys whose faults are in the current diagnostics. */
   readonly faulted: Set<string>;
   /** What each source's loader returned at its last observation without a fault. */
@@ -133,6 +131,7 @@ interface PluginEntry {
    * name to another still has its problem when the other reloads.
    */
   readonly reported: Set<string>;
+  /** This file's work, one task after another: loads, swaps, closes of its generations. */
   queue: Promise<void>;
 }
 
@@ -161,9 +160,15 @@ export class PluginSet {
   readonly #inputs: WatchedInputs;
   readonly #loadContext: LoadContext;
   readonly #isolation: Isolation;
+  readonly #limits: PluginLimits;
   readonly #clock: Clock;
   readonly #logger: Logger | undefined;
   readonly #location: string;
+  readonly #container: AwilixContainer;
+  /** Tasks queued on entries and not yet ended: the set is settled only when none is left. */
+  #tasks = 0;
+  /** Who waits in `settled()`. */
+  #settledWaiters: Array<() => void> = [];
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
   /** The quiet re-check after a package's package.json changed. */
@@ -186,12 +191,22 @@ export class PluginSet {
       return spec.kind === "path" ? [spec.path] : [];
     });
     this.#loadContext = {
-      container: options.container,
       settings: options.settings ?? {},
-      setupDeadlineMs: options.setupDeadlineMs ?? 10_000,
       reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
     };
     this.#isolation = options.isolation ?? "worker";
+    this.#limits = resolvePluginLimits({
+      deadlineMs: options.deadlineMs,
+      setupDeadlineMs: options.setupDeadlineMs,
+      disposeDeadlineMs: options.disposeDeadlineMs,
+      renderDeadlineMs: options.renderDeadlineMs,
+      maxTextLength: options.maxTextLength,
+      maxValueBytes: options.maxValueBytes,
+      heapMb: options.workerHeapMb,
+      maxCrashes: options.maxCrashes,
+      crashWindowMs: options.crashWindowMs,
+    });
+    this.#container = options.container;
     this.#inputs = new WatchedInputs(Math.max(100, (options.debounceMs ?? 50) * 2));
     const container = options.container;
     this.#clock = container.hasRegistration("clock") ? (container.resolve("clock") as Clock) : systemClock;
@@ -242,18 +257,12 @@ export class PluginSet {
     return this.#diagnostics.history;
   }
 
-  /** Active plugins in name order. */
-  /**
-   * The heap of a plugin's worker after full collections, its thread id and whether a
-   * collection ran (benches); undefined in-process or while the plugin has no worker.
-   */
-  async workerMemory(file: string): Promise<{ heapUsed: number; collected: boolean; threadId: number } | undefined> {
-    const isolated = this.#entries.get(path.resolve(file))?.isolated;
-    const threadId = isolated?.threadId;
-    const memory = await isolated?.memory();
-    return memory === undefined || threadId === undefined ? undefined : { ...memory, threadId };
+  /** The limits every plugin of this set runs under. */
+  get limits(): PluginLimits {
+    return this.#limits;
   }
 
+  /** Active plugins in name order. */
   plugins(): PluginInfo[] {
     const infos: PluginInfo[] = [];
     for (const entry of this.#entries.values()) {
@@ -290,15 +299,37 @@ export class PluginSet {
     ];
   }
 
-  /** Resolves once no load is queued or running and no re-check is due. */
-  async settled(): Promise<void> {
-    for (;;) {
-      await Promise.all([...[...this.#entries.values()].map((entry) => entry.queue), ...this.#closing]);
-      const isBusy =
-        this.#inputs.isPending || this.#closing.size > 0 || [...this.#entries.values()].some((entry) => entry.isDirty);
-      if (!isBusy && this.#rescanTimer === undefined && this.#packageRecheckTimer === undefined) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them). */
+  settled(): Promise<void> {
+    if (this.#isSettled()) return Promise.resolve();
+    return new Promise((resolve) => this.#settledWaiters.push(resolve));
+  }
+
+  #isSettled(): boolean {
+    if (this.#tasks > 0 || this.#inputs.isPending) return false;
+    if (this.#rescanTimer !== undefined || this.#packageRecheckTimer !== undefined) return false;
+    for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
+    return true;
+  }
+
+  /** Something ended: whoever waits in `settled()` is told when nothing is left. */
+  #checkSettled() {
+    if (this.#settledWaiters.length === 0 || !this.#isSettled()) return;
+    for (const resolve of this.#settledWaiters.splice(0)) resolve();
+  }
+
+  /** Queues `task` on the entry's queue, after what it holds; the set is busy until it ends. */
+  #enqueue(entry: PluginEntry, task: () => Promise<void>, after: Promise<unknown> = entry.queue): Promise<void> {
+    this.#tasks++;
+    const queued = after
+      .then(task)
+      .catch(() => {})
+      .finally(() => {
+        this.#tasks--;
+        this.#checkSettled();
+      });
+    entry.queue = queued;
+    return queued;
   }
 
   /** Reloads one plugin (by entry file) now, bypassing the watcher. */
@@ -318,24 +349,21 @@ export class PluginSet {
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) entry.isRemoved = true;
+    for (const entry of this.#entries.values()) entry.load = removed();
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
     // A load that displaced a holder left its close on the holder's queue.
     await Promise.all(this.#closing);
-    if (this.#isolation === "none") {
-      for (const entry of this.#entries.values()) await this.#deactivate(entry);
-    } else {
-      // Each plugin's disposers run in its own worker, within the dispose deadline; then the
-      // worker is stopped, whatever it still runs (a leaked timer, a loop).
-      await Promise.all(
-        [...this.#entries.values()].map(async (entry) => {
-          await this.#deactivate(entry);
-          await entry.isolated?.close();
-        }),
-      );
-    }
+    // Each plugin's disposers run in its runner, within the dispose deadline; then its worker
+    // is stopped, whatever it still runs (a leaked timer, a loop).
+    await Promise.all(
+      [...this.#entries.values()].map(async (entry) => {
+        await this.#deactivate(entry);
+        await entry.hosted.close();
+      }),
+    );
     this.#entries.clear();
     this.#listeners.clear();
+    for (const resolve of this.#settledWaiters.splice(0)) resolve();
   }
 
   #emit(event: PluginEvent) {
@@ -381,7 +409,7 @@ export class PluginSet {
       if (known !== undefined) {
         known.origin = plugin.origin;
         const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
-        if (name !== undefined && !known.isRemoved && (updated.has(name) || this.#replacedPackages.has(name))) {
+        if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
           // An updated package reloads its plugins even when their bundles are byte for byte the
           // same (its dependencies may have changed); a replaced one is loaded again if they differ.
           if (updated.has(name)) known.attemptedHash = undefined;
@@ -401,14 +429,11 @@ export class PluginSet {
       if (!seen.has(entry.file)) {
         this.#remove(entry);
       } else if (created.has(entry)) {
-        // Isolated plugins bundle and set up concurrently, each in its own worker (a stuck one
-        // costs start-up one deadline); they are swapped in one after another in name order.
-        if (this.#isolation === "worker") entry.preload = this.#load(entry);
-        entry.queue = previous.then(
-          () => {},
-          () => {},
-        );
-        previous = this.#drain(entry);
+        // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
+        // costs start-up one deadline); in the host's thread their setups take turns in name
+        // order, so their side effects come in that order. They are swapped in in name order.
+        entry.load = discovered(this.#load(entry, this.#isolation === "worker" ? undefined : previous));
+        previous = this.#drain(entry, previous);
       }
     }
   }
@@ -465,6 +490,7 @@ export class PluginSet {
         this.#packageRecheckTimer = undefined;
         this.#rescan();
         this.#replacedPackages.clear();
+        this.#checkSettled();
       },
       Math.max(100, (this.#options.debounceMs ?? 50) * 2),
     );
@@ -481,21 +507,20 @@ export class PluginSet {
       id,
       file,
       origin,
-      isolated: undefined,
-      preload: undefined,
+      hosted: this.#hostedFor(() => entry),
+      load: idle,
       active: undefined,
-      attemptedHash: undefined,
-      inputs: this.#inputs.track(file, (cause) => void this.#markDirty(entry, cause === "first-event")),
-      attempts: 0,
       failed: undefined,
-      isDirty: true,
-      isProvisional: false,
-      isRemoved: false,
+      attemptedHash: undefined,
+      attempts: 0,
+      inputs: this.#inputs.track(file, (cause) => void this.#markDirty(entry, cause === "first-event")),
       faulted: new Set(),
       observed: new Map(),
       reported: new Set(),
       queue: Promise.resolve(),
     };
+    // Its worker starts now, while the plugin is bundled: start-up overlaps.
+    entry.hosted.warm();
     return entry;
   }
 
@@ -504,17 +529,18 @@ export class PluginSet {
     this.#rescanTimer = setTimeout(() => {
       this.#rescanTimer = undefined;
       this.#rescan();
+      this.#checkSettled();
     }, this.#options.debounceMs ?? 50);
   }
 
   #remove(entry: PluginEntry) {
-    entry.isRemoved = true;
+    entry.load = removed();
     this.#inputs.cancel(entry.inputs);
-    entry.queue = entry.queue.then(async () => {
+    void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
       this.#inputs.forget(entry.inputs);
       await this.#deactivate(entry);
-      await entry.isolated?.close();
+      await entry.hosted.close();
       this.#resolveProblems(entry);
       this.#revive(this.#namespaces.release(entry.file));
       this.#inputs.watch();
@@ -525,26 +551,31 @@ export class PluginSet {
 
   /** A change no load has seen yet; a provisional one (first event of a burst) does not demote a final one. */
   #markDirty(entry: PluginEntry, isProvisional: boolean): Promise<void> {
-    entry.isProvisional = entry.isDirty ? entry.isProvisional && isProvisional : isProvisional;
-    entry.isDirty = true;
+    entry.load = changed(entry.load, isProvisional);
     return this.#drain(entry);
   }
 
-  /** Runs loads of one plugin one at a time until no change is left unseen. */
-  #drain(entry: PluginEntry): Promise<void> {
-    entry.queue = entry.queue.then(async () => {
-      while (entry.isDirty && !entry.isRemoved && !this.#isClosed) {
-        const isProvisional = entry.isProvisional;
-        entry.isDirty = false;
-        entry.isProvisional = false;
-        await this.#loadOnce(entry, isProvisional);
-      }
-    });
-    return entry.queue;
+  /** Runs loads of one plugin one at a time until no change is left unseen (after `after`, by default its queue). */
+  #drain(entry: PluginEntry, after?: Promise<unknown>): Promise<void> {
+    return this.#enqueue(
+      entry,
+      async () => {
+        while (entry.load.kind === "due" && !this.#isClosed) {
+          const { isProvisional, preload } = entry.load;
+          entry.load = began(entry.load);
+          try {
+            await this.#loadOnce(entry, isProvisional, preload);
+          } finally {
+            entry.load = finished(entry.load);
+          }
+        }
+      },
+      after,
+    );
   }
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
-  async #load(entry: PluginEntry): Promise<Loaded> {
+  async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
     // A package may have been replaced since it was looked up (an update to a version this
     // host is not for): its code is not run; the scan that follows says why.
     if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
@@ -559,56 +590,61 @@ export class PluginSet {
       ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
       startedAt: performance.now(),
     };
-    const place: LoadPlace =
-      this.#isolation === "none"
-        ? { isolation: "none" }
-        : { isolation: "worker", worker: () => (entry.isolated ??= this.#isolatedFor(entry)) };
     try {
-      return await loadPlugin(request, place, this.#loadContext);
+      return await loadPlugin(request, entry.hosted, this.#loadContext, turn);
     } catch (error) {
       return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
   }
 
-  /** The worker handle of one plugin: its stops and faults become the entry's diagnostics. */
-  #isolatedFor(entry: PluginEntry): IsolatedPlugin {
-    const options = this.#options;
+  /**
+   * The handle on one plugin's runner, behind the set's transport: its stops and faults become
+   * the entry's diagnostics. `entryOf` is read only when something is reported.
+   */
+  #hostedFor(entryOf: () => PluginEntry): HostedPlugin {
+    const limits = this.#limits;
     const clock = this.#clock;
     const logger = this.#logger;
-    return new IsolatedPlugin({
-      file: entry.file,
-      location: this.#location,
-      isSystemClock: clock === systemClock,
+    const location = this.#location;
+    const container = this.#container;
+    const isSystemClock = clock === systemClock;
+    // A plugin's printed and logged lines reach the host's logger with control characters escaped.
+    const log = (level: "info" | "warn" | "error", message: string) => {
+      try {
+        logger?.[level](escapeControl(message));
+      } catch {
+        // A failing logger must not break the host.
+      }
+    };
+    const startTransport =
+      this.#isolation === "none"
+        ? async () => new InThreadTransport({ container, limits })
+        : (onStopped: Parameters<typeof PluginWorker.start>[0]["onStopped"]) =>
+            PluginWorker.start({
+              init: {
+                location,
+                clock: isSystemClock ? "system" : "host",
+                maxDepth: limits.maxDepth,
+                maxValueBytes: limits.maxValueBytes,
+              },
+              heapMb: limits.heapMb,
+              log,
+              onStopped,
+            });
+    return new HostedPlugin({
+      limits,
       now: () => clock.now(),
-      heapMb: options.workerHeapMb ?? 128,
-      maxValueBytes: options.maxValueBytes ?? 1024 * 1024,
-      ...(options.workerExecArgv === undefined ? {} : { execArgv: options.workerExecArgv }),
-      setupDeadlineMs: this.#loadContext.setupDeadlineMs,
-      disposeDeadlineMs: options.disposeDeadlineMs ?? 5000,
-      deadlineMs: options.deadlineMs ?? 2000,
-      renderDeadlineMs: options.renderDeadlineMs ?? 1000,
-      maxCrashes: options.maxCrashes ?? 3,
-      crashWindowMs: options.crashWindowMs ?? 60_000,
-      backoffMs: [0, 250, 1000],
-      // A plugin's printed and logged lines reach the host's logger with control characters escaped.
-      log: (level, message) => {
-        try {
-          logger?.[level](escapeControl(message));
-        } catch {
-          // A failing logger must not break the host.
-        }
-      },
+      startTransport,
       report: (problem) => {
+        const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);
-        const { location, ...rest } = problem;
-        this.#diagnose(entry, { ...rest, ...location });
+        const { location: at, ...rest } = problem;
+        this.#diagnose(entry, { ...rest, ...at });
       },
     });
   }
 
-  async #loadOnce(entry: PluginEntry, isProvisional: boolean): Promise<void> {
-    const preload = entry.preload;
-    entry.preload = undefined;
+  async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
       this.#inputs.set(entry.inputs, result.inputs);
@@ -642,7 +678,7 @@ export class PluginSet {
     const { loaded } = result;
     // A change arrived while this generation was being built: it is stale, the next load wins
     // (and may load the same content again: it was never swapped in).
-    if (entry.isDirty || entry.isRemoved || this.#isClosed) {
+    if (isStale(entry.load) || this.#isClosed) {
       await this.#closeScope(entry, loaded.name, loaded.scope);
       return;
     }
@@ -674,14 +710,13 @@ export class PluginSet {
       return [{ name: next.name, scope: next.scope }];
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
-    const guard = this.#guardFor(entry, next.name, next.locate);
-    const registrations = next.registrations(guard);
+    const registrations = this.#registrationsOf(entry, next);
     const previous = entry.active;
     const held = holder?.active;
     if (!this.#applySwap(entry, next, registrations, [previous?.scope, held?.scope]))
       return [{ name: next.name, scope: next.scope }];
     this.#namespaces.record(next.name, entry.file, claim);
-    entry.isolated?.swappedIn(next.scope);
+    entry.hosted.swappedIn(next.scope);
     const displaced: Array<{ name: string; scope: Scope }> = [];
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
@@ -739,44 +774,40 @@ export class PluginSet {
   }
 
   /**
-   * The fault guard of one generation's sources. It is built here, not inside `#swap`, on
-   * purpose: closures created in one function share one V8 context, so a `report` closure
-   * made in `#swap` would hold `#swap`'s `previous` (captured by the batch callback) for as
-   * long as the registration lives, and every generation would keep the one before it alive.
+   * The registrations of one generation's sources, their faults reported as the entry's. They
+   * are built here, not inside `#swap`, on purpose: closures created in one function share one
+   * V8 context, so a `report` closure made in `#swap` would hold `#swap`'s `previous` (captured
+   * by the batch callback) for as long as the registration lives, and every generation would
+   * keep the one before it alive.
    */
-  #guardFor(entry: PluginEntry, plugin: string, locate: (error: unknown) => Location | undefined): Guard {
-    return {
-      deadlineMs: this.#options.deadlineMs ?? 2000,
-      maxTextLength: this.#options.maxTextLength ?? 64 * 1024,
-      maxValueBytes: this.#options.maxValueBytes ?? 1024 * 1024,
-      report: (fault: SourceFault) => {
-        entry.faulted.add(fault.key);
-        const location = locate(fault.error);
-        this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
-      },
-      observed: (key, kind) => {
-        entry.observed.set(key, kind);
-        // Cheap at every boundary: only a source with a fault on record resolves anything.
-        if (!entry.faulted.delete(key)) return;
-        this.#diagnostics.resolve(
-          (d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase) && entry.reported.has(diagnosticIdentity(d)),
-        );
-      },
+  #registrationsOf(entry: PluginEntry, next: LoadedGeneration): Registration[] {
+    const plugin = next.name;
+    const report = (fault: SourceFault) => {
+      entry.faulted.add(fault.key);
+      const location = locatedInRunner(fault.error);
+      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
     };
+    const observed = (key: string, kind: ObservedKind) => {
+      entry.observed.set(key, kind);
+      // Cheap at every boundary: only a source with a fault on record resolves anything.
+      if (!entry.faulted.delete(key)) return;
+      this.#diagnostics.resolve(
+        (d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase) && entry.reported.has(diagnosticIdentity(d)),
+      );
+    };
+    return next.keys.map((key) => entry.hosted.registration(next.generation, key, report, observed));
   }
 
   /** Closes another entry's generation (one this load displaced) after what its queue already holds. */
   #closeOnQueue(owner: PluginEntry, plugin: string, scope: Scope) {
-    const closing = owner.queue.then(() => this.#closeScope(owner, plugin, scope));
-    owner.queue = closing;
+    const closing = this.#enqueue(owner, () => this.#closeScope(owner, plugin, scope));
     this.#closing.add(closing);
-    const done = () => void this.#closing.delete(closing);
-    closing.then(done, done);
+    void closing.then(() => this.#closing.delete(closing));
   }
 
   /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
   async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
-    const ms = this.#options.disposeDeadlineMs ?? 5000;
+    const ms = this.#limits.disposeDeadlineMs;
     try {
       await withinDeadline(() => scope.close(), ms, `disposers of ${scope.name}`);
     } catch (error) {
@@ -825,7 +856,7 @@ export class PluginSet {
   #revive(files: readonly string[]) {
     for (const file of files) {
       const other = this.#entries.get(file);
-      if (other === undefined || other.isRemoved) continue;
+      if (other === undefined || other.load.kind === "removed") continue;
       other.attemptedHash = undefined;
       void this.#markDirty(other, false);
     }

@@ -50,11 +50,14 @@ export interface PrerenderedSource {
 }
 
 /** The arrival checks of a pre-rendered source, besides `maxTextLength`. */
-export interface PrerenderedLimits extends Containment {
-  /** Deepest accepted nesting of a value (default 64). */
-  readonly maxDepth?: number;
-  /** Largest accepted value, in UTF-8 bytes of its JSON text (an upper bound of it; default 1 MiB). */
-  readonly maxValueBytes?: number;
+export interface PrerenderedLimits extends Containment, ValueLimits {}
+
+/** The limits of an arriving value. */
+export interface ValueLimits {
+  /** Deepest accepted nesting of a value. */
+  readonly maxDepth: number;
+  /** Largest accepted value, in UTF-8 bytes of its JSON text (an upper bound of it). */
+  readonly maxValueBytes: number;
 }
 
 const unavailableObservation: Observation = Object.freeze({ kind: "unavailable" });
@@ -74,8 +77,8 @@ export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits
   const checks: Checks = {
     key,
     maxTextLength: limits.maxTextLength,
-    maxDepth: limits.maxDepth ?? 64,
-    maxValueBytes: limits.maxValueBytes ?? 1024 * 1024,
+    maxDepth: limits.maxDepth,
+    maxValueBytes: limits.maxValueBytes,
   };
   const report = (fault: SourceFault) => {
     try {
@@ -107,6 +110,8 @@ export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits
         return unavailableObservation;
       }
       const present = arrived as Extract<PrerenderedObservation, { kind: "present" }>;
+      // The admitted value itself (the same object) was checked when the snapshot was read.
+      if (stored !== undefined && present.value === stored) return new PrerenderedValue(checks, stored, present, stored);
       let value: Json;
       try {
         value = checkedValue(present.value, checks);
@@ -140,7 +145,7 @@ class PrerenderedValue implements Present {
   ) {}
 
   isSameAs(stored: Json): boolean {
-    return isSameJson(stored, this.value);
+    return stored === this.value || isSameJson(stored, this.value);
   }
 
   decodeStored(stored: Json): { readonly value: unknown } | undefined {
@@ -214,15 +219,10 @@ function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText 
  * @internal
  */
 export const arrivalChecks = {
-  value: (key: Key, value: unknown, limits: { readonly maxDepth?: number; readonly maxValueBytes?: number } = {}): Json =>
-    checkedValue(value, {
-      key,
-      maxTextLength: Number.POSITIVE_INFINITY,
-      maxDepth: limits.maxDepth ?? 64,
-      maxValueBytes: limits.maxValueBytes ?? 1024 * 1024,
-    }),
+  value: (key: Key, value: unknown, limits: ValueLimits): Json =>
+    checkedValue(value, { key, maxTextLength: Number.POSITIVE_INFINITY, ...limits }),
   text: (key: Key, renderer: Renderer, text: unknown, maxTextLength: number): Rendering =>
-    checkedText({ key, maxTextLength, maxDepth: 64, maxValueBytes: 0 }, renderer, { ok: true, text }),
+    checkedText({ key, maxTextLength, maxDepth: 0, maxValueBytes: 0 }, renderer, { ok: true, text }),
 };
 
 /** The arrived value as owned plain JSON within the depth and size limits, or `ValueRejected` naming the path. */

@@ -5,7 +5,7 @@
 import type { StaticDecode, TSchema } from "typebox";
 import type { Validator } from "typebox/compile";
 import { Compile } from "typebox/compile";
-import { DecodeUnsafe, EncodeUnsafe, HasCodec } from "typebox/value";
+import { Check, DecodeUnsafe, EncodeUnsafe, Errors, HasCodec } from "typebox/value";
 import { DuplicateKeyError, KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
 import { isSameJson, type Json, toPlainJson, ValueNotPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
@@ -126,6 +126,13 @@ export interface SourceFault {
 
 const validators = new WeakMap<TSchema, Validator>();
 
+/**
+ * A source's values are checked by TypeBox's interpreter until it has checked this many; then
+ * its schema is compiled. Compiling costs as much as dozens of checks, and most sources are
+ * checked a few times at start-up (a plugin worker's start pays for every schema it compiles).
+ */
+const checksBeforeCompiling = 16;
+
 function validatorFor(schema: TSchema): Validator {
   let validator = validators.get(schema);
   if (validator === undefined) {
@@ -157,14 +164,15 @@ export function contain<S extends TSchema>(source: Source<S>, containment: Conta
  * source where its schema lives (not part of the package's API).
  */
 export class SourceCodec {
-  readonly validator: Validator;
   readonly hasCodec: boolean;
+  #validator: Validator | undefined;
+  #checks = 0;
 
   constructor(
     readonly source: Source,
     readonly maxTextLength: number,
   ) {
-    this.validator = validatorFor(source.schema);
+    this.#validator = validators.get(source.schema);
     this.hasCodec = HasCodec(source.schema);
   }
 
@@ -192,6 +200,12 @@ export class SourceCodec {
     return { ok: true, text };
   }
 
+  #check(value: unknown): boolean {
+    if (this.#validator === undefined && ++this.#checks >= checksBeforeCompiling)
+      this.#validator = validatorFor(this.source.schema);
+    return this.#validator === undefined ? Check(this.source.schema, value) : this.#validator.Check(value);
+  }
+
   /** Encodes a loaded value strictly: check, then encode, nothing converted or stripped. */
   encode(value: unknown): unknown {
     let encoded = value;
@@ -202,8 +216,8 @@ export class SourceCodec {
         throw new ValueRejected({ key: this.key, path: "", reason: `encoding failed: ${messageOf(cause)}`, cause });
       }
     }
-    if (!this.validator.Check(encoded)) {
-      const first = this.validator.Errors(encoded)[0];
+    if (!this.#check(encoded)) {
+      const first = (this.#validator?.Errors(encoded) ?? Errors(this.source.schema, encoded))[0];
       throw new ValueRejected({ key: this.key, path: first?.instancePath ?? "", reason: first?.message ?? "does not match" });
     }
     return encoded;
@@ -211,7 +225,7 @@ export class SourceCodec {
 
   /** A stored value decoded under the current schema (check first), or `undefined`. */
   decodeStored(stored: Json): { readonly value: unknown } | undefined {
-    if (!this.validator.Check(stored)) return undefined;
+    if (!this.#check(stored)) return undefined;
     const copy = toPlainJson(stored);
     if (!this.hasCodec) return { value: copy };
     try {

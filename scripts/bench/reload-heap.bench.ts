@@ -36,12 +36,13 @@ import * as esbuild from "esbuild";
 import { silentLogger } from "../../core/base/clock.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { type ContextSources, startContextSources } from "../../core/host/context-sources.ts";
+import type { PluginSource } from "../../core/plugins/define.ts";
 import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
-import { guardedRegistration } from "../../core/plugins/guarded-source.ts";
 import { type Registration, Registry } from "../../core/registry/registry.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, hostContainer, runBenchProcess } from "./plugin-fixtures.ts";
+import { runningWorkers, workerHeapBytes } from "./worker-heap.ts";
 
 const bench = "reload-heap";
 const selfFile = import.meta.filename;
@@ -166,17 +167,14 @@ async function hostStrategy(folder: string): Promise<Strategy> {
       }
     },
     async workerHeap() {
-      // Settled like the host's heap: the median of the last 4 of 8 collections in the worker.
+      // Measured from outside: the plugin's worker is the one worker thread its host runs.
+      const workers = runningWorkers();
+      if (workers.length !== 1) throw new Error(`expected the plugin's one worker, found ${workers.length} worker threads`);
+      const worker = workers[0] as (typeof workers)[number];
+      // Settled like the host's heap: the median of the last 2 of 4 snapshots (each after a collection).
       const readings: number[] = [];
-      let threadId = -1;
-      for (let pass = 0; pass < 8; pass++) {
-        const memory = await sources?.plugins.workerMemory(file);
-        if (memory === undefined || !memory.collected)
-          throw new Error("the plugin's worker gave no heap reading after a collection");
-        readings.push(memory.heapUsed);
-        threadId = memory.threadId;
-      }
-      return { bytes: median(readings.slice(-4)), threadId };
+      for (let pass = 0; pass < 4; pass++) readings.push(await workerHeapBytes(worker));
+      return { bytes: median(readings.slice(-2)), threadId: worker.threadId };
     },
     async activeBaseline() {
       if (sources === undefined) throw new Error("no version is loaded");
@@ -239,7 +237,7 @@ function importStrategy(folder: string): Strategy {
         settings: {},
         setupDeadlineMs: 10_000,
       });
-      const registrations = next.sources.map((source) => guardedRegistration(source, guard));
+      const registrations = next.sources.map((source) => containedRegistration(source, guard));
       const previous = active;
       registry.batch((batch) => {
         for (const r of previous?.registrations ?? []) batch.unregister(r);
@@ -253,6 +251,37 @@ function importStrategy(folder: string): Strategy {
     },
     async close() {
       await active?.scope.close();
+    },
+  };
+}
+
+/** The baseline's registration of a source: contained in the host's thread, built once per env. */
+function containedRegistration(
+  source: PluginSource,
+  guard: { readonly maxTextLength: number; report(fault: SystemContext.SourceFault): void },
+): Registration {
+  const contexts = new Map<string, SystemContext.SystemContext>();
+  return {
+    key: source.key,
+    origin: "plugin",
+    load: (env) => {
+      let context = contexts.get(env.location);
+      if (context === undefined) {
+        const { removed } = source;
+        context = SystemContext.contain(
+          {
+            key: source.key,
+            schema: source.schema,
+            load: () => source.load(env),
+            baseline: (current) => source.baseline(current),
+            update: (previous, current) => source.update(previous, current),
+            ...(removed === undefined ? {} : { removed: (previous: unknown) => removed.call(source, previous) }),
+          },
+          { report: guard.report, maxTextLength: guard.maxTextLength },
+        );
+        contexts.set(env.location, context);
+      }
+      return context;
     },
   };
 }

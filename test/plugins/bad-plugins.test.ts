@@ -138,7 +138,7 @@ const badPlugins: BadPlugin[] = [
     isFailure: true,
   },
   {
-    fault: "an import of the host's store entry (context-host/store) in a worker",
+    fault: "an import of the host's store entry (context-host/store)",
     files: {
       "reaches-store.ts": pluginCode("reacher", sourceCode("reacher/x"), {
         before: 'import { SqliteSessionStore } from "context-host/store";\nvoid SqliteSessionStore;',
@@ -154,13 +154,12 @@ const badPlugins: BadPlugin[] = [
     isFailure: true,
   },
   {
-    fault: "an import of the host's conformance entry (context-host/conformance) in process",
+    fault: "an import of the host's conformance entry (context-host/conformance)",
     files: {
       "reaches-kit.ts": pluginCode("kit", sourceCode("kit/x"), {
         before: 'import { checkPlugin } from "context-host/conformance";\nvoid checkPlugin;',
       }),
     },
-    options: { isolation: "none" },
     diagnostic: {
       phase: "evaluate",
       plugin: "reaches-kit",
@@ -436,46 +435,48 @@ describe("Plugin host: bad plugins are contained", () => {
     expect(badPlugins.length).to.be.at.least(15);
   });
 
-  for (const bad of badPlugins) {
-    const named = bad.diagnostic === undefined ? "" : ` with a ${bad.diagnostic.phase} diagnostic`;
-    it(`${bad.fault} is contained${named} while a good plugin keeps serving`, async () => {
-      const folder = harness.tempFolder();
-      const log = path.join(folder, "lifecycle.log");
-      write(path.join(folder, "good.ts"), textPlugin({ name: "good", value: "serving" }));
-      for (const [file, code] of Object.entries(bad.files)) write(path.join(folder, file), code.replaceAll("{log}", log));
-      const running = await harness.start({ folders: [folder], ...bad.options });
-      const context: Context = { running, folder, log };
-      await bad.act?.(context);
+  // One list of cases, on both transports of the plugin runner: its own worker, the host's thread.
+  for (const isolation of ["worker", "none"] as const)
+    for (const bad of badPlugins) {
+      const named = bad.diagnostic === undefined ? "" : ` with a ${bad.diagnostic.phase} diagnostic`;
+      it(`${bad.fault} is contained${named} while a good plugin keeps serving (isolation ${isolation})`, async () => {
+        const folder = harness.tempFolder();
+        const log = path.join(folder, "lifecycle.log");
+        write(path.join(folder, "good.ts"), textPlugin({ name: "good", value: "serving" }));
+        for (const [file, code] of Object.entries(bad.files)) write(path.join(folder, file), code.replaceAll("{log}", log));
+        const running = await harness.start({ folders: [folder], isolation, ...bad.options });
+        const context: Context = { running, folder, log };
+        await bad.act?.(context);
 
-      const expected = bad.diagnostic;
-      if (expected !== undefined) {
-        const file = path.join(folder, expected.file);
-        const diagnostic = await eventually(
-          () => running.host.diagnostics.find((d) => d.phase === expected.phase && d.file === file),
-          `a ${expected.phase} diagnostic for ${expected.file} (have: ${JSON.stringify(running.host.diagnostics)})`,
-        );
-        expect(diagnostic.plugin, "plugin").to.equal(expected.plugin);
-        expect(diagnostic.message, "message").to.match(expected.message);
-        if (expected.key !== undefined) expect(diagnostic.key, "key").to.equal(expected.key);
-        if (expected.hasLine) {
-          const code = (bad.files[expected.file] as string).replaceAll("{log}", log);
-          expect(diagnostic.line, "line").to.equal(code.split("\n").findIndex((line) => line.includes(here)) + 1);
-          expect(diagnostic.lineText, "lineText").to.contain(here);
+        const expected = bad.diagnostic;
+        if (expected !== undefined) {
+          const file = path.join(folder, expected.file);
+          const diagnostic = await eventually(
+            () => running.host.diagnostics.find((d) => d.phase === expected.phase && d.file === file),
+            `a ${expected.phase} diagnostic for ${expected.file} (have: ${JSON.stringify(running.host.diagnostics)})`,
+          );
+          expect(diagnostic.plugin, "plugin").to.equal(expected.plugin);
+          expect(diagnostic.message, "message").to.match(expected.message);
+          if (expected.key !== undefined) expect(diagnostic.key, "key").to.equal(expected.key);
+          if (expected.hasLine) {
+            const code = (bad.files[expected.file] as string).replaceAll("{log}", log);
+            expect(diagnostic.line, "line").to.equal(code.split("\n").findIndex((line) => line.includes(here)) + 1);
+            expect(diagnostic.lineText, "lineText").to.contain(here);
+          }
         }
-      }
-      if (bad.isFailure) {
-        const failures = running.host.failures().map((f) => path.relative(folder, f.file));
-        expect(failures).to.include(bad.entry ?? expected?.file);
-      }
-      await bad.verify?.(context);
+        if (bad.isFailure) {
+          const failures = running.host.failures().map((f) => path.relative(folder, f.file));
+          expect(failures).to.include(bad.entry ?? expected?.file);
+        }
+        await bad.verify?.(context);
 
-      // The good plugin keeps serving: its source composes and renders; nothing bad is admitted.
-      expect(running.host.plugins().find((p) => p.name === "good")?.generation).to.equal(1);
-      const generation = await baselineOf(running);
-      expect(generation.baseline.split("\n\n")).to.include("good: serving");
-      expect(Object.keys(generation.snapshot)).to.have.members(["good/status", ...(bad.stillServing ?? [])]);
-    });
-  }
+        // The good plugin keeps serving: its source composes and renders; nothing bad is admitted.
+        expect(running.host.plugins().find((p) => p.name === "good")?.generation).to.equal(1);
+        const generation = await baselineOf(running);
+        expect(generation.baseline.split("\n\n")).to.include("good: serving");
+        expect(Object.keys(generation.snapshot)).to.have.members(["good/status", ...(bad.stillServing ?? [])]);
+      });
+    }
 
   it("a diagnostic prints as a short code frame at the plugin's own line", async () => {
     const folder = harness.tempFolder();

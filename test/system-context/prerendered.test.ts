@@ -10,7 +10,8 @@ import {
   type SourceFault,
 } from "../../core/system-context/index.ts";
 
-function arriving(value: unknown, limits: { maxDepth?: number; maxValueBytes?: number } = {}) {
+function arriving(value: unknown, given: { maxDepth?: number; maxValueBytes?: number } = {}) {
+  const limits = { maxDepth: 64, maxValueBytes: 1024 * 1024, ...given };
   const faults: SourceFault[] = [];
   const observation: PrerenderedObservation = { kind: "present", value, baseline: { ok: true, text: "arrived" } };
   const context = prerendered(
@@ -23,7 +24,10 @@ function arriving(value: unknown, limits: { maxDepth?: number; maxValueBytes?: n
 describe("SystemContext: pre-rendered sources", () => {
   it("an invalid key throws KeyInvalid naming the key", () => {
     const make = () =>
-      prerendered({ key: "Remote", observe: async () => ({ kind: "absent" }) }, { maxTextLength: 1000, report: () => {} });
+      prerendered(
+        { key: "Remote", observe: async () => ({ kind: "absent" }) },
+        { maxTextLength: 1000, maxDepth: 64, maxValueBytes: 1024, report: () => {} },
+      );
     expect(make).to.throw(KeyInvalid, /^invalid Context Source key "Remote": expected "namespace\/name"/);
   });
 

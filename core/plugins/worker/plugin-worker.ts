@@ -9,8 +9,9 @@ import vm from "node:vm";
 import { Worker } from "node:worker_threads";
 import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
-import { ContextHostError, messageOf } from "../../base/errors.ts";
+import { messageOf } from "../../base/errors.ts";
 import type { Location } from "../locations.ts";
+import { type Describe, type PluginTransport, PluginWorkerFault, PluginWorkerStopped } from "../transport.ts";
 import { cachedProgram } from "./program-cache.ts";
 import { type HostRequestBody, phaseCodes, progress, type WorkerFault, type WorkerInit, type WorkerReply } from "./protocol.ts";
 
@@ -145,24 +146,6 @@ ${body}
   return { program, inputs };
 }
 
-/** The worker of a plugin stopped; `reason` says why, as a diagnostic will. */
-export class PluginWorkerStopped extends ContextHostError {
-  readonly reason: string;
-  /** The phase and the source key the worker was running when it stopped, if any. */
-  readonly phase: DiagnosticPhase | undefined;
-  readonly key: string | undefined;
-  constructor(options: {
-    readonly reason: string;
-    readonly phase?: DiagnosticPhase | undefined;
-    readonly key?: string | undefined;
-  }) {
-    super(options.reason);
-    this.reason = options.reason;
-    this.phase = options.phase;
-    this.key = options.key;
-  }
-}
-
 /** A request the worker did not answer in time; the worker was stopped. */
 export class PluginWorkerDeadlineExceeded extends PluginWorkerStopped {
   readonly ms: number;
@@ -181,35 +164,12 @@ export class PluginWorkerDeadlineExceeded extends PluginWorkerStopped {
   }
 }
 
-/** What a request was doing when its worker stopped: the phase running and the source's index in the request. */
-export type Describe = (
-  phase: DiagnosticPhase | undefined,
-  index: number,
-) => {
-  readonly what: string;
-  readonly phase: DiagnosticPhase;
-  readonly key?: string | undefined;
-  /** The deadline to name, when it is not the request's (a loader's own). */
-  readonly ms?: number | undefined;
-};
-
-/** A request the worker answered with a fault. */
-export class PluginWorkerFault extends ContextHostError {
-  readonly fault: WorkerFault;
-  constructor(options: { readonly fault: WorkerFault }) {
-    super(options.fault.message);
-    this.fault = options.fault;
-  }
-}
-
 export interface PluginWorkerOptions {
   readonly init: Omit<WorkerInit, "progress">;
   /** Heap limit of the worker's old generation, MiB. */
   readonly heapMb: number;
   /** How long the worker may take to start, ms (default 10 s); plugin deadlines start after it. */
   readonly startDeadlineMs?: number;
-  /** Extra Node flags of the worker (benches). */
-  readonly execArgv?: readonly string[];
   /** A line the plugin logged or printed. */
   log(level: "info" | "warn" | "error", message: string): void;
   /** The worker ended without being asked to; `stopped` says why. */
@@ -234,8 +194,8 @@ const youngGenerationMb = 3;
 /** Longest line of worker output kept (longer lines are cut). */
 const maxLogLine = 4096;
 
-/** One running worker. Once stopped it stays stopped: a restart is a new `PluginWorker`. */
-export class PluginWorker {
+/** One running worker, the default transport. Once stopped it stays stopped: a restart is a new `PluginWorker`. */
+export class PluginWorker implements PluginTransport {
   readonly #worker: Worker;
   readonly #cells: Int32Array;
   readonly #pending = new Map<number, Pending>();
@@ -264,7 +224,7 @@ export class PluginWorker {
         maxOldGenerationSizeMb: options.heapMb,
         maxYoungGenerationSizeMb: Math.min(youngGenerationMb, options.heapMb / 4),
       },
-      execArgv: [...(options.execArgv ?? [])],
+      execArgv: [],
       env: { ...process.env },
       stdout: true,
       stderr: true,

@@ -1,22 +1,26 @@
-// Owns the messages between the host and a plugin's worker (decision 060). Everything
-// that crosses is plain data (structured clone): code and settings in, encoded JSON
-// values, rendered texts and faults out. Nothing the worker sends is trusted: the host
-// checks it on arrival.
+// Owns the messages between the host and a plugin's runner (decision 060), whichever
+// transport carries them: a worker thread (structured clone) or the host's own thread.
+// Everything that crosses is plain data: code and settings in, encoded JSON values,
+// rendered texts and faults out. Nothing the runner sends is trusted: the host checks it
+// on arrival.
 
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import type { Location } from "../locations.ts";
 
+/** Values deeper or larger than this are not sent (the host checks again on arrival). */
+export interface RunnerLimits {
+  readonly maxDepth: number;
+  readonly maxValueBytes: number;
+}
+
 /** What the worker is started with (`workerData`). */
-export interface WorkerInit {
+export interface WorkerInit extends RunnerLimits {
   /** The host's working folder: `api.services.location`. */
   readonly location: string;
   /** `system`: the worker reads its own clock; `host`: the host's clock reading sent with each request. */
   readonly clock: "system" | "host";
   /** Shared progress cells: what the worker is running now (see `progress`). */
   readonly progress: SharedArrayBuffer;
-  /** Values deeper or larger than this are not sent (the host checks again on arrival). */
-  readonly maxDepth: number;
-  readonly maxValueBytes: number;
 }
 
 /** Indices into the progress cells (an `Int32Array`). */
@@ -61,9 +65,18 @@ export type WorkerText =
 export type WorkerObservation =
   | { readonly kind: "unavailable" }
   | { readonly kind: "absent" }
+  /**
+   * The encoded value is the `stored` one the source was asked with, and the one of the
+   * observation the host said it holds (`held`): the host has its texts, nothing was rendered.
+   */
+  | { readonly kind: "unchanged" }
+  /** Asked with `storedIsHeld`, the runner no longer had that observation's value: ask with the value. */
+  | { readonly kind: "ask-again" }
   | {
       readonly kind: "present";
       readonly value: unknown;
+      /** Numbers this observation: a later request says it holds its texts by this number. */
+      readonly number: number;
       readonly baseline: WorkerText;
       readonly removed?: WorkerText;
       readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
@@ -96,17 +109,28 @@ export type HostRequest =
       readonly env: { readonly location: string; readonly sessionId?: string };
       readonly now: number;
       readonly deadlineMs: number;
-      readonly sources: readonly { readonly key: string; readonly stored?: unknown }[];
+      /**
+       * The sources asked for, by column (a boundary asks for many: columns of plain values
+       * cost the transport far less than an object per source). `keys`: left out when they
+       * are every source of the generation in the order `setup` declared them. `stored`: the
+       * admitted values sent, by index. `held[i]`: the number of the last observation of the
+       * source in this env whose texts the host holds (0: none); held with no stored value
+       * sent, the admitted value is that observation's.
+       */
+      readonly keys?: readonly string[];
+      readonly stored: ReadonlyArray<readonly [index: number, value: unknown]>;
+      readonly held: Float64Array;
     }
-  | { readonly type: "dispose"; readonly id: number; readonly generation: number }
-  | { readonly type: "memory"; readonly id: number };
+  | { readonly type: "dispose"; readonly id: number; readonly generation: number };
 
 /** A request as the host writes it; the worker handle numbers it. */
 export type HostRequestBody = HostRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
+/** A runner's answer to one request. */
+export type RunnerReply = { readonly ok: false; readonly fault: WorkerFault } | { readonly ok: true; readonly result: unknown };
+
 export type WorkerReply =
-  | { readonly type: "reply"; readonly id: number; readonly ok: false; readonly fault: WorkerFault }
-  | { readonly type: "reply"; readonly id: number; readonly ok: true; readonly result: unknown }
+  | ({ readonly type: "reply"; readonly id: number } & RunnerReply)
   | { readonly type: "log"; readonly level: "info" | "warn" | "error"; readonly message: string }
   /** Sent once, when the worker's own code has loaded: deadlines of requests start after it. */
   | { readonly type: "ready" };
@@ -125,10 +149,4 @@ export interface Activated {
 export interface Observed {
   readonly observations: readonly WorkerObservation[];
   readonly faults: readonly WorkerFault[];
-}
-
-/** The result of `memory`: the worker's heap after a full collection (when it can collect). */
-export interface WorkerMemory {
-  readonly heapUsed: number;
-  readonly collected: boolean;
 }

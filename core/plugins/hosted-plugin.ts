@@ -1,9 +1,10 @@
-// Owns an isolated plugin (decision 060): the host's handle on the one worker its code
-// runs in. It loads generations into that worker, observes a generation's sources with
-// one message per boundary, disposes generations, and, when the worker stops (a missed
-// deadline, a crash, an exit, out of memory), reports it and restarts the worker with the
-// last good generation, backing off, until the plugin crashes too often and is disabled
-// until its file changes.
+// Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
+// carries it: its worker thread, or the host's own thread. It loads generations into the
+// runner, observes a generation's sources with one message per boundary (an unchanged
+// source costs its runner a load and a comparison: its texts are held here), disposes
+// generations, and, when a worker stops (a missed deadline, a crash, an exit, out of
+// memory), reports it and restarts the worker with the last good generation, backing off,
+// until the plugin crashes too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -20,8 +21,10 @@ import {
 } from "../system-context/index.ts";
 import type { PluginBundle } from "./bundle.ts";
 import type { ObservedKind } from "./events.ts";
+import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
-import { PluginWorker, PluginWorkerFault, type PluginWorkerStopped, sanitizeLocation } from "./worker/plugin-worker.ts";
+import { type PluginTransport, PluginWorkerFault, type PluginWorkerStopped } from "./transport.ts";
+import { sanitizeLocation } from "./worker/plugin-worker.ts";
 import type { Activated, Evaluated, Observed, WorkerFault, WorkerObservation, WorkerText } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
@@ -34,44 +37,25 @@ export class PluginCodeFault extends ContextHostError {
 }
 
 /** What an isolated plugin reports, as the plugin set turns it into a diagnostic. */
-export interface IsolatedReport {
+export interface PluginProblem {
   readonly phase: DiagnosticPhase;
   readonly message: string;
   readonly key?: string;
   readonly location?: Location;
 }
 
-export interface IsolatedPluginOptions {
-  readonly file: string;
-  /** The host's working folder (`api.services.location`). */
-  readonly location: string;
-  /** Whether the host's clock is the system clock; otherwise `now()` is sent with each request. */
-  readonly isSystemClock: boolean;
+export interface HostedPluginOptions {
+  readonly limits: PluginLimits;
+  /** The host's clock reading, sent with each request (a worker reading the host's clock uses it). */
   now(): number;
-  readonly heapMb: number;
-  /** Largest value the worker sends (UTF-8 bytes of its JSON, roughly; the host checks exactly). */
-  readonly maxValueBytes: number;
-  readonly execArgv?: readonly string[];
-  readonly setupDeadlineMs: number;
-  readonly disposeDeadlineMs: number;
-  /** Default loader deadline. */
-  readonly deadlineMs: number;
-  /** Time the renderers of one boundary may take, besides the loaders' deadline. */
-  readonly renderDeadlineMs: number;
-  /** Crashes within `crashWindowMs` that disable the plugin (default 3 in 60 s). */
-  readonly maxCrashes: number;
-  readonly crashWindowMs: number;
-  /** Waits before the n-th restart within the window (the last one repeats). */
-  readonly backoffMs: readonly number[];
-  log(level: "info" | "warn" | "error", message: string): void;
+  /** Starts the plugin's transport: a worker thread, or the host's own thread. */
+  startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a restart that failed, the plugin disabled). */
-  report(problem: IsolatedReport): void;
-  /** The worker restarted and holds the active generation again. */
-  onRestarted?(threadId: number): void;
+  report(problem: PluginProblem): void;
 }
 
 /** A generation loaded into the worker, ready to be swapped in. */
-export interface IsolatedGeneration {
+export interface HostedGeneration {
   readonly name: string;
   readonly generation: number;
   readonly scope: Scope;
@@ -79,10 +63,10 @@ export interface IsolatedGeneration {
 }
 
 /** The outcome of `load`. */
-export type IsolatedLoad =
+export type HostedLoad =
   | {
       readonly kind: "activated";
-      readonly activated: IsolatedGeneration;
+      readonly activated: HostedGeneration;
       /** Milliseconds the worker took to evaluate the module and to set it up. */
       readonly evaluateMs: number;
       readonly setupMs: number;
@@ -97,9 +81,27 @@ interface Recipe {
   readonly reserved: readonly string[];
 }
 
+/**
+ * The texts of the last observation of one source in one env that arrived from a transport,
+ * and the admitted value known to be that observation's (the very object the snapshot holds):
+ * while it is admitted, the runner is not sent it again.
+ */
+interface Held {
+  arrival:
+    | {
+        readonly number: number;
+        readonly transport: PluginTransport;
+        readonly baseline: RenderedText;
+        readonly removed?: RenderedText;
+      }
+    | undefined;
+  admitted: Json | undefined;
+}
+
 interface Waiting {
   readonly key: string;
   readonly stored: Json | undefined;
+  readonly held: Held;
   readonly deadlineMs: number;
   readonly resolve: (observation: PrerenderedObservation) => void;
 }
@@ -109,10 +111,10 @@ const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "un
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
 const graceMs = 100;
 
-export class IsolatedPlugin {
-  readonly #options: IsolatedPluginOptions;
-  #worker: PluginWorker | undefined;
-  #starting: Promise<PluginWorker | undefined> | undefined;
+export class HostedPlugin {
+  readonly #options: HostedPluginOptions;
+  #worker: PluginTransport | undefined;
+  #starting: Promise<PluginTransport | undefined> | undefined;
   /** Generations living in the current worker, with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
   /** Loads in flight; a restart due meanwhile waits for them (`#isRestartDue`). */
@@ -128,18 +130,13 @@ export class IsolatedPlugin {
   readonly #recipes = new WeakMap<Scope, Recipe>();
   readonly #batches = new Map<string, { env: SourceEnv; generation: number; waiting: Waiting[] }>();
 
-  constructor(options: IsolatedPluginOptions) {
+  constructor(options: HostedPluginOptions) {
     this.#options = options;
   }
 
-  /** The current worker's thread id (for tests and benches), if one runs. */
-  get threadId(): number | undefined {
-    return this.#worker?.stopped === undefined ? this.#worker?.threadId : undefined;
-  }
-
-  /** Whether the plugin crashed too often and waits for its file to change. */
-  get isDisabled(): boolean {
-    return this.#isDisabled;
+  /** Starts the transport now, if none runs, so that it starts while the plugin is bundled. */
+  warm(): void {
+    void this.#current().catch(() => undefined);
   }
 
   /**
@@ -151,7 +148,7 @@ export class IsolatedPlugin {
     generation: number,
     settings: Readonly<Record<string, unknown>>,
     reserved: readonly string[],
-  ): Promise<IsolatedLoad> {
+  ): Promise<HostedLoad> {
     if (this.#isDisabled) {
       this.#isDisabled = false;
       this.#crashes.length = 0;
@@ -187,8 +184,8 @@ export class IsolatedPlugin {
     settings: Readonly<Record<string, unknown>>,
     reserved: readonly string[],
     isRetry = false,
-  ): Promise<IsolatedLoad | { readonly kind: "bystander" }> {
-    let worker: PluginWorker | undefined;
+  ): Promise<HostedLoad | { readonly kind: "bystander" }> {
+    let worker: PluginTransport | undefined;
     try {
       worker = await this.#current();
     } catch (error) {
@@ -210,7 +207,7 @@ export class IsolatedPlugin {
         activated: {
           name: evaluated.name,
           generation,
-          scope: this.#scopeOf(evaluated.name, recipe, activated),
+          scope: this.#scopeOf(evaluated.name, recipe),
           keys: activated.sources.map((source) => source.key),
         },
         evaluateMs: evaluatedAt - startedAt,
@@ -231,30 +228,25 @@ export class IsolatedPlugin {
     if (recipe !== undefined) this.#active = recipe;
   }
 
-  /** The registration of one source of a generation: its observations come from the worker, pre-rendered. */
+  /** The registration of one source of a generation: its observations come from the runner, pre-rendered. */
   registration(
     generation: number,
     key: string,
-    limits: { readonly maxTextLength: number; readonly maxValueBytes: number; report(fault: SourceFault): void },
+    report: (fault: SourceFault) => void,
     observed: (key: string, kind: ObservedKind) => void,
   ): Registration {
+    const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
     return {
       key,
       origin: "plugin",
-      load: perEnv((env) =>
-        prerendered(
-          { key, observe: (stored) => this.#observe(generation, env, key, stored, observed) },
-          { maxTextLength: limits.maxTextLength, maxValueBytes: limits.maxValueBytes, report: limits.report },
-        ),
-      ),
+      load: perEnv((env) => {
+        const held: Held = { arrival: undefined, admitted: undefined };
+        return prerendered(
+          { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
+          { maxTextLength, maxValueBytes, maxDepth, report },
+        );
+      }),
     };
-  }
-
-  /** The worker's heap after a full collection (benches). */
-  async memory(): Promise<{ heapUsed: number; collected: boolean } | undefined> {
-    const worker = this.#worker;
-    if (worker === undefined || worker.stopped !== undefined) return undefined;
-    return worker.request({ type: "memory" }, 10_000, () => ({ what: "memory statistics", phase: "load" }));
   }
 
   /** Stops the worker (after the caller disposed what it wanted to). */
@@ -273,7 +265,7 @@ export class IsolatedPlugin {
   // ── the worker ──────────────────────────────────────────────────────────
 
   /** The running worker, started if there is none (after a stop: a fresh one, without the old generations). */
-  async #current(): Promise<PluginWorker | undefined> {
+  async #current(): Promise<PluginTransport | undefined> {
     if (this.#isClosed) return undefined;
     if (this.#worker !== undefined && this.#worker.stopped === undefined) return this.#worker;
     if (this.#starting !== undefined) return this.#starting;
@@ -287,21 +279,9 @@ export class IsolatedPlugin {
     }
   }
 
-  async #start(): Promise<PluginWorker | undefined> {
+  async #start(): Promise<PluginTransport | undefined> {
     this.#living.clear();
-    const options = this.#options;
-    const worker: PluginWorker = await PluginWorker.start({
-      init: {
-        location: options.location,
-        clock: options.isSystemClock ? "system" : "host",
-        maxDepth: 64,
-        maxValueBytes: options.maxValueBytes,
-      },
-      heapMb: options.heapMb,
-      ...(options.execArgv === undefined ? {} : { execArgv: options.execArgv }),
-      log: options.log,
-      onStopped: (stopped) => this.#stopped(worker, stopped),
-    });
+    const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
     if (this.#isClosed) {
       await worker.terminate();
       return undefined;
@@ -310,31 +290,32 @@ export class IsolatedPlugin {
     return worker;
   }
 
-  #stopped(worker: PluginWorker, stopped: PluginWorkerStopped) {
+  #stopped(worker: PluginTransport, stopped: PluginWorkerStopped) {
     if (this.#worker !== worker || this.#isClosed) return;
     this.#worker = undefined;
     this.#living.clear();
     const now = Date.now();
     this.#crashes.push(now);
-    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - this.#options.crashWindowMs) this.#crashes.shift();
+    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - this.#options.limits.crashWindowMs)
+      this.#crashes.shift();
     const count = this.#crashes.length;
     const restart =
       this.#active === undefined
         ? ""
-        : count >= this.#options.maxCrashes
-          ? `; it stopped ${count} times within ${this.#options.crashWindowMs / 1000} s and is disabled until its file changes`
-          : `; restarting it with the last good generation (stop ${count} within ${this.#options.crashWindowMs / 1000} s)`;
+        : count >= this.#options.limits.maxCrashes
+          ? `; it stopped ${count} times within ${this.#options.limits.crashWindowMs / 1000} s and is disabled until its file changes`
+          : `; restarting it with the last good generation (stop ${count} within ${this.#options.limits.crashWindowMs / 1000} s)`;
     this.#options.report({
       phase: stopped.phase ?? "load",
       message: `${stopped.reason}${restart}`,
       ...(stopped.key === undefined ? {} : { key: stopped.key }),
     });
     if (this.#active === undefined) return;
-    if (count >= this.#options.maxCrashes) {
+    if (count >= this.#options.limits.maxCrashes) {
       this.#isDisabled = true;
       return;
     }
-    const backoff = this.#options.backoffMs;
+    const backoff = this.#options.limits.backoffMs;
     const wait = backoff[Math.min(count - 1, backoff.length - 1)] ?? 0;
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
@@ -364,7 +345,6 @@ export class IsolatedPlugin {
     try {
       await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
       await this.#activate(worker, recipe.generation, recipe.config);
-      this.#options.onRestarted?.(worker.threadId);
     } catch (error) {
       // A stop is reported by `#stopped`; a fault of a generation that loaded before is reported here.
       if (error instanceof PluginWorkerFault) {
@@ -378,12 +358,12 @@ export class IsolatedPlugin {
   }
 
   async #evaluate(
-    worker: PluginWorker,
+    worker: PluginTransport,
     bundle: PluginBundle,
     generation: number,
     reserved: readonly string[],
   ): Promise<Evaluated> {
-    const ms = this.#options.setupDeadlineMs;
+    const ms = this.#options.limits.setupDeadlineMs;
     const evaluated = await worker.request<Evaluated>(
       {
         type: "evaluate",
@@ -402,8 +382,8 @@ export class IsolatedPlugin {
     return evaluated;
   }
 
-  async #activate(worker: PluginWorker, generation: number, config: unknown): Promise<Activated> {
-    const ms = this.#options.setupDeadlineMs;
+  async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<Activated> {
+    const ms = this.#options.limits.setupDeadlineMs;
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
@@ -414,22 +394,24 @@ export class IsolatedPlugin {
     for (const source of sources) {
       if (typeof source?.key !== "string") continue;
       const own = source.deadlineMs;
-      deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : this.#options.deadlineMs);
+      deadlines.set(
+        source.key,
+        typeof own === "number" && Number.isFinite(own) && own > 0 ? own : this.#options.limits.deadlineMs,
+      );
     }
     this.#living.set(generation, deadlines);
     return { sources: [...deadlines.keys()].map((key) => ({ key })) };
   }
 
   /** The host-side scope of a generation: closing it runs the generation's disposers in the worker. */
-  #scopeOf(name: string, recipe: Recipe, activated: Activated): Scope {
-    void activated;
+  #scopeOf(name: string, recipe: Recipe): Scope {
     const scope = new Scope(`plugin ${name} generation ${recipe.generation}`);
     this.#recipes.set(scope, recipe);
     void scope.add(async () => {
       if (this.#active === recipe) this.#active = undefined;
       const worker = this.#worker;
       if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(recipe.generation)) return;
-      const ms = this.#options.disposeDeadlineMs;
+      const ms = this.#options.limits.disposeDeadlineMs;
       try {
         await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({
           what: `disposers of ${scope.name}`,
@@ -451,6 +433,7 @@ export class IsolatedPlugin {
     env: SourceEnv,
     key: string,
     stored: Json | undefined,
+    held: Held,
     observed: (key: string, kind: ObservedKind) => void,
   ): Promise<PrerenderedObservation> {
     const deadlines = this.#living.get(generation);
@@ -472,18 +455,18 @@ export class IsolatedPlugin {
     }
     const waiting = batch.waiting;
     return new Promise((resolve) => {
-      waiting.push({ key, stored, deadlineMs: deadlines.get(key) ?? this.#options.deadlineMs, resolve });
+      waiting.push({ key, stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
     });
   }
 
   async #flush(
-    worker: PluginWorker,
+    worker: PluginTransport,
     batch: { env: SourceEnv; generation: number; waiting: Waiting[] },
     observed: (key: string, kind: ObservedKind) => void,
   ): Promise<void> {
     const { waiting } = batch;
     const loaderMs = Math.max(...waiting.map((w) => w.deadlineMs));
-    const ms = loaderMs + this.#options.renderDeadlineMs;
+    const ms = loaderMs + this.#options.limits.renderDeadlineMs;
     let result: Observed;
     try {
       result = await worker.request<Observed>(
@@ -492,8 +475,8 @@ export class IsolatedPlugin {
           generation: batch.generation,
           env: batch.env,
           now: this.#options.now(),
-          deadlineMs: this.#options.deadlineMs,
-          sources: waiting.map((w) => (w.stored === undefined ? { key: w.key } : { key: w.key, stored: w.stored })),
+          deadlineMs: this.#options.limits.deadlineMs,
+          ...asked(worker, waiting, this.#living.get(batch.generation)),
         },
         ms + graceMs,
         (phase, index) => {
@@ -514,12 +497,20 @@ export class IsolatedPlugin {
     const faulted = new Set<string>();
     for (const fault of faults) if (typeof fault?.key === "string") faulted.add(fault.key);
     this.#reportFaults(faults);
+    const again: Waiting[] = [];
     waiting.forEach((w, i) => {
       const arrived = observations[i];
+      // The runner no longer had the held observation's value: asked once more, with the value.
+      if (arrived?.kind === "ask-again" && w.held.admitted !== undefined) {
+        w.held.admitted = undefined;
+        again.push(w);
+        return;
+      }
       if (!faulted.has(w.key))
         observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
-      w.resolve(arrived === undefined ? unavailableObservation : fromWorker(arrived));
+      w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     });
+    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
   }
 
   #reportFaults(faults: readonly WorkerFault[]) {
@@ -536,16 +527,35 @@ export class IsolatedPlugin {
   }
 }
 
-function fromWorker(arrived: WorkerObservation): PrerenderedObservation {
+/** What arrived for one source, as a pre-rendered observation; the texts of a present one are held for later boundaries. */
+function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
   if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
   if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
+  if (arrived.kind === "unchanged") {
+    // The value is the admitted one (the very object: it needs no check again) and the texts are held.
+    const arrival = waiting.held.arrival;
+    if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
+    waiting.held.admitted = waiting.stored;
+    return {
+      kind: "present",
+      value: waiting.stored,
+      baseline: arrival.baseline,
+      ...(arrival.removed === undefined ? {} : { removed: arrival.removed }),
+    };
+  }
   if (arrived.kind !== "present") return unavailableObservation;
+  const baseline = textOf(arrived.baseline);
+  const removed = arrived.removed === undefined ? undefined : textOf(arrived.removed);
+  if (typeof arrived.number === "number") {
+    waiting.held.arrival = { number: arrived.number, transport, baseline, ...(removed === undefined ? {} : { removed }) };
+    waiting.held.admitted = undefined;
+  }
   const previous = arrived.previous;
   return {
     kind: "present",
     value: arrived.value,
-    baseline: textOf(arrived.baseline),
-    ...(arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) }),
+    baseline,
+    ...(removed === undefined ? {} : { removed }),
     ...(typeof previous === "object" && previous !== null
       ? {
           previous: {
@@ -555,6 +565,23 @@ function fromWorker(arrived: WorkerObservation): PrerenderedObservation {
         }
       : {}),
   };
+}
+
+/** The sources of one observe request, by column. */
+function asked(worker: PluginTransport, waiting: readonly Waiting[], generation: ReadonlyMap<string, number> | undefined) {
+  const stored: Array<readonly [number, unknown]> = [];
+  const held = new Float64Array(waiting.length);
+  let isEveryKeyInOrder = waiting.length === generation?.size;
+  const declared = generation?.keys();
+  waiting.forEach((w, index) => {
+    if (isEveryKeyInOrder && declared?.next().value !== w.key) isEveryKeyInOrder = false;
+    const { arrival, admitted } = w.held;
+    const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
+    held[index] = number;
+    // The admitted value is the held observation's: the runner compares with its own copy.
+    if (w.stored !== undefined && !(number > 0 && admitted === w.stored)) stored.push([index, w.stored]);
+  });
+  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {

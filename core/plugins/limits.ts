@@ -1,0 +1,72 @@
+// Owns the limits a plugin runs under: deadlines, sizes, its worker's heap and how often it
+// may crash. They are resolved once, from these defaults and the host's options, into one
+// frozen object that every layer reads (the plugin set, the runner, the transports and the
+// arrival checks): no other file defaults a limit.
+
+/** The limits every plugin of a host runs under. */
+export interface PluginLimits {
+  /** A loader's deadline, unless its source sets its own (`deadlineMs`). */
+  readonly deadlineMs: number;
+  /** How long a plugin's module code and `setup` may run. */
+  readonly setupDeadlineMs: number;
+  /** How long a generation's disposers may run. */
+  readonly disposeDeadlineMs: number;
+  /** Time a plugin's renderers may take at one boundary, besides its loaders' deadline. */
+  readonly renderDeadlineMs: number;
+  /** Longest accepted rendering, in UTF-16 code units. */
+  readonly maxTextLength: number;
+  /** Largest accepted source value, in UTF-8 bytes of its JSON text. */
+  readonly maxValueBytes: number;
+  /** Deepest accepted nesting of a source value. */
+  readonly maxDepth: number;
+  /** Heap limit of a plugin's worker (its old generation), MiB. */
+  readonly heapMb: number;
+  /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes. */
+  readonly maxCrashes: number;
+  readonly crashWindowMs: number;
+  /** Waits before the n-th restart of a worker within the window (the last one repeats). */
+  readonly backoffMs: readonly number[];
+}
+
+/** The defaults of every limit. */
+export const pluginLimitDefaults: PluginLimits = Object.freeze({
+  deadlineMs: 2000,
+  setupDeadlineMs: 10_000,
+  disposeDeadlineMs: 5000,
+  renderDeadlineMs: 1000,
+  maxTextLength: 64 * 1024,
+  maxValueBytes: 1024 * 1024,
+  maxDepth: 64,
+  heapMb: 128,
+  maxCrashes: 3,
+  crashWindowMs: 60_000,
+  backoffMs: Object.freeze([0, 250, 1000]),
+});
+
+/** A limit given that is not a positive number, named with the value given. */
+export class PluginLimitInvalid extends RangeError {
+  readonly limit: string;
+  constructor(limit: string, value: unknown) {
+    super(`plugin limit ${limit} must be a positive number, got ${JSON.stringify(value) ?? String(value)}`);
+    this.limit = limit;
+  }
+}
+
+/** The limits: each one given (undefined: its default), checked, in one frozen object. */
+export function resolvePluginLimits(
+  given: { readonly [K in keyof PluginLimits]?: PluginLimits[K] | undefined } = {},
+): PluginLimits {
+  const resolved: Record<string, unknown> = {};
+  for (const name of Object.keys(pluginLimitDefaults) as Array<keyof PluginLimits>) {
+    const value = given[name] ?? pluginLimitDefaults[name];
+    if (name === "backoffMs") {
+      if (!Array.isArray(value) || value.length === 0 || value.some((ms) => !(typeof ms === "number" && ms >= 0)))
+        throw new PluginLimitInvalid(name, value);
+      resolved[name] = Object.freeze([...value]);
+    } else {
+      if (typeof value !== "number" || !(value > 0)) throw new PluginLimitInvalid(name, value);
+      resolved[name] = value;
+    }
+  }
+  return Object.freeze(resolved) as unknown as PluginLimits;
+}

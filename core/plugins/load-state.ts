@@ -1,0 +1,64 @@
+// Owns where one plugin file's loads stand, as explicit states and the transitions between
+// them (decision 162). The plugin set holds one per file and moves it only through these
+// functions; which states are legal, and what each event does in each, is stated here.
+
+import type { Loaded } from "./loader.ts";
+
+/** Where the loads of one plugin file stand. */
+export type LoadState =
+  /** Every change has been seen by a load. */
+  | { readonly kind: "idle" }
+  /**
+   * A change no load has seen yet. `isProvisional`: only first events of bursts are due, so
+   * a failure is not final (the quiet re-check decides). `preload`: the first load of a
+   * plugin a scan found, started at once so that setups run concurrently.
+   */
+  | { readonly kind: "due"; readonly isProvisional: boolean; readonly preload?: Promise<Loaded> }
+  /** A load runs; `change` is a change that arrived meanwhile: the load's result is stale. */
+  | { readonly kind: "loading"; readonly change?: { readonly isProvisional: boolean } }
+  /** The file left (or the set closed): no load starts any more. */
+  | { readonly kind: "removed" };
+
+export const idle: LoadState = Object.freeze({ kind: "idle" });
+const removedState: LoadState = Object.freeze({ kind: "removed" });
+
+/** A file changed. A provisional change does not demote a final one that is still due. */
+export function changed(state: LoadState, isProvisional: boolean): LoadState {
+  switch (state.kind) {
+    case "idle":
+      return { kind: "due", isProvisional };
+    case "due":
+      return { ...state, isProvisional: state.isProvisional && isProvisional };
+    case "loading":
+      return { kind: "loading", change: { isProvisional: (state.change?.isProvisional ?? true) && isProvisional } };
+    case "removed":
+      return state;
+  }
+}
+
+/** A scan found the file: its first load is due, and already runs. */
+export function discovered(preload: Promise<Loaded>): LoadState {
+  return { kind: "due", isProvisional: false, preload };
+}
+
+/** A load begins; only a due state begins one. */
+export function began(state: LoadState): LoadState {
+  if (state.kind !== "due") throw new Error(`a load cannot begin in state ${state.kind}`);
+  return { kind: "loading" };
+}
+
+/** The load ended: a change that arrived meanwhile is due now. */
+export function finished(state: LoadState): LoadState {
+  if (state.kind !== "loading") return state;
+  return state.change === undefined ? idle : { kind: "due", isProvisional: state.change.isProvisional };
+}
+
+/** The file left: nothing loads any more. */
+export function removed(): LoadState {
+  return removedState;
+}
+
+/** Whether what the running load produces must not be swapped in (a change arrived, or the file left). */
+export function isStale(state: LoadState): boolean {
+  return state.kind === "removed" || (state.kind === "loading" && state.change !== undefined);
+}

@@ -1,0 +1,375 @@
+// Owns the one plugin runner (decision 160): it evaluates each generation the host sends
+// (a fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
+// observations (loaders, codecs and renderers) and disposers. The same runner serves in
+// a plugin's worker thread and, with `isolation: "none"`, in the host's own thread; the
+// transport that carries its requests is the only difference. What it answers is plain
+// data the host checks on arrival.
+
+import type { AwilixContainer } from "awilix";
+import { withinDeadline } from "../base/deadline.ts";
+import type { DiagnosticPhase } from "../base/diagnostics.ts";
+import { messageOf } from "../base/errors.ts";
+import type { Scope } from "../base/scope.ts";
+// From the modules themselves, not the layer's index: the worker evaluates only what it needs.
+import { isSameJson, type Json } from "../system-context/json.ts";
+import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
+import type { PluginSource } from "./define.ts";
+import { evaluateBundle, locationsOf } from "./evaluate.ts";
+import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
+import type { BundleLocations, Location } from "./locations.ts";
+import {
+  type Activated,
+  type Evaluated,
+  type HostRequest,
+  type Observed,
+  phaseCodes,
+  progress,
+  type RunnerLimits,
+  type RunnerReply,
+  type WorkerFault,
+  type WorkerObservation,
+  type WorkerText,
+} from "./worker/protocol.ts";
+
+export interface RunnerOptions {
+  /** The services a plugin's `api.services` resolves from: clock, logger, location. */
+  readonly container: AwilixContainer;
+  readonly limits: RunnerLimits;
+  /** Progress cells (`progress`): what the runner runs now, for whoever must say where it stopped. */
+  readonly cells: Int32Array;
+}
+
+/** How many envs (location and session) a source remembers its last sent value for. */
+const maxEnvs = 256;
+
+interface Sent {
+  readonly value: Json;
+  readonly number: number;
+}
+
+interface HeldSource {
+  readonly source: PluginSource;
+  readonly codec: SourceCodec;
+}
+
+/** One generation living in this runner. */
+interface Living {
+  readonly exports: Record<string, unknown>;
+  readonly locations: BundleLocations;
+  readonly name: string;
+  scope?: Scope;
+  sources?: Map<string, HeldSource>;
+  /** The sources' keys in the order `setup` declared them. */
+  keys?: readonly string[];
+  /** By env, the value each source last sent with its texts, and that observation's number: what the host may hold. */
+  readonly sent: Map<string, Map<string, Sent>>;
+}
+
+/** The plugin runner: one request in, one reply out. */
+export interface PluginRunner {
+  serve(request: HostRequest): Promise<RunnerReply>;
+}
+
+export function createPluginRunner(options: RunnerOptions): PluginRunner {
+  const { container, limits, cells } = options;
+  const generations = new Map<number, Living>();
+  /** Numbers the observations sent with texts, so the host can say which one it holds. */
+  let sentCount = 0;
+
+  function mark(request: number, phase: DiagnosticPhase | "idle", source = 0) {
+    Atomics.store(cells, progress.request, request);
+    Atomics.store(cells, progress.phase, Math.max(0, phaseCodes.indexOf(phase)));
+    Atomics.store(cells, progress.source, source);
+  }
+
+  async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Promise<RunnerReply> {
+    const bundle = {
+      entry: request.entry,
+      code: request.code,
+      baseDir: request.baseDir,
+      hash: "",
+      inputs: [],
+      ...(request.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
+    };
+    const locations = locationsOf(bundle, request.generation);
+    mark(request.id, "evaluate");
+    let exports: Record<string, unknown>;
+    try {
+      exports = evaluateBundle(bundle, request.generation);
+    } catch (error) {
+      const fault = faultOf(error, locations, "evaluate");
+      return { ok: false, fault: { ...fault, phase: "evaluate", message: `module code threw: ${messageOf(error)}` } };
+    } finally {
+      mark(0, "idle");
+    }
+    try {
+      const plugin = pluginOf(exports, new Set(request.reserved));
+      generations.set(request.generation, { exports, locations, name: plugin.name, sent: new Map() });
+      return { ok: true, result: { name: plugin.name } satisfies Evaluated };
+    } catch (error) {
+      return { ok: false, fault: faultOf(error, locations, "evaluate") };
+    }
+  }
+
+  async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<RunnerReply> {
+    const living = generations.get(request.generation);
+    if (living === undefined)
+      return { ok: false, fault: { phase: "setup", message: `generation ${request.generation} was not evaluated here` } };
+    mark(request.id, "setup");
+    try {
+      const activated = await activateGeneration({
+        exports: living.exports,
+        generation: request.generation,
+        container,
+        settings: { [living.name]: request.config },
+        setupDeadlineMs: request.setupDeadlineMs,
+        reservedNamespaces: new Set(),
+      });
+      living.scope = activated.scope;
+      living.keys = activated.sources.map((source) => source.key);
+      living.sources = new Map(
+        activated.sources.map((source) => [
+          source.key,
+          { source, codec: new SourceCodec(source as unknown as Source, Number.POSITIVE_INFINITY) },
+        ]),
+      );
+      const sources = activated.sources.map((source) =>
+        typeof source.deadlineMs === "number" ? { key: source.key, deadlineMs: source.deadlineMs } : { key: source.key },
+      );
+      return { ok: true, result: { sources } satisfies Activated };
+    } catch (error) {
+      generations.delete(request.generation);
+      return { ok: false, fault: faultOf(error, living.locations, "setup") };
+    } finally {
+      mark(0, "idle");
+    }
+  }
+
+  function text(
+    id: number,
+    index: number,
+    codec: SourceCodec,
+    renderer: "baseline" | "update" | "removed",
+    current: unknown,
+    previous: unknown,
+    locations: BundleLocations,
+  ): WorkerText {
+    mark(id, renderer, index);
+    try {
+      const rendering = codec.render(renderer, current, previous);
+      if (rendering.ok) return { ok: true, text: rendering.text };
+      const location = locate(locations, rendering.error);
+      const reason = rendering.error.message.replace(/^Context Source "[^"]*": renderer "[a-z]+" /, "");
+      return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
+    } catch (error) {
+      return { ok: false, reason: `threw: ${messageOf(error)}` };
+    }
+  }
+
+  /** The values this generation last sent in `envId`, the least recently used env dropped beyond `maxEnvs`. */
+  function sentIn(living: Living, envId: string): Map<string, Sent> {
+    let sent = living.sent.get(envId);
+    if (sent === undefined) {
+      sent = new Map();
+      if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
+    } else living.sent.delete(envId);
+    living.sent.set(envId, sent);
+    return sent;
+  }
+
+  async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<RunnerReply> {
+    const living = generations.get(request.generation);
+    const sources = living?.sources;
+    const keys = request.keys ?? living?.keys;
+    if (living === undefined || sources === undefined || keys === undefined)
+      return { ok: false, fault: { phase: "load", message: `generation ${request.generation} is not active here` } };
+    const env = Object.freeze({ ...request.env });
+    const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
+    const faults: WorkerFault[] = [];
+    const { locations } = living;
+    // Every loader starts before any is awaited, as in the host: sources are observed
+    // concurrently. A loader that returns at once costs no promise.
+    const settled: Array<PromiseSettledResult<unknown>> = [];
+    const pending: Array<Promise<void>> = [];
+    const storedAt = new Map(request.stored);
+    keys.forEach((key, index) => {
+      const held = sources.get(key);
+      if (held === undefined) {
+        settled[index] = { status: "fulfilled", value: unavailable };
+        return;
+      }
+      mark(request.id, "load", index);
+      try {
+        const loaded = held.source.load(env);
+        if (!(loaded instanceof Promise)) {
+          settled[index] = { status: "fulfilled", value: loaded };
+          return;
+        }
+        const ms = held.source.deadlineMs ?? request.deadlineMs;
+        pending.push(
+          withinDeadline(() => loaded, ms, `loader ${key}`).then(
+            (value) => {
+              settled[index] = { status: "fulfilled", value };
+            },
+            (reason) => {
+              settled[index] = { status: "rejected", reason };
+            },
+          ),
+        );
+      } catch (reason) {
+        settled[index] = { status: "rejected", reason };
+      }
+    });
+    mark(request.id, "idle");
+    if (pending.length > 0) await Promise.all(pending);
+    const observations: WorkerObservation[] = settled.map((outcome, index) => {
+      const key = keys[index] as string;
+      const heldNumber = request.held[index] ?? 0;
+      let stored = storedAt.get(index) as Json | undefined;
+      const isStoredHeld = heldNumber > 0 && stored === undefined;
+      const last = sent.get(key);
+      if (isStoredHeld) {
+        if (last === undefined || last.number !== heldNumber) return askAgain;
+        stored = last.value;
+      }
+      const held = sources.get(key);
+      if (held === undefined) return { kind: "unavailable" };
+      if (outcome.status === "rejected") {
+        faults.push({ ...faultOf(outcome.reason, locations, "load"), phase: "load", key });
+        return { kind: "unavailable" };
+      }
+      const loaded = outcome.value;
+      if (loaded === unavailable) return { kind: "unavailable" };
+      if (loaded === absent) return { kind: "absent" };
+      const { codec, source } = held;
+      let value: Json;
+      let isStored = false;
+      mark(request.id, "value", index);
+      try {
+        const encoded = codec.encode(loaded);
+        // The admitted value again (the common case): it was plain and within the limits when admitted.
+        isStored = stored !== undefined && isSameJson(stored, encoded);
+        if (isStored) value = stored as Json;
+        else {
+          value = codec.plain(encoded);
+          const oversize = oversized(value, limits);
+          if (oversize !== undefined) throw new Error(`loaded value rejected: ${oversize}`);
+        }
+      } catch (error) {
+        faults.push({ ...faultOf(error, locations, "value"), phase: "value", key });
+        return { kind: "unavailable" };
+      }
+      // Unchanged since admission, and the host holds its texts: a load and a comparison, nothing rendered.
+      if (isStored && last !== undefined && heldNumber === last.number && (isStoredHeld || isSameJson(last.value, value)))
+        return unchangedObservation;
+      const number = ++sentCount;
+      sent.set(key, { value, number });
+      const baseline = text(request.id, index, codec, "baseline", loaded, undefined, locations);
+      const removed =
+        source.removed === undefined ? undefined : text(request.id, index, codec, "removed", loaded, undefined, locations);
+      let previous: { decodes: boolean; update?: WorkerText } | undefined;
+      // A stored value is decoded (and an update rendered) only when the value changed.
+      if (stored !== undefined && !isStored) {
+        mark(request.id, "value", index);
+        let decoded: { readonly value: unknown } | undefined;
+        try {
+          decoded = codec.decodeStored(stored);
+        } catch {
+          decoded = undefined;
+        }
+        previous = { decodes: decoded !== undefined };
+        if (decoded !== undefined) previous.update = text(request.id, index, codec, "update", loaded, decoded.value, locations);
+      }
+      return {
+        kind: "present",
+        value,
+        number,
+        baseline,
+        ...(removed === undefined ? {} : { removed }),
+        ...(previous === undefined ? {} : { previous }),
+      };
+    });
+    mark(0, "idle");
+    return { ok: true, result: { observations, faults } satisfies Observed };
+  }
+
+  async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Promise<RunnerReply> {
+    const living = generations.get(request.generation);
+    generations.delete(request.generation);
+    mark(request.id, "dispose");
+    try {
+      await living?.scope?.close();
+      return { ok: true, result: null };
+    } catch (error) {
+      return { ok: false, fault: { phase: "dispose", message: messageOf(error) } };
+    } finally {
+      mark(0, "idle");
+    }
+  }
+
+  return {
+    serve(request) {
+      switch (request.type) {
+        case "evaluate":
+          return evaluate(request);
+        case "activate":
+          return activate(request);
+        case "observe":
+          return observe(request);
+        case "dispose":
+          return dispose(request);
+      }
+    },
+  };
+}
+
+// One object for every such answer: a transport that clones sends it once per message.
+const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged" });
+const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
+
+function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
+  const failure = error instanceof ActivationFailed ? error : undefined;
+  const location = locate(locations, failure?.cause ?? error);
+  return {
+    phase: failure?.phase ?? phase,
+    message: messageOf(error),
+    ...(failure?.plugin === undefined ? {} : { plugin: failure.plugin }),
+    ...(failure?.key === undefined ? {} : { key: failure.key }),
+    ...(location === undefined ? {} : { location }),
+  };
+}
+
+function locate(locations: BundleLocations | undefined, error: unknown): Location | undefined {
+  try {
+    const found = locations?.locate(error);
+    return found === undefined ? undefined : { ...found };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a value must not be sent, if it must not: deeper than the limit (a deep enough value
+ * cannot even be read by the host's thread) or larger (a rough count of its JSON text).
+ */
+function oversized(value: Json, limits: RunnerLimits): string | undefined {
+  let left = limits.maxValueBytes;
+  const pending: Array<[Json, number]> = [[value, 0]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop() as [Json, number];
+    if (typeof item === "string") left -= item.length + 3;
+    else if (item === null || typeof item !== "object") left -= 8;
+    else {
+      if (depth >= limits.maxDepth) return `nested deeper than the limit of ${limits.maxDepth}`;
+      left -= 3;
+      if (Array.isArray(item)) for (const inner of item) pending.push([inner, depth + 1]);
+      else
+        for (const key of Object.keys(item)) {
+          left -= key.length + 4;
+          pending.push([item[key] as Json, depth + 1]);
+        }
+    }
+    if (left < 0) return `larger than the limit of ${limits.maxValueBytes} bytes`;
+  }
+  return undefined;
+}
