@@ -391,8 +391,7 @@ for (const open of [() => PostgresSessionStore.open({ connectionString })]) {
     const { code, stdout, stderr } = await runs.pgMissing;
     expect([code, stderr]).to.deep.equal([0, ""]);
     expect(stdout).to.equal(
-      "false\n" +
-        "true PostgresSessionStore.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n",
+      "false\n" + "true PostgresSessionStore.open needs the PostgreSQL client: install it with `npm install pg@^8.23.1`\n",
     );
   });
 
