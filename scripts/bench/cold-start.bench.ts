@@ -26,13 +26,13 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Worker } from "node:worker_threads";
 import { silentLogger } from "../../core/base/clock.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { startContextSources } from "../../core/host/context-sources.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
+import { emptyWorkersMs } from "./worker-floor.ts";
 
 const bench = "cold-start";
 const selfFile = import.meta.filename;
@@ -112,20 +112,7 @@ async function child(folder: string): Promise<void> {
 
 /** The floor child: `count` empty worker threads started at once, until each has run its first line. */
 async function floorChild(count: number): Promise<void> {
-  const start = performance.now();
-  const workers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<Worker>((resolve, reject) => {
-          const worker = new Worker(`require("node:worker_threads").parentPort.postMessage("up")`, { eval: true });
-          worker.once("message", () => resolve(worker));
-          worker.once("error", reject);
-        }),
-    ),
-  );
-  const ms = performance.now() - start;
-  await Promise.all(workers.map((worker) => worker.terminate()));
+  const ms = await emptyWorkersMs(count);
   const result: ChildResult = { ms, plugins: count, keys: count * 2, failures: 0 };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

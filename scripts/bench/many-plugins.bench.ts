@@ -18,13 +18,13 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { Worker } from "node:worker_threads";
 import { silentLogger } from "../../core/base/clock.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { startContextSources } from "../../core/host/context-sources.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
+import { emptyWorkersMs } from "./worker-floor.ts";
 
 const bench = "many-plugins";
 const selfFile = import.meta.filename;
@@ -95,20 +95,7 @@ async function child(folder: string, count: number): Promise<void> {
 }
 
 async function floorChild(count: number): Promise<void> {
-  const start = performance.now();
-  const workers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<Worker>((resolve, reject) => {
-          const worker = new Worker(`require("node:worker_threads").parentPort.postMessage("up")`, { eval: true });
-          worker.once("message", () => resolve(worker));
-          worker.once("error", reject);
-        }),
-    ),
-  );
-  const ms = performance.now() - start;
-  await Promise.all(workers.map((worker) => worker.terminate()));
+  const ms = await emptyWorkersMs(count);
   process.stdout.write(`${JSON.stringify({ ms, rss: 0, emptyRss: 0 } satisfies ChildResult)}\n`);
 }
 
