@@ -19,8 +19,11 @@ const tsxStartMs = isUnderTsx ? 10_000 : 0;
 export const killMs = 12_000 + tsxStartMs;
 /** A child silent that long is frozen: no host call started or ended (each is bounded by a deadline well below). */
 export const stallMs = 3500;
-/** `render` does one start-up and one Baseline: it ends well within this. */
-export const renderMs = 6000 + tsxStartMs;
+/**
+ * `render` does one start-up and one Baseline: it ends well within this, even on a busy
+ * machine (one run took 6.3 s at load ~10); a leaked handle would keep it alive past it.
+ */
+export const renderMs = 15_000 + tsxStartMs;
 /** How long one host call may take inside a scenario before it counts as stuck. */
 export const callBoundMs = 2500;
 /** Text hostile plugins inject or rewrite; none of it may reach anything stored. */
