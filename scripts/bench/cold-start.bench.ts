@@ -23,7 +23,6 @@
 // BENCH_WARMUP unmeasured children of each kind [1; 0], BENCH_TMPDIR where the temp folder
 // goes [the OS's]. BENCH_VERBOSE=1 prints samples on stderr.
 
-import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { silentLogger } from "../../core/base/clock.ts";
@@ -32,7 +31,7 @@ import { startContextSources } from "../../core/host/context-sources.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { emptyWorkersMs } from "./worker-floor.ts";
+import { emptyWorkersMs, runJsonChild } from "./start-up-children.ts";
 
 const bench = "cold-start";
 const selfFile = import.meta.filename;
@@ -118,30 +117,12 @@ async function floorChild(count: number): Promise<void> {
 }
 
 /** Runs one child over `folder`; checks it loaded `plugins` plugins without a failure. */
-function runChild(folder: string, plugins: number, kind = "child"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", selfFile, kind, kind === "floor" ? String(plugins) : folder], {
-      cwd: projectRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    proc.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    proc.on("error", reject);
-    proc.on("close", (code, signal) => {
-      if (code !== 0) return reject(new Error(`child exited with ${signal ?? code}: ${stderr}`));
-      const result = JSON.parse(stdout.trim()) as ChildResult;
-      if (result.plugins !== plugins || result.keys !== plugins * 2 || result.failures !== 0) {
-        return reject(new Error(`child loaded ${JSON.stringify(result)}, expected ${plugins} plugins, ${plugins * 2} keys`));
-      }
-      resolve(result.ms);
-    });
-  });
+async function runChild(folder: string, plugins: number, kind = "child"): Promise<number> {
+  const result = await runJsonChild<ChildResult>(selfFile, [kind, kind === "floor" ? String(plugins) : folder], projectRoot);
+  if (result.plugins !== plugins || result.keys !== plugins * 2 || result.failures !== 0) {
+    throw new Error(`child loaded ${JSON.stringify(result)}, expected ${plugins} plugins, ${plugins * 2} keys`);
+  }
+  return result.ms;
 }
 
 async function main(): Promise<void> {

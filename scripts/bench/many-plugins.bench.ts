@@ -15,7 +15,6 @@
 // Each run is a fresh child process (this file with `child`); figures are medians over
 // BENCH_RUNS [3; 1] runs. BENCH_TMPDIR: where the temp folder goes.
 
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { silentLogger } from "../../core/base/clock.ts";
@@ -24,7 +23,7 @@ import { startContextSources } from "../../core/host/context-sources.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { emptyWorkersMs } from "./worker-floor.ts";
+import { emptyWorkersMs, runJsonChild } from "./start-up-children.ts";
 
 const bench = "many-plugins";
 const selfFile = import.meta.filename;
@@ -100,22 +99,7 @@ async function floorChild(count: number): Promise<void> {
 }
 
 function runChild(args: readonly string[]): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", selfFile, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    proc.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    proc.on("error", reject);
-    proc.on("close", (code, signal) => {
-      if (code !== 0) return reject(new Error(`child exited with ${signal ?? code}: ${stderr}`));
-      resolve(JSON.parse(stdout.trim()) as ChildResult);
-    });
-  });
+  return runJsonChild<ChildResult>(selfFile, args);
 }
 
 const [kind, argument] = process.argv.slice(2);

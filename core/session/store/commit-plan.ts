@@ -89,7 +89,8 @@ export function planBoundary(
     const { baseline, snapshot, reason, systemPrompt } = newEpoch;
     epoch = { number, baseline, snapshot, startedSeq: seq, reason, systemPrompt };
     epochRow = { number, baseline, startedSeq: seq, reason, systemPrompt: JSON.stringify(systemPrompt) };
-    entries = { epoch: number, ...entryWrites(snapshot, undefined) };
+    // Every entry of the epoch's snapshot (an update in the same commit writes its own instead).
+    entries = { epoch: number, ...entryWrites(systemUpdate?.snapshot ?? snapshot, undefined) };
     version = 0;
   } else {
     if (active === undefined || head.epoch === 0) {
@@ -108,11 +109,9 @@ export function planBoundary(
   if (systemUpdate !== undefined) {
     const data = seen === undefined ? undefined : { position: seen.count };
     messages.push(messageRow(seq++, "system-update", systemUpdate.text, epoch.number, data));
-    // A new epoch's entries are all written already: the update's snapshot replaces them.
-    entries =
-      newEpoch === undefined
-        ? { epoch: epoch.number, ...entryWrites(systemUpdate.snapshot, epoch.snapshot, systemUpdate.change) }
-        : { epoch: epoch.number, ...entryWrites(systemUpdate.snapshot, undefined) };
+    if (newEpoch === undefined) {
+      entries = { epoch: epoch.number, ...entryWrites(systemUpdate.snapshot, epoch.snapshot, systemUpdate.change) };
+    }
     epoch = { ...epoch, snapshot: systemUpdate.snapshot };
     version += 1;
   }

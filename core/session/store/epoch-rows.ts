@@ -13,6 +13,17 @@ export interface EpochRows {
   readonly snapshotVersion: number;
 }
 
+/** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
+export interface EpochState {
+  number: number;
+  snapshot_version: number;
+}
+
+/** Whether two states of an epoch are the same (a held record of one is current for the other). */
+export function isSameState(a: EpochState, b: EpochState): boolean {
+  return a.number === b.number && a.snapshot_version === b.snapshot_version;
+}
+
 /** The snapshot of an epoch from its entries (key, JSON of the entry), checked as a whole; `SessionCorrupt` if it is not one. */
 export function snapshotFromEntries(epoch: EpochRows, entries: Iterable<readonly [key: string, entry: string]>): Snapshot {
   const corrupt = (reason: string, cause?: unknown): never => {

@@ -36,12 +36,6 @@ export interface EpochColumns {
   entries: string[];
 }
 
-/** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
-export interface EpochState {
-  number: number;
-  snapshot_version: number;
-}
-
 /**
  * The active epoch's columns as one JSON value, when the session's state is not the one
  * held (`$2`, `$3`: the held number and version) — a CASE evaluates its branch only when taken.

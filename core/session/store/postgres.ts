@@ -9,14 +9,13 @@ import type pg from "pg";
 import { ContextHostError, messageOf, SettingInvalid } from "../../base/errors.ts";
 import { RevisionConflict, SessionCorrupt, SessionNotFound, StoreSchemaNewer } from "../errors.ts";
 import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionHead, type Writes } from "./commit-plan.ts";
-import { snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { type EpochState, isSameState, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { loadPg } from "./pg.ts";
 import { migrations } from "./postgres-schema.ts";
 import {
   applyStatement,
   type BoundaryRow,
   type EpochColumns,
-  type EpochState,
   epochColumns,
   type HeadColumns,
   headOf,
@@ -239,7 +238,7 @@ export class PostgresSessionStore implements SessionStore {
     const state = { number: head.epoch, snapshot_version: head.snapshot_version };
     if (columns === null) {
       const held = this.#epochs.get(id);
-      if (held !== undefined && held.state.number === state.number && held.state.snapshot_version === state.snapshot_version) {
+      if (held !== undefined && isSameState(held.state, state)) {
         return held.record;
       }
       throw new SessionCorrupt({ sessionId: id, reason: `its active Context Epoch ${state.number} is not stored` });
@@ -349,7 +348,7 @@ export class PostgresSessionStore implements SessionStore {
       head !== undefined &&
       head.revision === revision &&
       (head.epoch === 0 ||
-        (held !== undefined && held.state.number === head.epoch && held.state.snapshot_version === head.snapshotVersion))
+        (held !== undefined && isSameState(held.state, { number: head.epoch, snapshot_version: head.snapshotVersion })))
     ) {
       return { head, epoch: held?.record };
     }

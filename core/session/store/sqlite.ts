@@ -8,7 +8,7 @@ import { ContextHostError } from "../../base/errors.ts";
 import type { Snapshot } from "../../system-context/index.ts";
 import { SessionCorrupt, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StoreSchemaNewer } from "../errors.ts";
 import { planBoundary, planReply, planSummary, type ReplyToCommit, type SessionHead } from "./commit-plan.ts";
-import { snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
+import { type EpochState, isSameState, snapshotFromEntries, systemPromptFrom } from "./epoch-rows.ts";
 import { type MessageRow, messageFromRow, type SessionRow, sessionFrom } from "./rows.ts";
 import { applyWrites, isSameFile, openDatabase, openFailed } from "./sqlite-file.ts";
 import { migrations } from "./sqlite-schema.ts";
@@ -36,12 +36,6 @@ interface EpochRow {
   started_seq: number;
   reason: EpochReason;
   system_prompt: string | null;
-  snapshot_version: number;
-}
-
-/** Which state of a session's active epoch a held record is: its number and its snapshot's version. */
-interface EpochState {
-  number: number;
   snapshot_version: number;
 }
 
@@ -73,10 +67,6 @@ type BoundaryRow = [
 
 /** The longest a write waits for another process's write lock (in timers: the event loop goes on, decision 175). */
 const busyWaitMs = 1000;
-
-function isSameState(a: EpochState, b: EpochState): boolean {
-  return a.number === b.number && a.snapshot_version === b.snapshot_version;
-}
 
 /** The default `SessionStore`: one SQLite file (WAL), each boundary one transaction guarded by the session's revision. */
 export class SqliteSessionStore implements SessionStore {
