@@ -13,6 +13,7 @@ import { type EpochState, isSameState, snapshotFromEntries, systemPromptFrom } f
 import { loadPg } from "./pg.ts";
 import { migrations } from "./postgres-schema.ts";
 import {
+  addPromptReadingSql,
   applyStatement,
   type BoundaryRow,
   type EpochColumns,
@@ -64,6 +65,9 @@ export interface PostgresSessionStoreOptions {
 
 const identifier = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** How long a boundary's read taken with a prompt stays good for the step after it (decision 178). */
+const readAheadMs = 1_000;
+
 type Query = (sql: string, values?: readonly unknown[]) => Promise<pg.QueryResult>;
 
 /** A `SessionStore` in PostgreSQL. Open it with `await PostgresSessionStore.open(options)`. */
@@ -78,6 +82,11 @@ export class PostgresSessionStore implements SessionStore {
   readonly #epochs = new Map<string, { state: EpochState; record: EpochRecord }>();
   /** The head per session as last read or committed: a commit at its revision needs no read. */
   readonly #heads = new Map<string, SessionHead>();
+  /**
+   * The boundary's read taken with the prompt this store last added to a session, for the
+   * step that comes next (decision 178): used once, at the seq it was read after, while fresh.
+   */
+  readonly #readAhead = new Map<string, { afterSeq: number; at: number; read: BoundaryRead }>();
   #isClosed = false;
 
   private constructor(pool: pg.Pool, database: string) {
@@ -214,6 +223,9 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
+    const ahead = this.#readAhead.get(id);
+    this.#readAhead.delete(id);
+    if (ahead !== undefined && ahead.afterSeq === afterSeq && performance.now() - ahead.at <= readAheadMs) return ahead.read;
     const held = this.#epochs.get(id);
     const result = await this.#query(
       `reading a boundary of session ${id}`,
@@ -221,7 +233,10 @@ export class PostgresSessionStore implements SessionStore {
       [id, held?.state.number ?? null, held?.state.snapshot_version ?? null, afterSeq],
       "context-host-read-boundary",
     );
-    const row = result.rows[0] as BoundaryRow | undefined;
+    return this.#boundaryFrom(id, result.rows[0] as BoundaryRow | undefined);
+  }
+
+  #boundaryFrom(id: string, row: BoundaryRow | undefined): BoundaryRead {
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
     this.#heads.set(id, headOf(row));
     return {
@@ -265,6 +280,7 @@ export class PostgresSessionStore implements SessionStore {
     id: string,
     change: { location?: string; provider?: string; model?: string; epochDue?: Exclude<EpochReason, "initial"> },
   ): Promise<void> {
+    this.#readAhead.delete(id);
     await this.#transaction(`updating session ${id}`, async (query) => {
       const row = await this.#sessionRow(id, query);
       await query(
@@ -281,14 +297,20 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    // One statement: the prompt is added only to a session that exists.
-    const added = await this.#query(
+    this.#readAhead.delete(id);
+    // One statement: the prompt is added only to a session that exists, and the next step's
+    // read comes with it, after the last seq this store has seen (a runtime that has not read
+    // the session reads all of it too).
+    const afterSeq = this.#heads.get(id)?.lastSeq ?? 0;
+    const held = this.#epochs.get(id);
+    const result = await this.#query(
       `adding a prompt to session ${id}`,
-      "INSERT INTO pending_prompts (session_id, text) SELECT id, $2 FROM sessions WHERE id = $1",
-      [id, text],
+      addPromptReadingSql,
+      [id, held?.state.number ?? null, held?.state.snapshot_version ?? null, afterSeq, text],
       "context-host-add-prompt",
     );
-    if (added.rowCount === 0) throw new SessionNotFound({ sessionId: id });
+    const read = this.#boundaryFrom(id, result.rows[0] as BoundaryRow | undefined);
+    this.#readAhead.set(id, { afterSeq, at: performance.now(), read });
   }
 
   async pendingPrompts(id: string): Promise<PendingPrompt[]> {
@@ -368,6 +390,7 @@ export class PostgresSessionStore implements SessionStore {
       this.#forget(id);
       throw error;
     }
+    this.#readAhead.delete(id);
     if (claimed.claimed === 1) {
       this.#heads.set(id, writes.head);
       return;
@@ -380,6 +403,7 @@ export class PostgresSessionStore implements SessionStore {
 
   /** Forgets what this store holds of a session (a failed or lost commit may have been built on it). */
   #forget(id: string): void {
+    this.#readAhead.delete(id);
     this.#heads.delete(id);
     this.#epochs.delete(id);
   }
@@ -411,6 +435,7 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async claimLease(id: string, lease: InFlightLease, now: number): Promise<boolean> {
+    this.#readAhead.delete(id);
     const result = await this.#query(
       `claiming the lease of session ${id}`,
       `UPDATE sessions SET lease_holder = $1, lease_expires = $2
@@ -422,6 +447,7 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async releaseLease(id: string, holder: string): Promise<void> {
+    this.#readAhead.delete(id);
     await this.#query(
       `releasing the lease of session ${id}`,
       "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = $1 AND lease_holder = $2",
