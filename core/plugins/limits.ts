@@ -26,6 +26,10 @@ export interface PluginLimits {
   readonly crashWindowMs: number;
   /** Waits before the n-th restart of a worker within the window (the last one repeats). */
   readonly backoffMs: readonly number[];
+  /** Plugins that get a worker of their own; those beyond share workers, each in its realm (decision 185). */
+  readonly dedicatedWorkers: number;
+  /** Plugins sharing one worker, beyond `dedicatedWorkers` (1: none share). */
+  readonly pluginsPerWorker: number;
 }
 
 /** The defaults of every limit. */
@@ -41,6 +45,8 @@ export const pluginLimitDefaults: PluginLimits = Object.freeze({
   maxCrashes: 3,
   crashWindowMs: 60_000,
   backoffMs: Object.freeze([0, 250, 1000]),
+  dedicatedWorkers: 32,
+  pluginsPerWorker: 8,
 });
 
 /** A limit given that is not a positive number, named with the value given. */
