@@ -305,7 +305,7 @@ class PluginThread {
     culprit.stop(stopped, missedId);
     if (this.isShared && culprit.plugin !== undefined) this.#onCulprits?.([culprit.plugin]);
     this.#stopAll(
-      `the worker this plugin shares with others was stopped: ${culprit.plugin ?? "another plugin"}: ${stopped.reason} (decision 185)`,
+      `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
     );
     void this.#worker.terminate().catch(() => {});
   }
