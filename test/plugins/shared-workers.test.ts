@@ -40,7 +40,10 @@ export default definePlugin({
 async function seen(running: RunningHost): Promise<Map<string, { thread: number; sees: string }>> {
   const text = (await baselineOf(running)).baseline;
   return new Map(
-    [...text.matchAll(/(\w+) on thread (\d+) sees (.*)/g)].map((m) => [m[1] as string, { thread: Number(m[2]), sees: m[3] as string }]),
+    [...text.matchAll(/(\w+) on thread (\d+) sees (.*)/g)].map((m) => [
+      m[1] as string,
+      { thread: Number(m[2]), sees: m[3] as string },
+    ]),
   );
 }
 

@@ -416,7 +416,12 @@ export class PluginWorker implements PluginTransport {
     const program = await workerProgram();
     const progressCells = newProgressCells();
     const data = { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: progressCells };
-    const thread = new PluginThread(program, { heapMb: options.heapMb, data, startDeadlineMs: options.startDeadlineMs, log: options.log });
+    const thread = new PluginThread(program, {
+      heapMb: options.heapMb,
+      data,
+      startDeadlineMs: options.startDeadlineMs,
+      log: options.log,
+    });
     const worker = new PluginWorker(thread, progressCells, options);
     await Promise.race([thread.ready, thread.exited]);
     if (worker.#stopped !== undefined) throw worker.#stopped;

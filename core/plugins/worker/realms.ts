@@ -45,7 +45,16 @@ interface Realm {
 
 /** The globals Node adds to a thread's own realm (a fresh context has the language's only). */
 let nodeGlobals: readonly string[] | undefined;
-const ownGlobals = new Set(["global", "console", "setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval", "clearImmediate"]);
+const ownGlobals = new Set([
+  "global",
+  "console",
+  "setTimeout",
+  "setInterval",
+  "setImmediate",
+  "clearTimeout",
+  "clearInterval",
+  "clearImmediate",
+]);
 
 function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post): Realm {
   const { tag } = open;
@@ -61,10 +70,13 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     (start: (run: () => void, ...rest: unknown[]) => unknown, clear: (handle: never) => void, isOnce: boolean) =>
     (run: unknown, ...rest: unknown[]) => {
       if (typeof run !== "function") return start(run as () => void, ...rest);
-      const handle = start((...args: unknown[]) => {
-        if (isOnce) timers.delete(handle);
-        run(...args);
-      }, ...rest);
+      const handle = start(
+        (...args: unknown[]) => {
+          if (isOnce) timers.delete(handle);
+          run(...args);
+        },
+        ...rest,
+      );
       timers.set(handle, clear);
       return handle;
     };
