@@ -1,7 +1,8 @@
 // Owns the host's side of one plugin worker (decision 060): starting the thread with a
 // heap limit, requests with deadlines kept by the host's own clock, and the end of the
 // thread, whatever ends it (a missed deadline, `process.exit`, an uncaught exception or
-// unhandled rejection, running out of memory). Nothing here interprets a plugin.
+// unhandled rejection, running out of memory). Nothing here interprets a plugin. Beyond
+// `dedicatedWorkers` plugins, threads are shared, a realm per plugin (decision 185).
 
 import path from "node:path";
 import { fileURLToPath } from "node:url";
