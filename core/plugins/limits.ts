@@ -45,7 +45,7 @@ export const pluginLimitDefaults: PluginLimits = Object.freeze({
   maxCrashes: 3,
   crashWindowMs: 60_000,
   backoffMs: Object.freeze([0, 250, 1000]),
-  dedicatedWorkers: 16,
+  dedicatedWorkers: 32,
   pluginsPerWorker: 8,
 });
 
