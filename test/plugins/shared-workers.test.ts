@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import * as SystemContext from "../../core/system-context.ts";
 import { baselineOf, diagnosticsLike, eventually, type RunningHost, usePluginHarness, write } from "./harness.ts";
 
 /** A plugin whose source says its name, the thread its loader runs on, and `probe`'s value there. */
@@ -86,6 +87,43 @@ JSON.stringify = () => "INJECTED";`,
     expect(threads.get("polluter")?.sees).to.equal("INJECTED");
     expect(threads.get("reader")?.thread).to.equal(threads.get("polluter")?.thread);
     expect(threads.get("reader")?.sees).to.equal('undefined undefined 1-2 {"a":1}');
+  });
+
+  it("a plugin in a shared worker compares its new value with the admitted one sent from the host's realm", async () => {
+    const folder = harness.tempFolder();
+    const state = path.join(harness.tempFolder("state-"), "n");
+    fs.writeFileSync(state, "1");
+    write(
+      path.join(folder, "counter.ts"),
+      `import { readFileSync } from "node:fs";
+import { definePlugin } from "context-host";
+import Type from "typebox";
+
+export default definePlugin({
+  name: "counter",
+  setup(api) {
+    api.source({
+      key: "counter/n",
+      schema: Type.Object({ n: Type.Integer(), tags: Type.Array(Type.String()) }),
+      load: () => ({ n: Number(readFileSync(${JSON.stringify(state)}, "utf8")), tags: ["a"] }),
+      baseline: (value) => "count " + value.n,
+      update: (previous, value) => "count " + previous.n + " -> " + value.n,
+    });
+  },
+});
+`,
+    );
+    write(path.join(folder, "mate.ts"), threadPlugin("mate"));
+    const running = await harness.start({ folders: [folder], watch: false, dedicatedWorkers: 0, pluginsPerWorker: 2 });
+    const compose = () => running.registry.compose({ location: running.location });
+    const first = await baselineOf(running);
+    expect(first.baseline).to.contain("count 1");
+    const same = await SystemContext.reconcile(await compose(), first.snapshot);
+    expect(same.kind).to.equal("unchanged");
+    fs.writeFileSync(state, "2");
+    const changed = await SystemContext.reconcile(await compose(), first.snapshot);
+    expect(changed.kind === "updated" ? changed.text : changed.kind).to.contain("count 1 -> 2");
+    expect(diagnosticsLike(running, { plugin: "counter" })).to.deep.equal([]);
   });
 
   it("a plugin looping forever stops its shared worker at its deadline; its mates restart, told why, and the looping plugin runs alone", async () => {
