@@ -289,7 +289,7 @@ class PluginThread {
     return this.#worker.threadId;
   }
 
-  /** Places a plugin here: its tag and progress cells. */
+  /** Places a plugin here; returns its tag (a dedicated thread: 0). */
   place(plugin: PluginWorker): number {
     const tag = this.isShared ? this.#nextTag++ : 0;
     this.plugins.set(tag, plugin);
