@@ -64,7 +64,7 @@ describe("Plugin workers: plugins beyond the bound share workers, each in its re
     expect(counts.has(0)).to.equal(false);
   });
 
-  it("a plugin's globals and built-in prototypes never reach another plugin of its thread", async () => {
+  it("a plugin's globals and built-in prototypes never reach another plugin of its thread, nor the thread's port", async () => {
     const folder = harness.tempFolder();
     write(
       path.join(folder, "polluter.ts"),
@@ -79,14 +79,19 @@ JSON.stringify = () => "INJECTED";`,
     write(
       path.join(folder, "reader.ts"),
       threadPlugin("reader", {
-        probe: `[typeof (globalThis as Record<string, unknown>).leaked, String(({} as Record<string, unknown>).injected), [1, 2].join("-"), JSON.stringify({ a: 1 })].join(" ")`,
+        top: `import { parentPort } from "node:worker_threads";
+console.log("reader printed", { in: "its realm" });`,
+        probe: `[typeof (globalThis as Record<string, unknown>).leaked, String(({} as Record<string, unknown>).injected), [1, 2].join("-"), JSON.stringify({ a: 1 }), String(parentPort)].join(" ")`,
       }),
     );
     const running = await harness.start({ folders: [folder], watch: false, dedicatedWorkers: 0, pluginsPerWorker: 4 });
     const threads = await seen(running);
     expect(threads.get("polluter")?.sees).to.equal("INJECTED");
     expect(threads.get("reader")?.thread).to.equal(threads.get("polluter")?.thread);
-    expect(threads.get("reader")?.sees).to.equal('undefined undefined 1-2 {"a":1}');
+    // No port to the host: a plugin cannot read or answer its thread mates' requests.
+    expect(threads.get("reader")?.sees).to.equal('undefined undefined 1-2 {"a":1} null');
+    // What it prints reaches the host's logger as its own line.
+    expect(running.logged).to.include("info reader printed { in: 'its realm' }");
   });
 
   it("a plugin in a shared worker compares its new value with the admitted one sent from the host's realm", async () => {
