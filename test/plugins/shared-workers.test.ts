@@ -6,6 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
+import { createHost } from "../../core/host/host.ts";
+import { scriptedProvider } from "../../core/providers/scripted.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { baselineOf, diagnosticsLike, eventually, type RunningHost, usePluginHarness, write } from "./harness.ts";
 
@@ -170,5 +172,32 @@ export default definePlugin({
     expect(mates).to.not.equal(shared);
     // The plugin that stopped its shared worker now has a worker of its own.
     expect(after.get("spin")?.thread).to.not.be.oneOf([shared, mates]);
+  });
+
+  it("createHost takes dedicatedWorkers and pluginsPerWorker to its plugins", async () => {
+    const folder = harness.tempFolder();
+    for (const name of ["one", "two", "three"]) write(path.join(folder, `${name}.ts`), threadPlugin(name));
+    const provider = scriptedProvider();
+    const host = await createHost({
+      dataDir: path.join(folder, ".data"),
+      providers: { scripted: provider },
+      plugins: [folder],
+      builtins: false,
+      watch: false,
+      onDiagnostic: false,
+      dedicatedWorkers: 0,
+      pluginsPerWorker: 3,
+    });
+    try {
+      const id = await host.createSession({ location: folder, provider: "scripted", model: "m" });
+      await host.prompt(id, "which threads?");
+      await host.step(id);
+      const baseline = provider.requests[0]?.system.at(-1) ?? "";
+      const threads = [...baseline.matchAll(/(\w+) on thread (\d+)/g)].map((m) => Number(m[2]));
+      expect(threads).to.have.length(3);
+      expect(new Set(threads).size).to.equal(1);
+    } finally {
+      await host.close();
+    }
   });
 });
