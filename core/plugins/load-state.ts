@@ -2,7 +2,7 @@
 // them (decision 162). The plugin set holds one per file and moves it only through these
 // functions; which states are legal, and what each event does in each, is stated here.
 
-import type { Loaded } from "./loader.ts";
+import type { Loaded } from "./hosted-plugin.ts";
 
 /** Where the loads of one plugin file stand. */
 export type LoadState =

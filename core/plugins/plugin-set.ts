@@ -1,7 +1,7 @@
 // Owns the plugin set: one entry per discovered plugin file, each with its own queue of
 // loads and its load state (`load-state.ts`), the swap of a loaded generation into the
-// registry, and the events the host hears. Loading (`loader.ts`, in the plugin's runner
-// behind its transport: `hosted-plugin.ts`), watching (`watching.ts`), the watched inputs of each plugin
+// registry, and the events the host hears. Loading (`hosted-plugin.ts`: bundled here, set
+// up in the plugin's runner behind its transport), watching (`watching.ts`), the watched inputs of each plugin
 // (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
 // becomes a diagnostic and the last good generation stays active.
 
@@ -16,16 +16,16 @@ import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
-import { HostedPlugin } from "./hosted-plugin.ts";
+import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
-import { type LoadContext, type Loaded, type LoadedGeneration, type LoadFault, loadPlugin, locatedInRunner } from "./loader.ts";
 import { Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
 import { PluginWorker } from "./worker/plugin-worker.ts";
+import type { WorkerFault } from "./worker/protocol.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
@@ -158,7 +158,9 @@ export class PluginSet {
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #inputs: WatchedInputs;
-  readonly #loadContext: LoadContext;
+  readonly #settings: Readonly<Record<string, unknown>>;
+  /** Namespaces no plugin may take (`core` and the host's core sources'). */
+  readonly #reserved: readonly string[];
   readonly #isolation: Isolation;
   readonly #limits: PluginLimits;
   readonly #clock: Clock;
@@ -190,10 +192,8 @@ export class PluginSet {
       const spec = readPluginEntry(entry, this.#projectRoot);
       return spec.kind === "path" ? [spec.path] : [];
     });
-    this.#loadContext = {
-      settings: options.settings ?? {},
-      reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
-    };
+    this.#settings = options.settings ?? {};
+    this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#isolation = options.isolation ?? "worker";
     this.#limits = resolvePluginLimits({
       deadlineMs: options.deadlineMs,
@@ -390,7 +390,7 @@ export class PluginSet {
     return full;
   }
 
-  #diagnoseFault(entry: PluginEntry, fault: LoadFault) {
+  #diagnoseFault(entry: PluginEntry, fault: WorkerFault) {
     const { location, ...rest } = fault;
     return this.#diagnose(entry, { ...rest, ...location });
   }
@@ -588,10 +588,12 @@ export class PluginSet {
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
       ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
+      settings: this.#settings,
+      reserved: this.#reserved,
       startedAt: performance.now(),
     };
     try {
-      return await loadPlugin(request, entry.hosted, this.#loadContext, turn);
+      return await entry.hosted.load(request, turn);
     } catch (error) {
       return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
@@ -695,7 +697,7 @@ export class PluginSet {
    */
   #swap(
     entry: PluginEntry,
-    next: LoadedGeneration,
+    next: HostedGeneration,
     generation: number,
     load: Extract<Loaded, { kind: "activated" }>,
   ): Array<{ readonly name: string; readonly scope: Scope }> {
@@ -742,9 +744,9 @@ export class PluginSet {
     const now = performance.now();
     const timings: LoadTimings = {
       loadMs: hundredths(now - load.startedAt),
-      ...(load.bundleMs === undefined ? {} : { bundleMs: hundredths(load.bundleMs) }),
-      ...(load.evaluateMs === undefined ? {} : { evaluateMs: hundredths(load.evaluateMs) }),
-      ...(load.setupMs === undefined ? {} : { setupMs: hundredths(load.setupMs) }),
+      bundleMs: hundredths(load.bundleMs),
+      evaluateMs: hundredths(load.evaluateMs),
+      setupMs: hundredths(load.setupMs),
       swapMs: hundredths(now - load.readyAt),
     };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
@@ -756,7 +758,7 @@ export class PluginSet {
   /** One registry version: the retired scopes' registrations out, the new ones in. Whether it applied. */
   #applySwap(
     entry: PluginEntry,
-    next: LoadedGeneration,
+    next: HostedGeneration,
     registrations: readonly Registration[],
     retired: ReadonlyArray<Scope | undefined>,
   ) {
@@ -780,7 +782,7 @@ export class PluginSet {
    * by the batch callback) for as long as the registration lives, and every generation would
    * keep the one before it alive.
    */
-  #registrationsOf(entry: PluginEntry, next: LoadedGeneration): Registration[] {
+  #registrationsOf(entry: PluginEntry, next: HostedGeneration): Registration[] {
     const plugin = next.name;
     const report = (fault: SourceFault) => {
       entry.faulted.add(fault.key);
