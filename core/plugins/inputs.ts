@@ -19,26 +19,30 @@ interface Tracked extends TrackedInputs {
 
 /** The watched inputs of every plugin of a set. */
 export class WatchedInputs {
-  readonly #quietMs: number;
   readonly #tracked = new Set<Tracked>();
   #watcher: PluginWatcher | undefined;
   #isClosed = false;
 
-  /** `quietMs`: the quiet time after a burst of changes before a plugin is checked once more. */
-  constructor(quietMs: number) {
-    this.#quietMs = quietMs;
-  }
+  /**
+   * `isWatching`: plugins reload on changes (through the watcher `watchWith` gives, once it is
+   * up); `quietMs`: the quiet time after a burst of changes before a plugin is checked once more.
+   */
+  constructor(
+    readonly isWatching: boolean,
+    readonly quietMs: number,
+  ) {}
 
-  /** Watches through `watcher` from now on; plugins tracked later reload on changes. */
+  /** Watches through `watcher` from now on (loads read files only after this: none is re-checked). */
   watchWith(watcher: PluginWatcher): void {
     this.#watcher = watcher;
+    watcher.watchExactly(this.#wanted());
   }
 
   /** Tracks one plugin whose entry file is `file`; `reload` runs when its schedule says so. */
   track(file: string, reload: (cause: ReloadCause) => void): TrackedInputs {
     const tracked: Tracked = {
       files: [file],
-      schedule: this.#watcher === undefined ? undefined : new ReloadSchedule(this.#quietMs, reload),
+      schedule: this.isWatching ? new ReloadSchedule(this.quietMs, reload) : undefined,
       get isPending() {
         return this.schedule?.isPending === true;
       },
@@ -77,12 +81,16 @@ export class WatchedInputs {
   /** Keeps the watcher on exactly the tracked plugins' files. */
   watch(): void {
     if (this.#watcher === undefined || this.#isClosed) return;
-    const wanted = new Set<string>();
-    for (const tracked of this.#tracked) for (const input of tracked.files) wanted.add(input);
-    const unseen = this.#watcher.watchExactly(wanted);
+    const unseen = this.#watcher.watchExactly(this.#wanted());
     if (unseen.size === 0) return;
     // A file not covered yet may have changed after the load read it: check once more.
     for (const tracked of this.#tracked) if (tracked.files.some((input) => unseen.has(input))) tracked.schedule?.recheck();
+  }
+
+  #wanted(): Set<string> {
+    const wanted = new Set<string>();
+    for (const tracked of this.#tracked) for (const input of tracked.files) wanted.add(input);
+    return wanted;
   }
 
   /** No reload runs any more and the watcher is left alone. */

@@ -172,6 +172,8 @@ export class PluginSet {
   /** Who waits in `settled()`. */
   #settledWaiters: Array<() => void> = [];
   #watcher: PluginWatcher | undefined;
+  /** Until the watcher is up; a load reads a plugin's files only after it. */
+  #watching: Promise<void> = Promise.resolve();
   #rescanTimer: NodeJS.Timeout | undefined;
   /** The quiet re-check after a package's package.json changed. */
   #packageRecheckTimer: NodeJS.Timeout | undefined;
@@ -180,12 +182,16 @@ export class PluginSet {
   readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
+    const container = options.container;
+    const service = <T>(name: string, fallback: T): T =>
+      container.hasRegistration(name) ? (container.resolve(name) as T) : fallback;
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#projectRoot = path.resolve(
-      options.projectRoot ??
-        (options.container.hasRegistration("location") ? String(options.container.resolve("location")) : process.cwd()),
-    );
+    this.#container = container;
+    this.#clock = service<Clock>("clock", systemClock);
+    this.#logger = service<Logger | undefined>("logger", undefined);
+    this.#location = String(service("location", process.cwd()));
+    this.#projectRoot = path.resolve(options.projectRoot ?? this.#location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#entrySpecs = [...options.folders];
     this.#folders = options.folders.flatMap((entry) => {
@@ -195,30 +201,18 @@ export class PluginSet {
     this.#settings = options.settings ?? {};
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#isolation = options.isolation ?? "worker";
-    this.#limits = resolvePluginLimits({
-      deadlineMs: options.deadlineMs,
-      setupDeadlineMs: options.setupDeadlineMs,
-      disposeDeadlineMs: options.disposeDeadlineMs,
-      renderDeadlineMs: options.renderDeadlineMs,
-      maxTextLength: options.maxTextLength,
-      maxValueBytes: options.maxValueBytes,
-      heapMb: options.workerHeapMb,
-      maxCrashes: options.maxCrashes,
-      crashWindowMs: options.crashWindowMs,
-    });
-    this.#container = options.container;
-    this.#inputs = new WatchedInputs(Math.max(100, (options.debounceMs ?? 50) * 2));
-    const container = options.container;
-    this.#clock = container.hasRegistration("clock") ? (container.resolve("clock") as Clock) : systemClock;
-    this.#logger = container.hasRegistration("logger") ? (container.resolve("logger") as Logger) : undefined;
-    this.#location = container.hasRegistration("location") ? String(container.resolve("location")) : process.cwd();
+    this.#limits = resolvePluginLimits({ ...options, heapMb: options.workerHeapMb });
+    this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
   }
 
-  /** Discovers and loads every plugin (sorted by name), then starts watching if asked. */
+  /**
+   * Discovers and loads every plugin (sorted by name), watching if asked. Each plugin's worker
+   * starts at once; its files are read (bundled) once the watcher is up, so no change is missed.
+   */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
     if (options.watch ?? true) {
-      set.#watcher = await PluginWatcher.start({
+      const watching = PluginWatcher.start({
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
         onFileChange: (file) => set.#inputs.changed(file),
@@ -239,9 +233,20 @@ export class PluginSet {
             },
           }),
       });
-      set.#inputs.watchWith(set.#watcher);
-    }
-    set.#rescan();
+      set.#watching = watching.then((watcher) => {
+        set.#watcher = watcher;
+        set.#inputs.watchWith(watcher);
+      });
+      set.#rescan();
+      try {
+        await set.#watching;
+      } catch (error) {
+        await set.close();
+        throw error;
+      }
+      // A plugin added or removed while the watcher came up.
+      set.#rescan();
+    } else set.#rescan();
     await set.settled();
     return set;
   }
@@ -576,6 +581,7 @@ export class PluginSet {
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
   async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
+    await this.#watching.catch(() => {});
     // A package may have been replaced since it was looked up (an update to a version this
     // host is not for): its code is not run; the scan that follows says why.
     if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
