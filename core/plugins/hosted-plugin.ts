@@ -1,10 +1,11 @@
 // Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
 // carries it: its worker thread, or the host's own thread. It loads generations (bundled
-// here with esbuild, then evaluated and set up in the runner, one tagged result), observes a generation's sources with one message per boundary (an unchanged
-// source costs its runner a load and a comparison: its texts are held here), disposes
-// generations, and, when a worker stops (a missed deadline, a crash, an exit, out of
-// memory), reports it and restarts the worker with the last good generation, backing off,
-// until the plugin crashes too often and is disabled until its file changes.
+// here with esbuild, then evaluated and set up in the runner: one tagged result), observes
+// a generation's sources with one message per boundary (an unchanged source costs its
+// runner a load and a comparison: its texts are held here), disposes generations, and,
+// when a worker stops (a missed deadline, a crash, an exit, out of memory), reports it and
+// restarts the worker with the last good generation, backing off, until the plugin crashes
+// too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";

@@ -20,12 +20,12 @@ import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } fro
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
-import { Namespaces } from "./namespaces.ts";
+import type { Location } from "./locations.ts";
+import { compareText, Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
 import { PluginWorker } from "./worker/plugin-worker.ts";
-import type { WorkerFault } from "./worker/protocol.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
@@ -134,8 +134,6 @@ interface PluginEntry {
   /** This file's work, one task after another: loads, swaps, closes of its generations. */
   queue: Promise<void>;
 }
-
-const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The phases of a source's faults at a boundary (as opposed to its generation's). */
 const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"]);
@@ -354,7 +352,7 @@ export class PluginSet {
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) entry.load = removed();
+    for (const entry of this.#entries.values()) entry.load = removed;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
     // A load that displaced a holder left its close on the holder's queue.
     await Promise.all(this.#closing);
@@ -383,21 +381,22 @@ export class PluginSet {
     }
   }
 
-  #diagnose(entry: PluginEntry, diagnostic: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string }) {
-    const full: Diagnostic = {
-      ...diagnostic,
+  /** Reports a problem of the entry's file: its own plugin and file unless the problem names others. */
+  #diagnose(
+    entry: PluginEntry,
+    problem: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string; location?: Location },
+  ) {
+    const { location, ...rest } = problem;
+    const diagnostic: Diagnostic = {
+      ...rest,
+      ...location,
       origin: "plugin",
-      plugin: diagnostic.plugin ?? entry.active?.name ?? entry.id,
-      file: diagnostic.file ?? entry.file,
+      plugin: rest.plugin ?? entry.active?.name ?? entry.id,
+      file: location?.file ?? rest.file ?? entry.file,
     };
-    entry.reported.add(diagnosticIdentity(full));
-    this.#emit({ kind: "diagnostic", diagnostic: full });
-    return full;
-  }
-
-  #diagnoseFault(entry: PluginEntry, fault: WorkerFault) {
-    const { location, ...rest } = fault;
-    return this.#diagnose(entry, { ...rest, ...location });
+    entry.reported.add(diagnosticIdentity(diagnostic));
+    this.#emit({ kind: "diagnostic", diagnostic });
+    return diagnostic;
   }
 
   // ── discovery ────────────────────────────────────────────────────────────
@@ -539,8 +538,8 @@ export class PluginSet {
   }
 
   #remove(entry: PluginEntry) {
-    entry.load = removed();
-    this.#inputs.cancel(entry.inputs);
+    entry.load = removed;
+    entry.inputs.cancel();
     void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
       this.#inputs.forget(entry.inputs);
@@ -669,7 +668,7 @@ export class PluginSet {
     if (result.kind === "bundle-failed") {
       this.#inputs.set(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
-      if (!isProvisional) entry.failed = this.#diagnoseFault(entry, result.fault);
+      if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
     this.#inputs.set(entry.inputs, result.inputs);
@@ -680,33 +679,32 @@ export class PluginSet {
     const generation = ++entry.attempts;
     if (result.kind === "failed") {
       entry.attemptedHash = result.hash;
-      entry.failed = this.#diagnoseFault(entry, result.fault);
+      entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    const { loaded } = result;
     // A change arrived while this generation was being built: it is stale, the next load wins
     // (and may load the same content again: it was never swapped in).
     if (isStale(entry.load) || this.#isClosed) {
-      await this.#closeScope(entry, loaded.name, loaded.scope);
+      await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
       return;
     }
     entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, loaded, generation, result);
-    for (const { name, scope } of displaced) await this.#closeScope(entry, name, scope);
+    const displaced = this.#swap(entry, result, generation);
+    if (displaced !== undefined) await this.#closeScope(entry, displaced.name, displaced.scope);
   }
 
   /**
    * Swaps a generation in: its registrations replace those of the generation it follows
-   * (and of a file whose namespace it takes) in one registry version. Returns exactly the
-   * scopes of this file it displaced, for the caller to close; a refused generation displaces
+   * (and of a file whose namespace it takes) in one registry version. Returns the generation
+   * of this file it displaced, for the caller to close; a refused generation displaces
    * itself. A displaced holder's scope is closed on the holder's own queue, its faults its own.
    */
   #swap(
     entry: PluginEntry,
-    next: HostedGeneration,
-    generation: number,
     load: Extract<Loaded, { kind: "activated" }>,
-  ): Array<{ readonly name: string; readonly scope: Scope }> {
+    generation: number,
+  ): { readonly name: string; readonly scope: Scope } | undefined {
+    const next = load.loaded;
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
       this.#namespaces.record(next.name, entry.file, claim);
@@ -715,17 +713,24 @@ export class PluginSet {
         phase: "namespace",
         message: `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
       });
-      return [{ name: next.name, scope: next.scope }];
+      return next;
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
     const registrations = this.#registrationsOf(entry, next);
     const previous = entry.active;
     const held = holder?.active;
-    if (!this.#applySwap(entry, next, registrations, [previous?.scope, held?.scope]))
-      return [{ name: next.name, scope: next.scope }];
+    try {
+      this.#options.registry.batch((batch) => {
+        for (const retired of [previous, held]) if (retired !== undefined) batch.retire(retired.scope);
+        for (const registration of registrations) batch.register(next.scope, registration);
+      });
+    } catch (error) {
+      // A key the host already registers (a core source): nothing of this generation is applied.
+      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
+      return next;
+    }
     this.#namespaces.record(next.name, entry.file, claim);
     entry.hosted.swappedIn(next.scope);
-    const displaced: Array<{ name: string; scope: Scope }> = [];
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
       holder.failed = this.#diagnose(holder, {
@@ -756,29 +761,8 @@ export class PluginSet {
       swapMs: hundredths(now - load.readyAt),
     };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
-    if (previous !== undefined) displaced.push({ name: previous.name, scope: previous.scope });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
-    return displaced;
-  }
-
-  /** One registry version: the retired scopes' registrations out, the new ones in. Whether it applied. */
-  #applySwap(
-    entry: PluginEntry,
-    next: HostedGeneration,
-    registrations: readonly Registration[],
-    retired: ReadonlyArray<Scope | undefined>,
-  ) {
-    try {
-      this.#options.registry.batch((batch) => {
-        for (const scope of retired) if (scope !== undefined) batch.retire(scope);
-        for (const registration of registrations) batch.register(next.scope, registration);
-      });
-      return true;
-    } catch (error) {
-      // A key the host already registers (a core source): nothing of this generation is applied.
-      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
-      return false;
-    }
+    return previous;
   }
 
   /**
@@ -793,7 +777,7 @@ export class PluginSet {
     const report = (fault: SourceFault) => {
       entry.faulted.add(fault.key);
       const location = locatedInRunner(fault.error);
-      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
+      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), location });
     };
     const observed = (key: string, kind: ObservedKind) => {
       entry.observed.set(key, kind);

@@ -83,19 +83,11 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   }
 
   async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Promise<RunnerReply> {
-    const bundle = {
-      entry: request.entry,
-      code: request.code,
-      baseDir: request.baseDir,
-      hash: "",
-      inputs: [],
-      ...(request.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
-    };
-    const locations = locationsOf(bundle, request.generation);
+    const locations = locationsOf(request, request.generation);
     mark(request.id, "evaluate");
     let exports: Record<string, unknown>;
     try {
-      exports = evaluateBundle(bundle, request.generation);
+      exports = evaluateBundle(request, request.generation);
     } catch (error) {
       const fault = faultOf(error, locations, "evaluate");
       return { ok: false, fault: { ...fault, phase: "evaluate", message: `module code threw: ${messageOf(error)}` } };
