@@ -343,29 +343,28 @@ export class HostedPlugin {
     if (this.#worker !== worker || this.#isClosed) return;
     this.#worker = undefined;
     this.#living.clear();
+    const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
     const now = Date.now();
     this.#crashes.push(now);
-    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - this.#options.limits.crashWindowMs)
-      this.#crashes.shift();
+    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
     const count = this.#crashes.length;
     const restart =
       this.#active === undefined
         ? ""
-        : count >= this.#options.limits.maxCrashes
-          ? `; it stopped ${count} times within ${this.#options.limits.crashWindowMs / 1000} s and is disabled until its file changes`
-          : `; restarting it with the last good generation (stop ${count} within ${this.#options.limits.crashWindowMs / 1000} s)`;
+        : count >= maxCrashes
+          ? `; it stopped ${count} times within ${crashWindowMs / 1000} s and is disabled until its file changes`
+          : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
     this.#options.report({
       phase: stopped.phase ?? "load",
       message: `${stopped.reason}${restart}`,
       ...(stopped.key === undefined ? {} : { key: stopped.key }),
     });
     if (this.#active === undefined) return;
-    if (count >= this.#options.limits.maxCrashes) {
+    if (count >= maxCrashes) {
       this.#isDisabled = true;
       return;
     }
-    const backoff = this.#options.limits.backoffMs;
-    const wait = backoff[Math.min(count - 1, backoff.length - 1)] ?? 0;
+    const wait = backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0;
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
@@ -565,12 +564,12 @@ export class HostedPlugin {
   #reportFaults(faults: readonly WorkerFault[]) {
     for (const fault of faults.slice(0, 64)) {
       if (typeof fault !== "object" || fault === null) continue;
-      const phase = fault.phase === "value" ? "value" : "load";
+      const location = sanitizeLocation(fault.location);
       this.#options.report({
-        phase,
+        phase: fault.phase === "value" ? "value" : "load",
         message: typeof fault.message === "string" ? fault.message.slice(0, 4096) : "a fault without a message",
         ...(typeof fault.key === "string" ? { key: fault.key } : {}),
-        ...(sanitizeLocation(fault.location) === undefined ? {} : { location: sanitizeLocation(fault.location) as Location }),
+        ...(location === undefined ? {} : { location }),
       });
     }
   }

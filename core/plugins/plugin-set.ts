@@ -22,7 +22,7 @@ import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
-import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
+import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
 import { PluginWorker } from "./worker/plugin-worker.ts";
@@ -145,8 +145,8 @@ export class PluginSet {
   readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
-  /** The packages the last scan found, by name: a changed package.json reloads their plugins. */
-  #packages = new Map<string, PluginPackage>();
+  /** The packages the last scan found (their package.json's hash and folder), by name: a change reloads their plugins. */
+  #packages = new Map<string, string>();
   /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */
   readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
@@ -448,14 +448,10 @@ export class PluginSet {
    * whose package.json changed since the last scan.
    */
   #notePackages(found: FoundPlugins): Set<string> {
-    const updated = new Set<string>();
-    const packages = new Map<string, PluginPackage>();
-    for (const pluginPackage of found.packages) {
-      const before = this.#packages.get(pluginPackage.name);
-      if (before !== undefined && (before.manifestHash !== pluginPackage.manifestHash || before.root !== pluginPackage.root))
-        updated.add(pluginPackage.name);
-      packages.set(pluginPackage.name, pluginPackage);
-    }
+    const packages = new Map(found.packages.map((found) => [found.name, `${found.manifestHash} ${found.root}`]));
+    const updated = new Set(
+      [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
+    );
     this.#packages = packages;
     this.#watcher?.watchInstallPlaces(found.installPlaces);
     this.#reportPackageProblems(found.problems);
@@ -464,14 +460,8 @@ export class PluginSet {
 
   #reportPackageProblems(problems: readonly PackageProblem[]) {
     const next = new Map<string, Diagnostic>();
-    for (const problem of problems) {
-      const diagnostic: Diagnostic = {
-        origin: "plugin",
-        plugin: problem.package,
-        file: problem.file,
-        phase: "package",
-        message: problem.message,
-      };
+    for (const { package: plugin, file, message } of problems) {
+      const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
       next.set(diagnosticIdentity(diagnostic), diagnostic);
     }
     const gone = new Set([...this.#packageProblems.keys()].filter((id) => !next.has(id)));
@@ -489,15 +479,12 @@ export class PluginSet {
   #packageChanged() {
     this.#scheduleRescan();
     clearTimeout(this.#packageRecheckTimer);
-    this.#packageRecheckTimer = setTimeout(
-      () => {
-        this.#packageRecheckTimer = undefined;
-        this.#rescan();
-        this.#replacedPackages.clear();
-        this.#checkSettled();
-      },
-      Math.max(100, (this.#options.debounceMs ?? 50) * 2),
-    );
+    this.#packageRecheckTimer = setTimeout(() => {
+      this.#packageRecheckTimer = undefined;
+      this.#rescan();
+      this.#replacedPackages.clear();
+      this.#checkSettled();
+    }, this.#inputs.quietMs);
   }
 
   /** Whether package `name`, looked up now, is compatible and declares the entry's file. */
