@@ -47,14 +47,6 @@ export function locatedInRunner(error: unknown): Location | undefined {
   return undefined;
 }
 
-/** What an isolated plugin reports, as the plugin set turns it into a diagnostic. */
-export interface PluginProblem {
-  readonly phase: DiagnosticPhase;
-  readonly message: string;
-  readonly key?: string;
-  readonly location?: Location;
-}
-
 export interface HostedPluginOptions {
   readonly limits: PluginLimits;
   /** The host's clock reading, sent with each request (a worker reading the host's clock uses it). */
@@ -62,7 +54,7 @@ export interface HostedPluginOptions {
   /** Starts the plugin's transport: a worker thread, or the host's own thread. */
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a restart that failed, the plugin disabled). */
-  report(problem: PluginProblem): void;
+  report(problem: WorkerFault): void;
 }
 
 /** One load's request: which file, as which generation, under which settings, started when (`performance.now()`). */
