@@ -25,7 +25,7 @@ import { compareText, Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
-import { PluginWorker } from "./worker/plugin-worker.ts";
+import { PluginWorker, workerProgram } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
@@ -170,8 +170,6 @@ export class PluginSet {
   /** Who waits in `settled()`. */
   #settledWaiters: Array<() => void> = [];
   #watcher: PluginWatcher | undefined;
-  /** Until the watcher is up; a load reads a plugin's files only after it. */
-  #watching: Promise<void> = Promise.resolve();
   #rescanTimer: NodeJS.Timeout | undefined;
   /** The quiet re-check after a package's package.json changed. */
   #packageRecheckTimer: NodeJS.Timeout | undefined;
@@ -204,13 +202,15 @@ export class PluginSet {
   }
 
   /**
-   * Discovers and loads every plugin (sorted by name), watching if asked. Each plugin's worker
-   * starts at once; its files are read (bundled) once the watcher is up, so no change is missed.
+   * Discovers and loads every plugin (sorted by name) once the watcher is up, so no change to
+   * a file a load reads is missed. The workers' program is prepared while the watcher comes
+   * up (decision 190).
    */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
+    if (set.#isolation === "worker") void workerProgram().catch(() => {});
     if (options.watch ?? true) {
-      const watching = PluginWatcher.start({
+      set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
         onFolderChange: () => set.#scheduleRescan(),
         onFileChange: (file) => set.#inputs.changed(file),
@@ -231,20 +231,9 @@ export class PluginSet {
             },
           }),
       });
-      set.#watching = watching.then((watcher) => {
-        set.#watcher = watcher;
-        set.#inputs.watchWith(watcher);
-      });
-      set.#rescan();
-      try {
-        await set.#watching;
-      } catch (error) {
-        await set.close();
-        throw error;
-      }
-      // A plugin added or removed while the watcher came up.
-      set.#rescan();
-    } else set.#rescan();
+      set.#inputs.watchWith(set.#watcher);
+    }
+    set.#rescan();
     await set.settled();
     return set;
   }
@@ -567,7 +556,6 @@ export class PluginSet {
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
   async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
-    await this.#watching.catch(() => {});
     // A package may have been replaced since it was looked up (an update to a version this
     // host is not for): its code is not run; the scan that follows says why.
     if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
