@@ -8,7 +8,6 @@ export type { SourceEnv } from "../registry/registry.ts";
 export type { Json } from "../system-context/json.ts";
 export type { Key } from "../system-context/key.ts";
 export { absent, type Loaded, unavailable } from "../system-context/source.ts";
-export { definePlugin, type Plugin, type PluginApi, type PluginSource } from "./define.ts";
-export type { PluginServices } from "./services.ts";
+export { definePlugin, type Plugin, type PluginApi, type PluginServices, type PluginSource } from "./define.ts";
 /** The System Context values a loader may return: `SystemContext.unavailable`, `SystemContext.absent`. */
 export * as SystemContext from "./values.ts";

@@ -1,10 +1,10 @@
-// Owns the plugin author's API: `definePlugin` and what `setup` receives.
+// Owns the plugin author's API: `definePlugin` and what `setup` receives (the host services included).
 
 import type { StaticDecode, TSchema } from "typebox";
+import type { Clock, Logger } from "../base/clock.ts";
 import type { Disposer } from "../base/scope.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { Key, Loaded } from "../system-context/index.ts";
-import type { PluginServices } from "./services.ts";
 
 /** A plugin's Context Source: like a core source, but its loader gets the boundary's env. */
 export interface PluginSource<S extends TSchema = TSchema> {
@@ -21,6 +21,18 @@ export interface PluginSource<S extends TSchema = TSchema> {
   readonly deadlineMs?: number;
   /** Values `context-host check` renders besides the loaded and generated ones (for precise checks). */
   readonly examples?: readonly StaticDecode<S>[];
+}
+
+/** Services every plugin generation can resolve from its own awilix scope (`api.services.clock`, …). */
+export interface PluginServices<Config = unknown> {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The host's working folder. A source's loader gets the session's location as `env.location`. */
+  readonly location: string;
+  /** This plugin's settings from the host's config, checked against the plugin's `config` schema. */
+  readonly config: Config;
+  /** This plugin's name (its namespace). */
+  readonly pluginName: string;
 }
 
 /** What `setup` receives. */

@@ -25,6 +25,9 @@ const pluginApiModule = Object.freeze(
 
 const hostRequire = createRequire(import.meta.url);
 
+/** What evaluating a bundle needs of it (an evaluate request carries the same fields). */
+type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
+
 /** The package's own name: of its entries, a plugin gets only the plugin API module. */
 const packageName = "context-host";
 
@@ -48,11 +51,6 @@ export class PluginImportRefused extends ContextHostError {
     this.specifier = options.specifier;
     this.entry = options.entry;
   }
-}
-
-/** Whether `specifier` names the host's own package or one of its entries (not another package such as `context-host-x`). */
-function isOwnPackage(specifier: string): boolean {
-  return specifier === packageName || specifier.startsWith(`${packageName}/`);
 }
 
 /**
@@ -94,11 +92,13 @@ function typeboxModule(specifier: string): object | undefined {
  * package resolves them from its package first, so it gets what it declares (decision 131). The plugin worker
  * runs this same function (its program bundles this file).
  */
-function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
+function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
   return (specifier) => {
     if (pluginEntries.has(specifier)) return pluginApiModule;
-    if (isOwnPackage(specifier)) throw new PluginImportRefused({ specifier, entry: bundle.entry });
+    // The host's own package or one of its entries (not another package such as `context-host-x`).
+    if (specifier === packageName || specifier.startsWith(`${packageName}/`))
+      throw new PluginImportRefused({ specifier, entry: bundle.entry });
     const typeboxRequired = typeboxModule(specifier);
     if (typeboxRequired !== undefined) return typeboxRequired;
     const [first, then] = bundle.ownDependenciesFirst === true ? [ownRequire, hostRequire] : [hostRequire, ownRequire];
@@ -112,17 +112,17 @@ function pluginRequire(bundle: PluginBundle): (specifier: string) => unknown {
 }
 
 // A distinct name per generation keeps stack frames (and source maps) apart.
-function bundleName(bundle: PluginBundle, generation: number): string {
+function bundleName(bundle: Evaluable, generation: number): string {
   return `${bundle.entry}#generation-${generation}`;
 }
 
 /** Maps errors thrown by this generation's code back to the plugin's own files and lines. */
-export function locationsOf(bundle: PluginBundle, generation: number): BundleLocations {
+export function locationsOf(bundle: Evaluable, generation: number): BundleLocations {
   return new BundleLocations(bundleName(bundle, generation), bundle.code, bundle.baseDir);
 }
 
 /** Evaluates a bundle as a fresh CommonJS module and returns its exports. Throws what its module code throws. */
-export function evaluateBundle(bundle: PluginBundle, generation: number): Record<string, unknown> {
+export function evaluateBundle(bundle: Evaluable, generation: number): Record<string, unknown> {
   const run = vm.compileFunction(bundle.code, ["exports", "require", "module", "__filename", "__dirname"], {
     filename: bundleName(bundle, generation),
   });

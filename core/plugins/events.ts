@@ -12,7 +12,7 @@ export type PluginEvent =
       readonly plugin: string;
       readonly file: string;
       readonly generation: number;
-      /** Where the load's time went, in ms (isolated plugins; in-process loads give `loadMs` only). */
+      /** Where the load's time went, in ms. */
       readonly timings: LoadTimings;
     }
   | { readonly kind: "removed"; readonly plugin: string; readonly file: string }
@@ -23,11 +23,11 @@ export type PluginEvent =
 export interface LoadTimings {
   /** From the load's start to its generation being swapped in. */
   readonly loadMs: number;
-  readonly bundleMs?: number;
-  readonly evaluateMs?: number;
-  readonly setupMs?: number;
+  readonly bundleMs: number;
+  readonly evaluateMs: number;
+  readonly setupMs: number;
   /** From the generation being ready to it being swapped in (waiting for earlier plugins, the registry swap). */
-  readonly swapMs?: number;
+  readonly swapMs: number;
 }
 
 /**

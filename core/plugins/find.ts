@@ -67,9 +67,10 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
   for (const entry of entries) {
     const spec = readPluginEntry(entry, projectRoot);
     if (spec.kind === "path") {
-      const isFile = existsSync(spec.path) && statSync(spec.path).isFile();
-      if (isFile) add([{ id: path.basename(spec.path).replace(/\.(ts|js)$/, ""), file: spec.path }], pathOrigin(spec.path, true));
-      else add(discoverPlugins(spec.path), pathOrigin(spec.path, false));
+      if (existsSync(spec.path) && statSync(spec.path).isFile()) {
+        const id = path.basename(spec.path).replace(/\.(ts|js)$/, "");
+        add([{ id, file: spec.path }], { kind: "folder", folder: path.dirname(spec.path) });
+      } else add(discoverPlugins(spec.path), { kind: "folder", folder: spec.path });
       continue;
     }
     const lookup = lookUpPackage(spec.name, projectRoot, hostVersion);
@@ -84,10 +85,6 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
     add(lookup.plugins, { kind: "package", name: found.name, version: found.version, root: found.root });
   }
   return { plugins, packages, problems, installPlaces };
-}
-
-function pathOrigin(at: string, isFile: boolean): PluginOrigin {
-  return { kind: "folder", folder: isFile ? path.dirname(at) : at };
 }
 
 /** An origin as `plugins` lists it: the folder (relative to `cwd` when inside it), or `name@version`. */

@@ -11,8 +11,7 @@ import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { ContextHostError, messageOf } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import { isKey } from "../system-context/key.ts";
-import { isPlugin, type Plugin, type PluginApi, type PluginSource } from "./define.ts";
-import type { PluginServices } from "./services.ts";
+import { isPlugin, type Plugin, type PluginApi, type PluginServices, type PluginSource } from "./define.ts";
 
 /** A plugin name is a namespace: lower case, the first segment of a key. */
 export const pluginNamePattern = /^[a-z0-9][a-z0-9._-]*$/;

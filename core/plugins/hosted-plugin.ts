@@ -1,10 +1,11 @@
 // Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
-// carries it: its worker thread, or the host's own thread. It loads generations into the
-// runner, observes a generation's sources with one message per boundary (an unchanged
-// source costs its runner a load and a comparison: its texts are held here), disposes
-// generations, and, when a worker stops (a missed deadline, a crash, an exit, out of
-// memory), reports it and restarts the worker with the last good generation, backing off,
-// until the plugin crashes too often and is disabled until its file changes.
+// carries it: its worker thread, or the host's own thread. It loads generations (bundled
+// here with esbuild, then evaluated and set up in the runner: one tagged result), observes
+// a generation's sources with one message per boundary (an unchanged source costs its
+// runner a load and a comparison: its texts are held here), disposes generations, and,
+// when a worker stops (a missed deadline, a crash, an exit, out of memory), reports it and
+// restarts the worker with the last good generation, backing off, until the plugin crashes
+// too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -19,7 +20,7 @@ import {
   type RenderedText,
   type SourceFault,
 } from "../system-context/index.ts";
-import type { PluginBundle } from "./bundle.ts";
+import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import type { ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
@@ -36,12 +37,14 @@ export class PluginCodeFault extends ContextHostError {
   }
 }
 
-/** What an isolated plugin reports, as the plugin set turns it into a diagnostic. */
-export interface PluginProblem {
-  readonly phase: DiagnosticPhase;
-  readonly message: string;
-  readonly key?: string;
-  readonly location?: Location;
+/** The location a fault of plugin code in its runner carries (on the error or a cause of it). */
+export function locatedInRunner(error: unknown): Location | undefined {
+  let current = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    if (current instanceof PluginCodeFault) return current.location;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 export interface HostedPluginOptions {
@@ -51,10 +54,24 @@ export interface HostedPluginOptions {
   /** Starts the plugin's transport: a worker thread, or the host's own thread. */
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a restart that failed, the plugin disabled). */
-  report(problem: PluginProblem): void;
+  report(problem: WorkerFault): void;
 }
 
-/** A generation loaded into the worker, ready to be swapped in. */
+/** One load's request: which file, as which generation, under which settings, started when (`performance.now()`). */
+export interface LoadRequest {
+  readonly file: string;
+  readonly generation: number;
+  /** Hash of the last bundle a load was attempted with: identical content is not loaded again. */
+  readonly attemptedHash: string | undefined;
+  /** The plugin came from a package: its imports resolve from the package first (decision 131). */
+  readonly ownDependenciesFirst?: boolean;
+  /** Plugin settings by plugin name, and the namespaces no plugin may take. */
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly reserved: readonly string[];
+  readonly startedAt: number;
+}
+
+/** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
 export interface HostedGeneration {
   readonly name: string;
   readonly generation: number;
@@ -62,16 +79,26 @@ export interface HostedGeneration {
   readonly keys: readonly string[];
 }
 
-/** The outcome of `load`. */
-export type HostedLoad =
+/** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
+export type Loaded =
+  /** The bundle is identical to the last attempted one: nothing was evaluated. */
+  | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
+  /** esbuild failed: the bundle hash is unknown. */
+  | { readonly kind: "bundle-failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
+  /** The module, its definition, its config or its setup failed. */
+  | { readonly kind: "failed"; readonly inputs: readonly string[]; readonly hash: string; readonly fault: WorkerFault }
   | {
       readonly kind: "activated";
-      readonly activated: HostedGeneration;
-      /** Milliseconds the worker took to evaluate the module and to set it up. */
+      readonly inputs: readonly string[];
+      readonly hash: string;
+      readonly loaded: HostedGeneration;
+      /** When this load started and when its generation was ready, `performance.now()`. */
+      readonly startedAt: number;
+      readonly readyAt: number;
+      readonly bundleMs: number;
       readonly evaluateMs: number;
       readonly setupMs: number;
-    }
-  | { readonly kind: "failed"; readonly fault: WorkerFault };
+    };
 
 /** What the worker needs to bring a generation back after a restart. */
 interface Recipe {
@@ -140,15 +167,27 @@ export class HostedPlugin {
   }
 
   /**
-   * Loads a generation into the worker: evaluate, then `setup` with the plugin's settings.
-   * A plugin disabled by crashes is enabled again (its file changed).
+   * One load of the plugin: bundle here (esbuild), stopping there when the bundle failed or
+   * is the one last attempted; then, once `turn` (when given) has come, evaluate and `setup`
+   * in the runner. A plugin disabled by crashes is enabled again (its file changed).
    */
-  async load(
-    bundle: PluginBundle,
-    generation: number,
-    settings: Readonly<Record<string, unknown>>,
-    reserved: readonly string[],
-  ): Promise<HostedLoad> {
+  async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
+    let bundle: PluginBundle;
+    try {
+      bundle = await bundlePlugin(request.file, { ownDependenciesFirst: request.ownDependenciesFirst === true });
+    } catch (error) {
+      const failure = error instanceof BundleFailed ? error : undefined;
+      const location = failure?.location;
+      return {
+        kind: "bundle-failed",
+        inputs: failure?.inputs ?? [request.file],
+        fault: { phase: "bundle", message: messageOf(error), ...(location === undefined ? {} : { location }) },
+      };
+    }
+    const { inputs, hash } = bundle;
+    if (request.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
+    const bundleMs = performance.now() - request.startedAt;
+    await turn;
     if (this.#isDisabled) {
       this.#isDisabled = false;
       this.#crashes.length = 0;
@@ -158,13 +197,18 @@ export class HostedPlugin {
       // A restart under way rebuilds the active generation first; this load follows it, so
       // the newer code is set up last.
       await this.#restarting;
-      const first = await this.#loadIn(bundle, generation, settings, reserved);
+      const first = await this.#loadIn(bundle, request);
       // The worker stopped for something else than this load (a displaced generation's
       // disposer missed its deadline, say): this load was a bystander; try it once more in a
       // fresh worker.
-      const outcome = first.kind === "bystander" ? await this.#loadIn(bundle, generation, settings, reserved, true) : first;
-      if (outcome.kind !== "bystander") return outcome;
-      return { kind: "failed", fault: { phase: "evaluate", message: "the plugin's worker stopped twice while loading it" } };
+      const outcome = first.kind === "bystander" ? await this.#loadIn(bundle, request, true) : first;
+      if (outcome.kind === "activated")
+        return { ...outcome, inputs, hash, startedAt: request.startedAt, readyAt: performance.now(), bundleMs };
+      const fault =
+        outcome.kind === "failed"
+          ? outcome.fault
+          : { phase: "evaluate" as const, message: "the plugin's worker stopped twice while loading it" };
+      return { kind: "failed", inputs, hash, fault };
     } finally {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
@@ -180,11 +224,13 @@ export class HostedPlugin {
 
   async #loadIn(
     bundle: PluginBundle,
-    generation: number,
-    settings: Readonly<Record<string, unknown>>,
-    reserved: readonly string[],
+    request: LoadRequest,
     isRetry = false,
-  ): Promise<HostedLoad | { readonly kind: "bystander" }> {
+  ): Promise<
+    | { readonly kind: "activated"; readonly loaded: HostedGeneration; readonly evaluateMs: number; readonly setupMs: number }
+    | { readonly kind: "failed"; readonly fault: WorkerFault }
+    | { readonly kind: "bystander" }
+  > {
     let worker: PluginTransport | undefined;
     try {
       worker = await this.#current();
@@ -192,26 +238,21 @@ export class HostedPlugin {
       return { kind: "failed", fault: { phase: "evaluate", message: messageOf(error) } };
     }
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
+    const { generation, settings, reserved } = request;
     let phase: DiagnosticPhase = "evaluate";
     try {
       const startedAt = performance.now();
-      const evaluated = await this.#evaluate(worker, bundle, generation, reserved);
-      const config = Object.hasOwn(settings, evaluated.name) ? settings[evaluated.name] : undefined;
+      const { name } = await this.#evaluate(worker, bundle, generation, reserved);
+      const config = Object.hasOwn(settings, name) ? settings[name] : undefined;
       phase = "setup";
       const evaluatedAt = performance.now();
-      const activated = await this.#activate(worker, generation, config);
-      const setupMs = performance.now() - evaluatedAt;
+      const keys = await this.#activate(worker, generation, config);
       const recipe: Recipe = { bundle, generation, config, reserved };
       return {
         kind: "activated",
-        activated: {
-          name: evaluated.name,
-          generation,
-          scope: this.#scopeOf(evaluated.name, recipe),
-          keys: activated.sources.map((source) => source.key),
-        },
+        loaded: { name, generation, scope: this.#scopeOf(name, recipe), keys },
         evaluateMs: evaluatedAt - startedAt,
-        setupMs,
+        setupMs: performance.now() - evaluatedAt,
       };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
@@ -294,29 +335,28 @@ export class HostedPlugin {
     if (this.#worker !== worker || this.#isClosed) return;
     this.#worker = undefined;
     this.#living.clear();
+    const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
     const now = Date.now();
     this.#crashes.push(now);
-    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - this.#options.limits.crashWindowMs)
-      this.#crashes.shift();
+    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
     const count = this.#crashes.length;
     const restart =
       this.#active === undefined
         ? ""
-        : count >= this.#options.limits.maxCrashes
-          ? `; it stopped ${count} times within ${this.#options.limits.crashWindowMs / 1000} s and is disabled until its file changes`
-          : `; restarting it with the last good generation (stop ${count} within ${this.#options.limits.crashWindowMs / 1000} s)`;
+        : count >= maxCrashes
+          ? `; it stopped ${count} times within ${crashWindowMs / 1000} s and is disabled until its file changes`
+          : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
     this.#options.report({
       phase: stopped.phase ?? "load",
       message: `${stopped.reason}${restart}`,
       ...(stopped.key === undefined ? {} : { key: stopped.key }),
     });
     if (this.#active === undefined) return;
-    if (count >= this.#options.limits.maxCrashes) {
+    if (count >= maxCrashes) {
       this.#isDisabled = true;
       return;
     }
-    const backoff = this.#options.limits.backoffMs;
-    const wait = backoff[Math.min(count - 1, backoff.length - 1)] ?? 0;
+    const wait = backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0;
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
@@ -382,16 +422,16 @@ export class HostedPlugin {
     return evaluated;
   }
 
-  async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<Activated> {
+  /** Sets the generation up; its sources' keys, in the order `setup` declared them. */
+  async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<string[]> {
     const ms = this.#options.limits.setupDeadlineMs;
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
       () => ({ what: "setup", phase: "setup", ms }),
     );
-    const sources = Array.isArray(activated?.sources) ? activated.sources : [];
     const deadlines = new Map<string, number>();
-    for (const source of sources) {
+    for (const source of Array.isArray(activated?.sources) ? activated.sources : []) {
       if (typeof source?.key !== "string") continue;
       const own = source.deadlineMs;
       deadlines.set(
@@ -400,7 +440,7 @@ export class HostedPlugin {
       );
     }
     this.#living.set(generation, deadlines);
-    return { sources: [...deadlines.keys()].map((key) => ({ key })) };
+    return [...deadlines.keys()];
   }
 
   /** The host-side scope of a generation: closing it runs the generation's disposers in the worker. */
@@ -516,12 +556,12 @@ export class HostedPlugin {
   #reportFaults(faults: readonly WorkerFault[]) {
     for (const fault of faults.slice(0, 64)) {
       if (typeof fault !== "object" || fault === null) continue;
-      const phase = fault.phase === "value" ? "value" : "load";
+      const location = sanitizeLocation(fault.location);
       this.#options.report({
-        phase,
+        phase: fault.phase === "value" ? "value" : "load",
         message: typeof fault.message === "string" ? fault.message.slice(0, 4096) : "a fault without a message",
         ...(typeof fault.key === "string" ? { key: fault.key } : {}),
-        ...(sanitizeLocation(fault.location) === undefined ? {} : { location: sanitizeLocation(fault.location) as Location }),
+        ...(location === undefined ? {} : { location }),
       });
     }
   }

@@ -1,71 +1,113 @@
 // Owns the plugins' watched inputs: which files each plugin's last load read, keeping the
-// watcher on exactly those files, and routing a changed file to the reload schedule of
-// every plugin that read it. The plugin set says what a load read; this says when to reload.
+// watcher on exactly those files, and when a changed file reloads every plugin that read it.
+// Watchers report a write before it finished and drop repeated writes without a trailing
+// event (MEASURED.md), so a plugin reloads on the first event of a burst and is checked once
+// more when the burst is quiet; the bundle hash makes an unchanged re-check cheap. The
+// plugin set says what a load read; this says when to reload.
 
-import { type PluginWatcher, type ReloadCause, ReloadSchedule } from "./watching.ts";
+import type { PluginWatcher } from "./watching.ts";
 
-/** One plugin's watched inputs and its reload schedule (none when nothing is watched). */
-export interface TrackedInputs {
+/** Why a reload runs: the first event of a burst (provisional: the write may be unfinished), or the burst went quiet. */
+export type ReloadCause = "first-event" | "quiet";
+
+/**
+ * One plugin's watched inputs and its reload schedule: at once on the first event of a burst,
+ * and once more `quietMs` after the last event. The quiet re-check is what catches a write
+ * the watcher coalesced away or reported before it finished.
+ */
+export class TrackedInputs {
   /** Files the last bundle attempt read: a change to any of them reloads the plugin. */
-  readonly files: readonly string[];
-  /** Whether a quiet re-check of the plugin is still due. */
-  readonly isPending: boolean;
-}
-
-interface Tracked extends TrackedInputs {
   files: readonly string[];
-  readonly schedule: ReloadSchedule | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #isCancelled: boolean;
+
+  /** Nothing reloads a plugin of a set that does not watch (`isWatching` false). */
+  constructor(
+    file: string,
+    isWatching: boolean,
+    readonly quietMs: number,
+    readonly reload: (cause: ReloadCause) => void,
+  ) {
+    this.files = [file];
+    this.#isCancelled = !isWatching;
+  }
+
+  /** Whether a quiet re-check is still due. */
+  get isPending(): boolean {
+    return this.#timer !== undefined;
+  }
+
+  /** A file of the plugin changed. */
+  changed(): void {
+    if (this.#isCancelled) return;
+    const isFirst = this.#timer === undefined;
+    this.#quietCheck();
+    if (isFirst) this.reload("first-event");
+  }
+
+  /** Checks the plugin once more after the quiet time, without a reload now (a file may have changed unseen). */
+  recheck(): void {
+    if (!this.#isCancelled && this.#timer === undefined) this.#quietCheck();
+  }
+
+  /** No reload runs any more (the plugin was removed, or the set closed). */
+  cancel(): void {
+    this.#isCancelled = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #quietCheck() {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (!this.#isCancelled) this.reload("quiet");
+    }, this.quietMs);
+  }
 }
 
 /** The watched inputs of every plugin of a set. */
 export class WatchedInputs {
-  readonly #quietMs: number;
-  readonly #tracked = new Set<Tracked>();
+  readonly #tracked = new Set<TrackedInputs>();
   #watcher: PluginWatcher | undefined;
   #isClosed = false;
 
-  /** `quietMs`: the quiet time after a burst of changes before a plugin is checked once more. */
-  constructor(quietMs: number) {
-    this.#quietMs = quietMs;
-  }
+  /**
+   * `isWatching`: plugins reload on changes (through the watcher `watchWith` gives, once it is
+   * up); `quietMs`: the quiet time after a burst of changes before a plugin is checked once more.
+   */
+  constructor(
+    readonly isWatching: boolean,
+    readonly quietMs: number,
+  ) {}
 
-  /** Watches through `watcher` from now on; plugins tracked later reload on changes. */
+  /** Watches through `watcher` from now on (loads read files only after this: none is re-checked). */
   watchWith(watcher: PluginWatcher): void {
     this.#watcher = watcher;
+    watcher.watchExactly(this.#wanted());
   }
 
   /** Tracks one plugin whose entry file is `file`; `reload` runs when its schedule says so. */
   track(file: string, reload: (cause: ReloadCause) => void): TrackedInputs {
-    const tracked: Tracked = {
-      files: [file],
-      schedule: this.#watcher === undefined ? undefined : new ReloadSchedule(this.#quietMs, reload),
-      get isPending() {
-        return this.schedule?.isPending === true;
-      },
-    };
+    const tracked = new TrackedInputs(file, this.isWatching, this.quietMs, reload);
     this.#tracked.add(tracked);
     return tracked;
   }
 
   /** The files a load of the plugin read; the watcher follows. */
   set(plugin: TrackedInputs, files: readonly string[]): void {
-    (plugin as Tracked).files = files;
+    plugin.files = files;
     this.watch();
-  }
-
-  /** The plugin reloads no more (it is being removed); its files stay watched until `forget`. */
-  cancel(plugin: TrackedInputs): void {
-    (plugin as Tracked).schedule?.cancel();
   }
 
   /** The plugin is gone: its files are no longer wanted (the watcher follows at the next `watch`). */
   forget(plugin: TrackedInputs): void {
-    this.#tracked.delete(plugin as Tracked);
+    this.#tracked.delete(plugin);
   }
 
   /** A watched file changed: every plugin that read it reloads. */
   changed(file: string): void {
-    for (const tracked of this.#tracked) if (tracked.files.includes(file)) tracked.schedule?.event();
+    for (const tracked of this.#tracked) if (tracked.files.includes(file)) tracked.changed();
   }
 
   /** Whether any plugin's quiet re-check is still due. */
@@ -77,17 +119,21 @@ export class WatchedInputs {
   /** Keeps the watcher on exactly the tracked plugins' files. */
   watch(): void {
     if (this.#watcher === undefined || this.#isClosed) return;
-    const wanted = new Set<string>();
-    for (const tracked of this.#tracked) for (const input of tracked.files) wanted.add(input);
-    const unseen = this.#watcher.watchExactly(wanted);
+    const unseen = this.#watcher.watchExactly(this.#wanted());
     if (unseen.size === 0) return;
     // A file not covered yet may have changed after the load read it: check once more.
-    for (const tracked of this.#tracked) if (tracked.files.some((input) => unseen.has(input))) tracked.schedule?.recheck();
+    for (const tracked of this.#tracked) if (tracked.files.some((input) => unseen.has(input))) tracked.recheck();
+  }
+
+  #wanted(): Set<string> {
+    const wanted = new Set<string>();
+    for (const tracked of this.#tracked) for (const input of tracked.files) wanted.add(input);
+    return wanted;
   }
 
   /** No reload runs any more and the watcher is left alone. */
   close(): void {
     this.#isClosed = true;
-    for (const tracked of this.#tracked) tracked.schedule?.cancel();
+    for (const tracked of this.#tracked) tracked.cancel();
   }
 }

@@ -2,7 +2,7 @@
 // them (decision 162). The plugin set holds one per file and moves it only through these
 // functions; which states are legal, and what each event does in each, is stated here.
 
-import type { Loaded } from "./loader.ts";
+import type { Loaded } from "./hosted-plugin.ts";
 
 /** Where the loads of one plugin file stand. */
 export type LoadState =
@@ -20,7 +20,8 @@ export type LoadState =
   | { readonly kind: "removed" };
 
 export const idle: LoadState = Object.freeze({ kind: "idle" });
-const removedState: LoadState = Object.freeze({ kind: "removed" });
+/** The file left: nothing loads any more. */
+export const removed: LoadState = Object.freeze({ kind: "removed" });
 
 /** A file changed. A provisional change does not demote a final one that is still due. */
 export function changed(state: LoadState, isProvisional: boolean): LoadState {
@@ -51,11 +52,6 @@ export function began(state: LoadState): LoadState {
 export function finished(state: LoadState): LoadState {
   if (state.kind !== "loading") return state;
   return state.change === undefined ? idle : { kind: "due", isProvisional: state.change.isProvisional };
-}
-
-/** The file left: nothing loads any more. */
-export function removed(): LoadState {
-  return removedState;
 }
 
 /** Whether what the running load produces must not be swapped in (a change arrived, or the file left). */

@@ -2,7 +2,8 @@
 // declare the same name compete; the path that sorts first keeps it, whatever the order
 // they loaded in, and a file that lost its namespace is revived when the holder lets go.
 
-const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** Orders text by UTF-16 code units, as plugin names and paths sort everywhere in the set. */
+export const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** What a claim of a namespace decided. */
 export type Claim =
@@ -49,10 +50,5 @@ export class Namespaces {
     const waiting = [...this.#displaced].filter(([, to]) => to === file).map(([waiter]) => waiter);
     for (const waiter of waiting) this.#displaced.delete(waiter);
     return waiting;
-  }
-
-  /** The file `file` lost its namespace to, if it did. */
-  displacedBy(file: string): string | undefined {
-    return this.#displaced.get(file);
   }
 }

@@ -84,85 +84,62 @@ export function isPackageName(text: string): boolean {
  * checks its peer range of context-host against `hostVersion`.
  */
 export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): PackageLookup {
-  return { ...lookUpInstalled(name, projectRoot, hostVersion), installPlaces: installPlacesOf(name, projectRoot) };
-}
-
-function lookUpInstalled(
-  name: string,
-  projectRoot: string,
-  hostVersion: string | undefined,
-): DistributiveOmit<PackageLookup, "installPlaces"> {
-  const found = resolveManifest(name, projectRoot);
-  if (found.kind === "missing") return found;
+  const installPlaces = installPlacesOf(name, projectRoot);
+  const missing = (file: string, problem: string): PackageLookup => ({ kind: "missing", name, file, problem, installPlaces });
+  const file = installedManifest(name, projectRoot);
+  if (file === undefined) {
+    return missing(
+      path.join(projectRoot, "node_modules", name),
+      `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`,
+    );
+  }
   let text: string;
-  let parsed: unknown;
+  let manifest: unknown;
   try {
-    text = readFileSync(found.file, "utf8");
-    parsed = JSON.parse(text);
+    text = readFileSync(file, "utf8");
+    manifest = JSON.parse(text);
   } catch (error) {
-    return {
-      kind: "missing",
-      name,
-      file: found.file,
-      problem: `package ${name}: its package.json cannot be read: ${messageOf(error)}`,
-    };
+    return missing(file, `package ${name}: its package.json cannot be read: ${messageOf(error)}`);
   }
-  if (!manifestValidator.Check(parsed)) {
-    const first = manifestValidator.Errors(parsed)[0];
+  if (!manifestValidator.Check(manifest)) {
+    const first = manifestValidator.Errors(manifest)[0];
     const field = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
-    return {
-      kind: "missing",
-      name,
-      file: found.file,
-      problem: `package ${name}: package.json ${field}: ${first?.message ?? "invalid"}`,
-    };
+    return missing(file, `package ${name}: package.json ${field}: ${first?.message ?? "invalid"}`);
   }
-  const manifest = parsed as {
-    name: string;
-    version: string;
-    peerDependencies?: Record<string, string>;
-    [pluginsField]?: { plugins: string[] };
-  };
   const pluginPackage: PluginPackage = {
     name,
     version: manifest.version,
-    root: path.dirname(found.file),
-    manifest: found.file,
+    root: path.dirname(file),
+    manifest: file,
     manifestHash: createHash("sha256").update(text).digest("hex"),
     peerRange: manifest.peerDependencies?.["context-host"],
   };
+  const found = (plugins: readonly PluginEntryFile[], problems: readonly string[]): PackageLookup => ({
+    kind: "found",
+    package: pluginPackage,
+    plugins,
+    problems,
+    installPlaces,
+  });
   const label = `${name}@${manifest.version}`;
   const incompatibility = checkPeerRange(pluginPackage.peerRange, hostVersion);
-  if (incompatibility !== undefined)
-    return { kind: "found", package: pluginPackage, plugins: [], problems: [`${label}: ${incompatibility}`] };
+  if (incompatibility !== undefined) return found([], [`${label}: ${incompatibility}`]);
   const declared = manifest[pluginsField]?.plugins;
-  if (declared === undefined) {
-    return {
-      kind: "found",
-      package: pluginPackage,
-      plugins: [],
-      problems: [`${label} declares no plugins: its package.json needs "${pluginsField}": { "plugins": ["plugins/x.ts"] }`],
-    };
-  }
+  if (declared === undefined)
+    return found([], [`${label} declares no plugins: its package.json needs "${pluginsField}": { "plugins": ["plugins/x.ts"] }`]);
   const plugins: PluginEntryFile[] = [];
   const problems: string[] = [];
   for (const entry of declared) {
     const declaredAt = path.resolve(pluginPackage.root, entry);
     const relative = path.relative(pluginPackage.root, declaredAt);
-    if (relative.startsWith("..") || path.isAbsolute(relative)) {
-      problems.push(`${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}, which is outside the package`);
-      continue;
-    }
-    const here = pluginsAt(declaredAt);
-    if (here === undefined) {
-      problems.push(
-        `${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}, which the installed package does not have (is it in "files"?)`,
-      );
-    } else if (here.length === 0) {
-      problems.push(`${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}, a folder with no plugin in it`);
-    } else plugins.push(...here);
+    const names = `${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}`;
+    const here = relative.startsWith("..") || path.isAbsolute(relative) ? null : pluginsAt(declaredAt);
+    if (here === null) problems.push(`${names}, which is outside the package`);
+    else if (here === undefined) problems.push(`${names}, which the installed package does not have (is it in "files"?)`);
+    else if (here.length === 0) problems.push(`${names}, a folder with no plugin in it`);
+    else plugins.push(...here);
   }
-  return { kind: "found", package: pluginPackage, plugins, problems };
+  return found(plugins, problems);
 }
 
 /**
@@ -191,8 +168,6 @@ function pluginsAt(file: string): PluginEntryFile[] | undefined {
   return discoverPlugins(file);
 }
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
 /**
  * Where package `name` is installed as Node looks for it from `projectRoot` (else where
  * `npm i` would put it): its entry in that folder, and its package.json in its own folder
@@ -212,33 +187,14 @@ function installPlacesOf(name: string, projectRoot: string): InstallPlace[] {
 
 /** The package.json of package `name` where Node finds it from `projectRoot`, or undefined when it is not installed. */
 export function installedManifest(name: string, projectRoot: string): string | undefined {
-  const found = resolveManifest(name, projectRoot);
-  return found.kind === "resolved" ? found.file : undefined;
-}
-
-/** Where Node finds `name`'s package.json from `projectRoot`, or why it finds none. */
-function resolveManifest(
-  name: string,
-  projectRoot: string,
-): { readonly kind: "resolved"; readonly file: string } | Omit<Extract<PackageLookup, { kind: "missing" }>, "installPlaces"> {
   // The file need not exist: `createRequire` only takes the folder it resolves from.
   const require = createRequire(path.join(projectRoot, "package.json"));
   try {
-    return { kind: "resolved", file: require.resolve(`${name}/package.json`) };
+    return require.resolve(`${name}/package.json`);
   } catch (error) {
     // A package whose `exports` leave package.json out is still installed: find it where Node looks.
-    if ((error as NodeJS.ErrnoException).code === "ERR_PACKAGE_PATH_NOT_EXPORTED") {
-      for (const folder of require.resolve.paths(name) ?? []) {
-        const file = path.join(folder, name, "package.json");
-        if (existsSync(file)) return { kind: "resolved", file };
-      }
-    }
-    return {
-      kind: "missing",
-      name,
-      file: path.join(projectRoot, "node_modules", name),
-      problem: `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`,
-    };
+    if ((error as NodeJS.ErrnoException).code !== "ERR_PACKAGE_PATH_NOT_EXPORTED") return undefined;
+    return (require.resolve.paths(name) ?? []).map((folder) => path.join(folder, name, "package.json")).find(existsSync);
   }
 }
 

@@ -1,7 +1,7 @@
 // Owns the plugin set: one entry per discovered plugin file, each with its own queue of
 // loads and its load state (`load-state.ts`), the swap of a loaded generation into the
-// registry, and the events the host hears. Loading (`loader.ts`, in the plugin's runner
-// behind its transport: `hosted-plugin.ts`), watching (`watching.ts`), the watched inputs of each plugin
+// registry, and the events the host hears. Loading (`hosted-plugin.ts`: bundled here, set
+// up in the plugin's runner behind its transport), watching (`watching.ts`), the watched inputs of each plugin
 // (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
 // becomes a diagnostic and the last good generation stays active.
 
@@ -16,16 +16,16 @@ import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
-import { HostedPlugin } from "./hosted-plugin.ts";
+import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
-import { type LoadContext, type Loaded, type LoadedGeneration, type LoadFault, loadPlugin, locatedInRunner } from "./loader.ts";
-import { Namespaces } from "./namespaces.ts";
-import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
+import type { Location } from "./locations.ts";
+import { compareText, Namespaces } from "./namespaces.ts";
+import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
-import { type PluginWorkerOptions, PluginWorkers } from "./worker/plugin-worker.ts";
+import { type PluginWorkerOptions, PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
@@ -139,8 +139,6 @@ interface PluginEntry {
   queue: Promise<void>;
 }
 
-const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 /** The phases of a source's faults at a boundary (as opposed to its generation's). */
 const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"]);
 
@@ -151,8 +149,8 @@ export class PluginSet {
   readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
-  /** The packages the last scan found, by name: a changed package.json reloads their plugins. */
-  #packages = new Map<string, PluginPackage>();
+  /** The packages the last scan found (their package.json's hash and folder), by name: a change reloads their plugins. */
+  #packages = new Map<string, string>();
   /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */
   readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
@@ -162,7 +160,9 @@ export class PluginSet {
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #inputs: WatchedInputs;
-  readonly #loadContext: LoadContext;
+  readonly #settings: Readonly<Record<string, unknown>>;
+  /** Namespaces no plugin may take (`core` and the host's core sources'). */
+  readonly #reserved: readonly string[];
   readonly #isolation: Isolation;
   readonly #limits: PluginLimits;
   readonly #workers: PluginWorkers;
@@ -183,48 +183,38 @@ export class PluginSet {
   readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
+    const container = options.container;
+    const service = <T>(name: string, fallback: T): T =>
+      container.hasRegistration(name) ? (container.resolve(name) as T) : fallback;
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#projectRoot = path.resolve(
-      options.projectRoot ??
-        (options.container.hasRegistration("location") ? String(options.container.resolve("location")) : process.cwd()),
-    );
+    this.#container = container;
+    this.#clock = service<Clock>("clock", systemClock);
+    this.#logger = service<Logger | undefined>("logger", undefined);
+    this.#location = String(service("location", process.cwd()));
+    this.#projectRoot = path.resolve(options.projectRoot ?? this.#location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#entrySpecs = [...options.folders];
     this.#folders = options.folders.flatMap((entry) => {
       const spec = readPluginEntry(entry, this.#projectRoot);
       return spec.kind === "path" ? [spec.path] : [];
     });
-    this.#loadContext = {
-      settings: options.settings ?? {},
-      reservedNamespaces: new Set(["core", ...(options.reservedNamespaces ?? [])]),
-    };
+    this.#settings = options.settings ?? {};
+    this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#isolation = options.isolation ?? "worker";
-    this.#limits = resolvePluginLimits({
-      deadlineMs: options.deadlineMs,
-      setupDeadlineMs: options.setupDeadlineMs,
-      disposeDeadlineMs: options.disposeDeadlineMs,
-      renderDeadlineMs: options.renderDeadlineMs,
-      maxTextLength: options.maxTextLength,
-      maxValueBytes: options.maxValueBytes,
-      heapMb: options.workerHeapMb,
-      maxCrashes: options.maxCrashes,
-      crashWindowMs: options.crashWindowMs,
-      dedicatedWorkers: options.dedicatedWorkers,
-      pluginsPerWorker: options.pluginsPerWorker,
-    });
+    this.#limits = resolvePluginLimits({ ...options, heapMb: options.workerHeapMb });
     this.#workers = new PluginWorkers(this.#limits);
-    this.#container = options.container;
-    this.#inputs = new WatchedInputs(Math.max(100, (options.debounceMs ?? 50) * 2));
-    const container = options.container;
-    this.#clock = container.hasRegistration("clock") ? (container.resolve("clock") as Clock) : systemClock;
-    this.#logger = container.hasRegistration("logger") ? (container.resolve("logger") as Logger) : undefined;
-    this.#location = container.hasRegistration("location") ? String(container.resolve("location")) : process.cwd();
+    this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
   }
 
-  /** Discovers and loads every plugin (sorted by name), then starts watching if asked. */
+  /**
+   * Discovers and loads every plugin (sorted by name) once the watcher is up, so no change to
+   * a file a load reads is missed. The workers' program is prepared while the watcher comes
+   * up (decision 190).
+   */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
+    if (set.#isolation === "worker") void workerProgram().catch(() => {});
     if (options.watch ?? true) {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
@@ -357,7 +347,7 @@ export class PluginSet {
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) entry.load = removed();
+    for (const entry of this.#entries.values()) entry.load = removed;
     await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
     // A load that displaced a holder left its close on the holder's queue.
     await Promise.all(this.#closing);
@@ -386,21 +376,22 @@ export class PluginSet {
     }
   }
 
-  #diagnose(entry: PluginEntry, diagnostic: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string }) {
-    const full: Diagnostic = {
-      ...diagnostic,
+  /** Reports a problem of the entry's file: its own plugin and file unless the problem names others. */
+  #diagnose(
+    entry: PluginEntry,
+    problem: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string; location?: Location },
+  ) {
+    const { location, ...rest } = problem;
+    const diagnostic: Diagnostic = {
+      ...rest,
+      ...location,
       origin: "plugin",
-      plugin: diagnostic.plugin ?? entry.active?.name ?? entry.id,
-      file: diagnostic.file ?? entry.file,
+      plugin: rest.plugin ?? entry.active?.name ?? entry.id,
+      file: location?.file ?? rest.file ?? entry.file,
     };
-    entry.reported.add(diagnosticIdentity(full));
-    this.#emit({ kind: "diagnostic", diagnostic: full });
-    return full;
-  }
-
-  #diagnoseFault(entry: PluginEntry, fault: LoadFault) {
-    const { location, ...rest } = fault;
-    return this.#diagnose(entry, { ...rest, ...location });
+    entry.reported.add(diagnosticIdentity(diagnostic));
+    this.#emit({ kind: "diagnostic", diagnostic });
+    return diagnostic;
   }
 
   // ── discovery ────────────────────────────────────────────────────────────
@@ -452,14 +443,10 @@ export class PluginSet {
    * whose package.json changed since the last scan.
    */
   #notePackages(found: FoundPlugins): Set<string> {
-    const updated = new Set<string>();
-    const packages = new Map<string, PluginPackage>();
-    for (const pluginPackage of found.packages) {
-      const before = this.#packages.get(pluginPackage.name);
-      if (before !== undefined && (before.manifestHash !== pluginPackage.manifestHash || before.root !== pluginPackage.root))
-        updated.add(pluginPackage.name);
-      packages.set(pluginPackage.name, pluginPackage);
-    }
+    const packages = new Map(found.packages.map((found) => [found.name, `${found.manifestHash} ${found.root}`]));
+    const updated = new Set(
+      [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
+    );
     this.#packages = packages;
     this.#watcher?.watchInstallPlaces(found.installPlaces);
     this.#reportPackageProblems(found.problems);
@@ -468,14 +455,8 @@ export class PluginSet {
 
   #reportPackageProblems(problems: readonly PackageProblem[]) {
     const next = new Map<string, Diagnostic>();
-    for (const problem of problems) {
-      const diagnostic: Diagnostic = {
-        origin: "plugin",
-        plugin: problem.package,
-        file: problem.file,
-        phase: "package",
-        message: problem.message,
-      };
+    for (const { package: plugin, file, message } of problems) {
+      const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
       next.set(diagnosticIdentity(diagnostic), diagnostic);
     }
     const gone = new Set([...this.#packageProblems.keys()].filter((id) => !next.has(id)));
@@ -493,15 +474,12 @@ export class PluginSet {
   #packageChanged() {
     this.#scheduleRescan();
     clearTimeout(this.#packageRecheckTimer);
-    this.#packageRecheckTimer = setTimeout(
-      () => {
-        this.#packageRecheckTimer = undefined;
-        this.#rescan();
-        this.#replacedPackages.clear();
-        this.#checkSettled();
-      },
-      Math.max(100, (this.#options.debounceMs ?? 50) * 2),
-    );
+    this.#packageRecheckTimer = setTimeout(() => {
+      this.#packageRecheckTimer = undefined;
+      this.#rescan();
+      this.#replacedPackages.clear();
+      this.#checkSettled();
+    }, this.#inputs.quietMs);
   }
 
   /** Whether package `name`, looked up now, is compatible and declares the entry's file. */
@@ -542,8 +520,8 @@ export class PluginSet {
   }
 
   #remove(entry: PluginEntry) {
-    entry.load = removed();
-    this.#inputs.cancel(entry.inputs);
+    entry.load = removed;
+    entry.inputs.cancel();
     void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
       this.#inputs.forget(entry.inputs);
@@ -596,10 +574,12 @@ export class PluginSet {
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
       ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
+      settings: this.#settings,
+      reserved: this.#reserved,
       startedAt: performance.now(),
     };
     try {
-      return await loadPlugin(request, entry.hosted, this.#loadContext, turn);
+      return await entry.hosted.load(request, turn);
     } catch (error) {
       return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
@@ -670,7 +650,7 @@ export class PluginSet {
     if (result.kind === "bundle-failed") {
       this.#inputs.set(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
-      if (!isProvisional) entry.failed = this.#diagnoseFault(entry, result.fault);
+      if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
     this.#inputs.set(entry.inputs, result.inputs);
@@ -681,33 +661,32 @@ export class PluginSet {
     const generation = ++entry.attempts;
     if (result.kind === "failed") {
       entry.attemptedHash = result.hash;
-      entry.failed = this.#diagnoseFault(entry, result.fault);
+      entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    const { loaded } = result;
     // A change arrived while this generation was being built: it is stale, the next load wins
     // (and may load the same content again: it was never swapped in).
     if (isStale(entry.load) || this.#isClosed) {
-      await this.#closeScope(entry, loaded.name, loaded.scope);
+      await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
       return;
     }
     entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, loaded, generation, result);
-    for (const { name, scope } of displaced) await this.#closeScope(entry, name, scope);
+    const displaced = this.#swap(entry, result, generation);
+    if (displaced !== undefined) await this.#closeScope(entry, displaced.name, displaced.scope);
   }
 
   /**
    * Swaps a generation in: its registrations replace those of the generation it follows
-   * (and of a file whose namespace it takes) in one registry version. Returns exactly the
-   * scopes of this file it displaced, for the caller to close; a refused generation displaces
+   * (and of a file whose namespace it takes) in one registry version. Returns the generation
+   * of this file it displaced, for the caller to close; a refused generation displaces
    * itself. A displaced holder's scope is closed on the holder's own queue, its faults its own.
    */
   #swap(
     entry: PluginEntry,
-    next: LoadedGeneration,
-    generation: number,
     load: Extract<Loaded, { kind: "activated" }>,
-  ): Array<{ readonly name: string; readonly scope: Scope }> {
+    generation: number,
+  ): { readonly name: string; readonly scope: Scope } | undefined {
+    const next = load.loaded;
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
       this.#namespaces.record(next.name, entry.file, claim);
@@ -716,17 +695,24 @@ export class PluginSet {
         phase: "namespace",
         message: `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
       });
-      return [{ name: next.name, scope: next.scope }];
+      return next;
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
     const registrations = this.#registrationsOf(entry, next);
     const previous = entry.active;
     const held = holder?.active;
-    if (!this.#applySwap(entry, next, registrations, [previous?.scope, held?.scope]))
-      return [{ name: next.name, scope: next.scope }];
+    try {
+      this.#options.registry.batch((batch) => {
+        for (const retired of [previous, held]) if (retired !== undefined) batch.retire(retired.scope);
+        for (const registration of registrations) batch.register(next.scope, registration);
+      });
+    } catch (error) {
+      // A key the host already registers (a core source): nothing of this generation is applied.
+      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
+      return next;
+    }
     this.#namespaces.record(next.name, entry.file, claim);
     entry.hosted.swappedIn(next.scope);
-    const displaced: Array<{ name: string; scope: Scope }> = [];
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
       holder.failed = this.#diagnose(holder, {
@@ -751,35 +737,14 @@ export class PluginSet {
     const now = performance.now();
     const timings: LoadTimings = {
       loadMs: hundredths(now - load.startedAt),
-      ...(load.bundleMs === undefined ? {} : { bundleMs: hundredths(load.bundleMs) }),
-      ...(load.evaluateMs === undefined ? {} : { evaluateMs: hundredths(load.evaluateMs) }),
-      ...(load.setupMs === undefined ? {} : { setupMs: hundredths(load.setupMs) }),
+      bundleMs: hundredths(load.bundleMs),
+      evaluateMs: hundredths(load.evaluateMs),
+      setupMs: hundredths(load.setupMs),
       swapMs: hundredths(now - load.readyAt),
     };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
-    if (previous !== undefined) displaced.push({ name: previous.name, scope: previous.scope });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
-    return displaced;
-  }
-
-  /** One registry version: the retired scopes' registrations out, the new ones in. Whether it applied. */
-  #applySwap(
-    entry: PluginEntry,
-    next: LoadedGeneration,
-    registrations: readonly Registration[],
-    retired: ReadonlyArray<Scope | undefined>,
-  ) {
-    try {
-      this.#options.registry.batch((batch) => {
-        for (const scope of retired) if (scope !== undefined) batch.retire(scope);
-        for (const registration of registrations) batch.register(next.scope, registration);
-      });
-      return true;
-    } catch (error) {
-      // A key the host already registers (a core source): nothing of this generation is applied.
-      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
-      return false;
-    }
+    return previous;
   }
 
   /**
@@ -789,12 +754,12 @@ export class PluginSet {
    * by the batch callback) for as long as the registration lives, and every generation would
    * keep the one before it alive.
    */
-  #registrationsOf(entry: PluginEntry, next: LoadedGeneration): Registration[] {
+  #registrationsOf(entry: PluginEntry, next: HostedGeneration): Registration[] {
     const plugin = next.name;
     const report = (fault: SourceFault) => {
       entry.faulted.add(fault.key);
       const location = locatedInRunner(fault.error);
-      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), ...location });
+      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), location });
     };
     const observed = (key: string, kind: ObservedKind) => {
       entry.observed.set(key, kind);

@@ -58,9 +58,8 @@ interface Living {
   readonly locations: BundleLocations;
   readonly name: string;
   scope?: Scope;
+  /** By key, in the order `setup` declared them. */
   sources?: Map<string, HeldSource>;
-  /** The sources' keys in the order `setup` declared them. */
-  keys?: readonly string[];
   /** By env, the value each source last sent with its texts, and that observation's number: what the host may hold. */
   readonly sent: Map<string, Map<string, Sent>>;
 }
@@ -83,19 +82,11 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   }
 
   async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Promise<RunnerReply> {
-    const bundle = {
-      entry: request.entry,
-      code: request.code,
-      baseDir: request.baseDir,
-      hash: "",
-      inputs: [],
-      ...(request.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
-    };
-    const locations = locationsOf(bundle, request.generation);
+    const locations = locationsOf(request, request.generation);
     mark(request.id, "evaluate");
     let exports: Record<string, unknown>;
     try {
-      exports = evaluateBundle(bundle, request.generation);
+      exports = evaluateBundle(request, request.generation);
     } catch (error) {
       const fault = faultOf(error, locations, "evaluate");
       return { ok: false, fault: { ...fault, phase: "evaluate", message: `module code threw: ${messageOf(error)}` } };
@@ -126,7 +117,6 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
         reservedNamespaces: new Set(),
       });
       living.scope = activated.scope;
-      living.keys = activated.sources.map((source) => source.key);
       living.sources = new Map(
         activated.sources.map((source) => [
           source.key,
@@ -180,11 +170,11 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<RunnerReply> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
-    const keys = request.keys ?? living?.keys;
-    if (living === undefined || sources === undefined || keys === undefined)
+    if (living === undefined || sources === undefined)
       return { ok: false, fault: { phase: "load", message: `generation ${request.generation} is not active here` } };
     const env = Object.freeze({ ...request.env });
     const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
+    const keys = request.keys ?? [...sources.keys()];
     const faults: WorkerFault[] = [];
     const { locations } = living;
     // Every loader starts before any is awaited, as in the host: sources are observed

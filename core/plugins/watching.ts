@@ -1,8 +1,6 @@
-// Owns watching plugin files: one chokidar watcher over the plugin folders and every
-// file a plugin's bundle read, and the reload schedule of one plugin. Watchers report a
-// write before it finished and drop repeated writes without a trailing event
-// (MEASURED.md), so a plugin reloads on the first event of a burst and is checked once
-// more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
+// Owns watching plugin files: one chokidar watcher over the plugin folders and every file a
+// plugin's bundle read, and plain watches of where plugin packages are installed. When a
+// change reloads a plugin is `inputs.ts`'s.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
@@ -129,56 +127,5 @@ function inodeOf(folder: string): number {
     return statSync(folder).ino;
   } catch {
     return -1;
-  }
-}
-
-/** Why a reload runs: the first event of a burst (provisional: the write may be unfinished), or the burst went quiet. */
-export type ReloadCause = "first-event" | "quiet";
-
-/**
- * When one plugin reloads after file events: at once on the first event of a burst, and
- * once more `quietMs` after the last event. The quiet re-check is what catches a write
- * the watcher coalesced away or reported before it finished.
- */
-export class ReloadSchedule {
-  #timer: NodeJS.Timeout | undefined;
-  #isCancelled = false;
-
-  constructor(
-    readonly quietMs: number,
-    readonly reload: (cause: ReloadCause) => void,
-  ) {}
-
-  /** Whether a quiet re-check is still due. */
-  get isPending(): boolean {
-    return this.#timer !== undefined;
-  }
-
-  /** A file of the plugin changed. */
-  event(): void {
-    if (this.#isCancelled) return;
-    const isFirst = this.#timer === undefined;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (!this.#isCancelled) this.reload("quiet");
-    }, this.quietMs);
-    if (isFirst) this.reload("first-event");
-  }
-
-  /** Checks the plugin once more after the quiet time, without a reload now (a file may have changed unseen). */
-  recheck(): void {
-    if (this.#isCancelled || this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (!this.#isCancelled) this.reload("quiet");
-    }, this.quietMs);
-  }
-
-  /** No reload runs any more (the plugin was removed, or the set closed). */
-  cancel(): void {
-    this.#isCancelled = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
   }
 }
