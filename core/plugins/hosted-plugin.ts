@@ -337,7 +337,8 @@ export class HostedPlugin {
     this.#living.clear();
     const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
     const now = Date.now();
-    this.#crashes.push(now);
+    // Stopped for another plugin of its shared worker: not a stop of its own (decision 185).
+    if (!stopped.isCollateral) this.#crashes.push(now);
     while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
     const count = this.#crashes.length;
     const restart =
@@ -345,7 +346,9 @@ export class HostedPlugin {
         ? ""
         : count >= maxCrashes
           ? `; it stopped ${count} times within ${crashWindowMs / 1000} s and is disabled until its file changes`
-          : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
+          : stopped.isCollateral
+            ? "; restarting it with the last good generation"
+            : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
     this.#options.report({
       phase: stopped.phase ?? "load",
       message: `${stopped.reason}${restart}`,
@@ -356,7 +359,7 @@ export class HostedPlugin {
       this.#isDisabled = true;
       return;
     }
-    const wait = backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0;
+    const wait = stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0);
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;

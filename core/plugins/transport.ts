@@ -28,15 +28,19 @@ export class PluginWorkerStopped extends ContextHostError {
   /** The phase and the source key the worker was running when it stopped, if any. */
   readonly phase: DiagnosticPhase | undefined;
   readonly key: string | undefined;
+  /** Stopped for another plugin of a shared worker (decision 185): no stop of this plugin's own. */
+  readonly isCollateral: boolean;
   constructor(options: {
     readonly reason: string;
     readonly phase?: DiagnosticPhase | undefined;
     readonly key?: string | undefined;
+    readonly isCollateral?: boolean;
   }) {
     super(options.reason);
     this.reason = options.reason;
     this.phase = options.phase;
     this.key = options.key;
+    this.isCollateral = options.isCollateral ?? false;
   }
 }
 

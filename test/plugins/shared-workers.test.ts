@@ -174,6 +174,36 @@ export default definePlugin({
     expect(after.get("spin")?.thread).to.not.be.oneOf([shared, mates]);
   });
 
+  it("stops for another plugin are not the plugin's own: a mate outlives three culprits within the crash window", async () => {
+    const folder = harness.tempFolder();
+    const triggers = harness.tempFolder("triggers-");
+    const culprits = ["a", "b", "c"];
+    for (const name of culprits) {
+      write(path.join(folder, `${name}.ts`), threadPlugin(name, { loopWhen: path.join(triggers, name) }));
+    }
+    write(path.join(folder, "mate.ts"), threadPlugin("mate"));
+    const running = await harness.start({
+      folders: [folder],
+      watch: false,
+      dedicatedWorkers: 0,
+      pluginsPerWorker: 4,
+      renderDeadlineMs: 100,
+      maxCrashes: 3,
+    });
+    expect(new Set([...(await seen(running)).values()].map((s) => s.thread)).size).to.equal(1);
+    for (const name of culprits) {
+      fs.writeFileSync(path.join(triggers, name), "");
+      await seen(running);
+      fs.rmSync(path.join(triggers, name));
+      await eventually(async () => ((await seen(running)).size === 4 ? true : undefined), `every plugin active after ${name}`);
+    }
+    const mate = running.host.diagnostics.filter((d) => d.plugin === "mate").map((d) => d.message);
+    expect(mate).to.have.length(3);
+    for (const message of mate) {
+      expect(message).to.contain("was stopped for another plugin").and.not.contain("disabled").and.not.contain("stop 3");
+    }
+  });
+
   it("createHost takes dedicatedWorkers and pluginsPerWorker to its plugins", async () => {
     const folder = harness.tempFolder();
     for (const name of ["one", "two", "three"]) write(path.join(folder, `${name}.ts`), threadPlugin(name));

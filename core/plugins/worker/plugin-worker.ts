@@ -307,6 +307,7 @@ class PluginThread {
     if (this.isShared && culprit.plugin !== undefined) this.#onCulprits?.([culprit.plugin]);
     this.#stopAll(
       `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
+      true,
     );
     void this.#worker.terminate().catch(() => {});
   }
@@ -316,7 +317,7 @@ class PluginThread {
     const isLast = [...this.plugins.values()].every((other) => other === plugin || other.stopped !== undefined);
     if (!this.isShared || isLast || plugin.isBusy) {
       // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
-      if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran");
+      if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran", true);
       this.isEnding = true;
       await this.#worker.terminate().catch(() => {});
       await this.exited;
@@ -332,16 +333,21 @@ class PluginThread {
   }
 
   /** Stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
-  #stopAll(reason: string) {
-    const culprits: string[] = [];
+  #stopAll(reason: string, forAnother = false) {
+    // Plugins running code when the thread stopped are its culprits; when one is known (or it
+    // stopped `forAnother`), its mates stop for it (collateral: no stop of their own), else
+    // every plugin's stop counts.
+    const culprits = [...this.plugins.values()].flatMap((plugin) =>
+      plugin.stopped === undefined && plugin.running().phase !== undefined && plugin.plugin !== undefined ? [plugin.plugin] : [],
+    );
     for (const plugin of this.plugins.values()) {
       if (plugin.stopped !== undefined) {
         plugin.stop(plugin.stopped);
         continue;
       }
       const running = plugin.running();
-      if (running.phase !== undefined && plugin.plugin !== undefined) culprits.push(plugin.plugin);
-      plugin.stop(new PluginWorkerStopped({ reason, ...running }));
+      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running.phase === undefined;
+      plugin.stop(new PluginWorkerStopped({ reason, ...running, isCollateral }));
     }
     if (this.isShared && culprits.length > 0) this.#onCulprits?.(culprits);
     if (!this.isEnding) {
