@@ -20,7 +20,9 @@ export async function awaitGo(): Promise<void> {
 /** Runs the worker scripts (`args` each) up to the barrier, then lets them all go; resolves with their result lines parsed. */
 export async function runWorkers<T>(script: string, args: readonly (readonly string[])[]): Promise<T[]> {
   const workers = args.map((list) => {
-    const child = spawn(process.execPath, ["--import", "tsx", script, ...list], {
+    // BENCH_CHILD_FLAGS: more Node.js flags for the workers (say `--cpu-prof`), to profile them.
+    const flags = (process.env.BENCH_CHILD_FLAGS ?? "").split(" ").filter((flag) => flag !== "");
+    const child = spawn(process.execPath, [...flags, "--import", "tsx", script, ...list], {
       cwd: root,
       stdio: ["pipe", "pipe", "inherit"],
     });

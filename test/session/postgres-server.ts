@@ -21,6 +21,8 @@ const run = promisify(execFile);
 export interface PostgresServer {
   /** A `postgres://` URL of a database the tests own. */
   readonly url: string;
+  /** The same database through the server's Unix socket, when the tests started the server. */
+  readonly socketUrl?: string;
   stop(): void;
   /** Kills the server at once (as a crash would) and starts it again on the same port; absent for DATABASE_URL. */
   readonly crash?: { kill(): Promise<void>; start(): Promise<void> };
@@ -145,6 +147,7 @@ export async function startPostgres(): Promise<PostgresServer | { readonly reaso
   }
   return {
     url: `postgres://contexthost@127.0.0.1:${port}/postgres`,
+    socketUrl: `postgres://contexthost@localhost:${port}/postgres?host=${encodeURIComponent(dir)}`,
     crash: {
       kill,
       start: async () => {
