@@ -4,6 +4,7 @@
 // committed (a commit at that revision needs no read). Whatever is held may be what a failed
 // commit was built on: it is forgotten then.
 
+import { SessionCorrupt } from "../errors.ts";
 import type { SessionHead } from "./commit-plan.ts";
 import { type EpochState, isSameState } from "./epoch-rows.ts";
 import type { EpochRecord } from "./store.ts";
@@ -29,10 +30,22 @@ export class HeldSessions {
     return held !== undefined && isSameState(held.state, state) ? held.record : undefined;
   }
 
-  /** Holds `record` as session `id`'s epoch at `state`, and returns it. */
-  holdEpoch(id: string, state: EpochState, record: EpochRecord): EpochRecord {
+  /**
+   * Session `id`'s active epoch at `state`: the one held while it is at that state, else the
+   * one `read` gives, held from then on; `SessionCorrupt` when none is stored.
+   */
+  epoch(id: string, state: EpochState, read: (id: string, state: EpochState) => EpochRecord | undefined): EpochRecord {
+    const record = this.epochAt(id, state) ?? read(id, state);
+    if (record === undefined) {
+      throw new SessionCorrupt({ sessionId: id, reason: `its active Context Epoch ${state.number} is not stored` });
+    }
     this.#epochs.set(id, { state, record });
     return record;
+  }
+
+  /** Holds `record` as session `id`'s epoch at `state`. */
+  holdEpoch(id: string, state: EpochState, record: EpochRecord): void {
+    this.#epochs.set(id, { state, record });
   }
 
   holdHead(id: string, head: SessionHead): void {

@@ -7,9 +7,9 @@
 
 import type pg from "pg";
 import { SettingInvalid } from "../../base/errors.ts";
-import { RevisionConflict, SessionCorrupt, SessionNotFound } from "../errors.ts";
-import type { ReplyToCommit, SessionHead, Writes } from "./commit-plan.ts";
-import { Commits, type RunCommit, type ToolResults } from "./commits.ts";
+import { RevisionConflict, SessionNotFound } from "../errors.ts";
+import type { ReplyToCommit, SessionHead } from "./commit-plan.ts";
+import { type CommitSql, Commits, type ToolResults } from "./commits.ts";
 import { HeldSessions, stateAt } from "./held.ts";
 import { loadPg, StorePool } from "./pg.ts";
 import { migrate } from "./postgres-schema.ts";
@@ -52,6 +52,9 @@ export interface PostgresSessionStoreOptions {
 
 const identifier = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** No epoch read (its state is the one held). */
+const notRead = () => undefined;
+
 /** A `SessionStore` in PostgreSQL. Open it with `await PostgresSessionStore.open(options)`. */
 export class PostgresSessionStore implements SessionStore {
   readonly #db: StorePool;
@@ -65,7 +68,7 @@ export class PostgresSessionStore implements SessionStore {
   private constructor(pool: pg.Pool, database: string) {
     this.#db = new StorePool(pool, database);
     this.database = database;
-    this.#commits = new Commits(this.#held, this.#runCommit);
+    this.#commits = new Commits(this.#held, this.#commitSql);
   }
 
   /** Connects, creates the schema when missing, and migrates it (one host at a time). */
@@ -167,12 +170,7 @@ export class PostgresSessionStore implements SessionStore {
   #epochAt(id: string, head: SessionHead, columns: EpochColumns | null): EpochRecord | undefined {
     const state = stateAt(head);
     if (state === undefined) return undefined;
-    if (columns !== null) return this.#held.holdEpoch(id, state, epochOf(id, state.number, columns));
-    const held = this.#held.epochAt(id, state);
-    if (held === undefined) {
-      throw new SessionCorrupt({ sessionId: id, reason: `its active Context Epoch ${state.number} is not stored` });
-    }
-    return held;
+    return this.#held.epoch(id, state, columns === null ? notRead : () => epochOf(id, state.number, columns));
   }
 
   async updateSession(
@@ -235,34 +233,28 @@ export class PostgresSessionStore implements SessionStore {
     return { head, epoch: this.#epochAt(id, head, row.epoch_row) };
   }
 
-  /**
-   * One commit: over the head held at `revision` (a boundary's read, or this store's last
-   * commit), else read, its writes as one statement (`applyStatement`).
-   */
-  readonly #runCommit: RunCommit = async (kind, id, revision, plan) => {
-    const doing = `committing ${kind} of session ${id}`;
-    let read = this.#held.at(id, revision);
-    if (read === undefined) {
-      read = await this.#readHead(id, doing);
+  /** A commit's SQL: the head read with its epoch in one statement, the writes applied in one (`applyStatement`). */
+  readonly #commitSql: CommitSql = {
+    readHead: async (kind, id) => {
+      const read = await this.#readHead(id, `committing ${kind} of session ${id}`);
       if (read === undefined) throw new SessionNotFound({ sessionId: id });
-      if (read.head.revision !== revision) throw new RevisionConflict({ sessionId: id, expected: revision });
-    }
-    const { head, epoch } = read;
-    const planned = plan(head, () => epoch);
-    await this.#apply(id, planned.writes, doing);
-    return planned;
+      return read;
+    },
+    apply: async (kind, id, writes) => {
+      const statement = applyStatement(id, writes);
+      const result = await this.#db.query(
+        `committing ${kind} of session ${id}`,
+        statement.text,
+        statement.values,
+        statement.name,
+      );
+      const { claimed, revision } = result.rows[0] as { claimed: number; revision: number | null };
+      if (claimed === 1) return;
+      if (revision === null) throw new SessionNotFound({ sessionId: id });
+      // Another writer moved the revision, or a prompt to promote is not pending (any more).
+      throw new RevisionConflict({ sessionId: id, expected: writes.revision });
+    },
   };
-
-  /** Runs one commit's writes as one statement; `RevisionConflict` (or `SessionNotFound`) when it claimed nothing. */
-  async #apply(id: string, writes: Writes, doing: string): Promise<void> {
-    const statement = applyStatement(id, writes);
-    const result = await this.#db.query(doing, statement.text, statement.values, statement.name);
-    const { claimed, revision } = result.rows[0] as { claimed: number; revision: number | null };
-    if (claimed === 1) return;
-    if (revision === null) throw new SessionNotFound({ sessionId: id });
-    // Another writer moved the revision, or a prompt to promote is not pending (any more).
-    throw new RevisionConflict({ sessionId: id, expected: writes.revision });
-  }
 
   commitBoundary(id: string, revision: number, commit: BoundaryCommit): Promise<BoundaryCommitted> {
     return this.#commits.boundary(id, revision, commit);

@@ -4,7 +4,7 @@
 
 import type Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
-import { SessionCorrupt, SessionNotFound } from "../errors.ts";
+import { SessionNotFound } from "../errors.ts";
 import type { ReplyToCommit, SessionHead, Writes } from "./commit-plan.ts";
 import { Commits, type ToolResults } from "./commits.ts";
 import { type EpochRow, type EpochState, epochFrom } from "./epoch-rows.ts";
@@ -25,23 +25,19 @@ import { migrate } from "./sqlite-schema.ts";
 
 export { sessionsFile } from "./sqlite-file.ts";
 
-import {
-  type BoundaryCommit,
-  type BoundaryCommitted,
-  type BoundaryRead,
-  type EpochReason,
-  type EpochRecord,
-  type PendingPrompt,
-  type ReplyCommitted,
-  RevisionConflict,
-  type SessionRecord,
-  type SessionStore,
-  type StoredMessage,
+import type {
+  BoundaryCommit,
+  BoundaryCommitted,
+  BoundaryRead,
+  EpochReason,
+  EpochRecord,
+  PendingPrompt,
+  ReplyCommitted,
+  SessionRecord,
+  SessionStore,
+  StoredMessage,
 } from "./store.ts";
 import { busyTryMs } from "./write-lock.ts";
-
-/** A commit's plan over a session's head and its active epoch (read only when asked for). */
-type Plan = (head: SessionHead, active: () => EpochRecord | undefined) => { readonly writes: Writes };
 
 /** The default `SessionStore`: one SQLite file (WAL), each boundary one transaction guarded by the session's revision. */
 export class SqliteSessionStore implements SessionStore {
@@ -63,19 +59,16 @@ export class SqliteSessionStore implements SessionStore {
       // write tries again in timers for a bounded time, then `StoreBusy` (decision 175).
       this.#db.pragma(`busy_timeout = ${busyTryMs}`);
       this.#write = writesTo(file);
-      // One transaction runs every commit: the head read, planned over and written at once.
-      const commit = this.#db.transaction((id: string, revision: number, plan: Plan) => {
-        const head = this.#head(id, revision);
-        const planned = plan(head, () => {
-          const state = stateAt(head);
-          return state === undefined ? undefined : this.#epochAt(id, state);
-        });
-        applyWrites(this.#prepare, id, planned.writes);
-        return planned;
+      const apply = this.#db.transaction((id: string, writes: Writes) => applyWrites(this.#prepare, id, writes));
+      this.#commits = new Commits(this.#held, {
+        readHead: async (_kind, id, withEpoch) => {
+          const head = this.#head(id);
+          const state = withEpoch ? stateAt(head) : undefined;
+          return { head, epoch: state === undefined ? undefined : this.#epochAt(id, state) };
+        },
+        // One transaction, guarded by the revision its head was read at.
+        apply: (kind, id, writes) => this.#write(`commit ${kind} of`, id, () => apply.immediate(id, writes)),
       });
-      this.#commits = new Commits(this.#held, (kind, id, revision, plan) =>
-        this.#write(`commit ${kind} of`, id, () => commit.immediate(id, revision, plan) as ReturnType<typeof plan>),
-      );
     } catch (error) {
       // A store that failed to open keeps nothing open.
       this.#db.close();
@@ -115,6 +108,8 @@ export class SqliteSessionStore implements SessionStore {
     const read = boundaryFrom(this.#prepare(readBoundarySql, true).all(id) as BoundaryRow[]);
     if (read === undefined) throw new SessionNotFound({ sessionId: id });
     const { session, head, pending } = read;
+    // Held: the boundary's commit at this revision reads it no more.
+    this.#held.holdHead(id, head);
     const state = stateAt(head);
     return {
       session,
@@ -178,14 +173,14 @@ export class SqliteSessionStore implements SessionStore {
 
   /** The session's epoch at `state`: the held record while it is that state, else read. */
   #epochAt(id: string, state: EpochState): EpochRecord {
-    const held = this.#held.epochAt(id, state);
-    if (held !== undefined) return held;
+    return this.#held.epoch(id, state, this.#readEpoch);
+  }
+
+  readonly #readEpoch = (id: string, state: EpochState): EpochRecord | undefined => {
     const row = this.#prepare(
       "SELECT baseline, started_seq, reason, system_prompt, snapshot_version AS marked FROM epochs WHERE session_id = ? AND number = ?",
     ).get(id, state.number) as EpochRow | undefined;
-    if (row === undefined) {
-      throw new SessionCorrupt({ sessionId: id, reason: `its active Context Epoch ${state.number} is not stored` });
-    }
+    if (row === undefined) return undefined;
     // An epoch marked unreadable is corrupt whatever its entries.
     const entries =
       row.marked < 0
@@ -194,16 +189,15 @@ export class SqliteSessionStore implements SessionStore {
             id,
             state.number,
           ) as Array<[key: string, entry: string]>);
-    return this.#held.holdEpoch(id, state, epochFrom(id, state.number, row, entries));
-  }
+    return epochFrom(id, state.number, row, entries);
+  };
 
-  /** The session's head at `revision`: `RevisionConflict` when it is at another one, `SessionNotFound` when there is none. */
-  #head(id: string, revision: number): SessionHead {
+  /** The session's head; `SessionNotFound` when there is none. */
+  #head(id: string): SessionHead {
     const row = this.#prepare("SELECT revision, last_seq, epoch, snapshot_version FROM sessions WHERE id = ?", true).get(id) as
       | [revision: number, last_seq: number, epoch: number, snapshot_version: number]
       | undefined;
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
-    if (row[0] !== revision) throw new RevisionConflict({ sessionId: id, expected: revision });
     return { revision: row[0], lastSeq: row[1], epoch: row[2], snapshotVersion: row[3] };
   }
 
