@@ -3,7 +3,9 @@
 // a source that changes every other step (so steps alternate between an update and none).
 //
 // Line `queries-per-step`: the mean over the steps of two hosts taking turns on every
-// session (each step finds the session moved by the other host), goal ≤ 3; baseline the
+// session (each step finds the session moved by the other host) of the queries a prompt
+// and the step after it send (the prompt's statement brings the boundary's read: decision
+// 178), goal ≤ 3; baseline the
 // same steps on the same store reached through the port's required methods only (no
 // `readBoundary`: the session, its epoch, its pending prompts and its history read apart),
 // as a store without the one-statement read would be.
@@ -64,7 +66,7 @@ async function openHost(url: string, schema: string, apart = false): Promise<Hos
   });
 }
 
-/** The mean queries per step of `hosts` taking turns on every session. */
+/** The mean queries of a prompt and the step after it, `hosts` taking turns on every session. */
 async function queriesPerStep(hosts: readonly Host[]): Promise<number> {
   const first = hosts[0] as Host;
   const ids: string[] = [];
@@ -75,8 +77,8 @@ async function queriesPerStep(hosts: readonly Host[]): Promise<number> {
     for (const id of ids) {
       const host = hosts[step % hosts.length] as Host;
       tick += 1;
-      await host.prompt(id, `step ${step}`);
       counting = true;
+      await host.prompt(id, `step ${step}`);
       const result = await host.step(id);
       counting = false;
       if (result.kind !== "replied") throw new Error(`pg-round-trips: a step ${result.kind}`);

@@ -1,5 +1,6 @@
 // A PostgreSQL step is three round trips (issue 32, decision 171): one statement reads the
-// boundary, one commits it, one commits the reply. The queries `pg` sends are counted.
+// boundary, one commits it, one commits the reply; after a prompt the same host added, the
+// read came with the prompt (decision 178). The queries `pg` sends are counted.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -30,7 +31,7 @@ function queryCounter() {
 }
 
 describeWithPostgres("PostgreSQL round trips per step", (server) => {
-  it("a step sends 3 queries: read the boundary, commit it, commit the reply (a first Baseline, an update, nothing new)", async () => {
+  it("a prompt and its step send 3 queries: the prompt with the boundary's read, its commit, the reply's commit", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "pg-trips-"));
     const counter = queryCounter();
     const store = await PostgresSessionStore.open({
@@ -54,21 +55,62 @@ describeWithPostgres("PostgreSQL round trips per step", (server) => {
       const kinds: string[] = [];
       for (const value of ["main", "feature", "feature"]) {
         branch.state.value = value;
-        await host.prompt(id, `on ${value}`);
         counter.sent = 0;
         counter.on = true;
+        await host.prompt(id, `on ${value}`);
         const result = await host.step(id);
         counter.on = false;
         perStep.push(counter.sent);
         kinds.push(result.kind);
       }
       expect(kinds).to.deep.equal(["replied", "replied", "replied"]);
+      // A first Baseline, an update, nothing new.
       expect(perStep).to.deep.equal([3, 3, 3]);
       const roles = (await host.messages(id)).map((message) => message.role);
       expect(roles).to.deep.equal(["user", "assistant", "user", "system-update", "assistant", "user", "assistant"]);
     } finally {
       counter.restore();
       await host.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a read taken with a prompt that another host has moved past is not committed on: the step plans again from what is stored", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "pg-ahead-"));
+    const schema = `ahead_${process.pid}`;
+    const open = async (provider: ReturnType<typeof scriptedProvider>) =>
+      createHost({
+        providers: { scripted: provider },
+        store: await PostgresSessionStore.open({ connectionString: server().url, schema, poolSize: 2 }),
+        core: [testSource("core/branch", "main").core],
+        builtins: false,
+        plugins: [],
+        watch: false,
+        onDiagnostic: false,
+      });
+    const [first, second] = [scriptedProvider(), scriptedProvider()];
+    const a = await open(first);
+    const b = await open(second);
+    try {
+      const id = await a.createSession({ location: dir, provider: "scripted", model: "m" });
+      await a.prompt(id, "one");
+      await a.step(id);
+      // A's store now knows the session: its next prompt brings the next step's read with it.
+      await a.prompt(id, "two");
+      // B admits that prompt and its own in one boundary, and stores the reply.
+      await b.prompt(id, "three");
+      expect((await b.step(id)).kind).to.equal("replied");
+      // A's read said "two" was pending; its commit on that read fails, it reads again: nothing to do.
+      expect((await a.step(id)).kind).to.equal("idle");
+      expect(first.requests).to.have.length(1);
+      expect(
+        second.requests.map((request) => request.messages.filter((m) => m.role === "user").map((m) => m.text)),
+      ).to.deep.equal([["one", "two", "three"]]);
+      const texts = (await a.messages(id)).filter((m) => m.role === "user").map((m) => m.text);
+      expect(texts).to.deep.equal(["one", "two", "three"]);
+    } finally {
+      await a.close();
+      await b.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

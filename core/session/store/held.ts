@@ -48,6 +48,11 @@ export class HeldSessions {
     this.#epochs.set(id, { state, record });
   }
 
+  /** The head held for session `id`, at whatever revision. */
+  head(id: string): SessionHead | undefined {
+    return this.#heads.get(id);
+  }
+
   holdHead(id: string, head: SessionHead): void {
     this.#heads.set(id, head);
   }

@@ -58,16 +58,30 @@ export const epochColumns = `CASE WHEN s.epoch > 0 AND (s.epoch IS DISTINCT FROM
 /** A session's head and its active epoch when not held (`$2`, `$3`). */
 export const readHeadSql = `SELECT s.revision, s.last_seq, s.epoch, s.snapshot_version, ${epochColumns} FROM sessions s WHERE s.id = $1`;
 
-/** One boundary's read (decision 171): the session's row, its pending input, its messages after `$4` and its epoch when not held. */
-export const readBoundarySql = `SELECT s.*,
-     (SELECT json_agg(json_build_object('id', p.id, 'text', p.text) ORDER BY p.id) FROM pending_prompts p
-       WHERE p.session_id = s.id AND p.promoted_seq IS NULL) AS pending,
+/**
+ * What a boundary reads of a session's row `s`: the row, its pending input (with `more`
+ * pending rows of the same statement), its messages after `$4` and its epoch when not held.
+ */
+const boundaryColumns = (more: string) => `s.*,
+     (SELECT json_agg(json_build_object('id', p.id, 'text', p.text) ORDER BY p.id) FROM
+       (SELECT id, text FROM pending_prompts WHERE session_id = s.id AND promoted_seq IS NULL${more}) p) AS pending,
      CASE WHEN s.last_seq > $4 THEN
        (SELECT json_agg(json_build_object('seq', m.seq, 'role', m.role, 'text', m.text, 'epoch', m.epoch, 'data', m.data,
           'usage', m.usage, 'provider_content', m.provider_content) ORDER BY m.seq)
         FROM messages m WHERE m.session_id = s.id AND m.seq > $4) END AS appended,
-     ${epochColumns}
-   FROM sessions s WHERE s.id = $1`;
+     ${epochColumns}`;
+
+/** One boundary's read (decision 171): the session's row, its pending input, its messages after `$4` and its epoch when not held. */
+export const readBoundarySql = `SELECT ${boundaryColumns("")} FROM sessions s WHERE s.id = $1`;
+
+/**
+ * A prompt (`$5`) added to a session and, in the same statement, the boundary's read that
+ * the step after it will take (decision 178). The statement's reads do not see its own
+ * insert, so the prompt joins the pending ones from the insert's result.
+ */
+export const addPromptReadingSql = `WITH added AS (
+     INSERT INTO pending_prompts (session_id, text) SELECT id, $5 FROM sessions WHERE id = $1 RETURNING id, text)
+   SELECT ${boundaryColumns(" UNION ALL SELECT id, text FROM added")} FROM sessions s WHERE s.id = $1`;
 
 /** A statement and its values, prepared under `name`. */
 export interface Statement {

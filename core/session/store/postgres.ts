@@ -14,6 +14,7 @@ import { HeldSessions, stateAt } from "./held.ts";
 import { loadPg, StorePool } from "./pg.ts";
 import { migrate } from "./postgres-schema.ts";
 import {
+  addPromptReadingSql,
   applyStatement,
   type BoundaryRow,
   type EpochColumns,
@@ -55,6 +56,9 @@ const identifier = /^[a-z_][a-z0-9_]{0,62}$/;
 /** No epoch read (its state is the one held). */
 const notRead = () => undefined;
 
+/** How long a boundary's read taken with a prompt stays good for the step after it (decision 178). */
+const readAheadMs = 1_000;
+
 /** A `SessionStore` in PostgreSQL. Open it with `await PostgresSessionStore.open(options)`. */
 export class PostgresSessionStore implements SessionStore {
   readonly #db: StorePool;
@@ -63,6 +67,11 @@ export class PostgresSessionStore implements SessionStore {
   /** The active epoch and the head per session as last read or committed. */
   readonly #held = new HeldSessions();
   readonly #commits: Commits;
+  /**
+   * The boundary's read taken with the prompt this store last added to a session, for the
+   * step that comes next (decision 178): used once, at the seq it was read after, while fresh.
+   */
+  readonly #readAhead = new Map<string, { afterSeq: number; at: number; read: BoundaryRead }>();
   #isClosed = false;
 
   private constructor(pool: pg.Pool, database: string) {
@@ -148,13 +157,19 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async readBoundary(id: string, afterSeq: number): Promise<BoundaryRead> {
+    const ahead = this.#readAhead.get(id);
+    this.#readAhead.delete(id);
+    if (ahead !== undefined && ahead.afterSeq === afterSeq && performance.now() - ahead.at <= readAheadMs) return ahead.read;
     const result = await this.#db.query(
       `reading a boundary of session ${id}`,
       readBoundarySql,
       [id, ...this.#heldState(id), afterSeq],
       "context-host-read-boundary",
     );
-    const row = result.rows[0] as BoundaryRow | undefined;
+    return this.#boundaryFrom(id, result.rows[0] as BoundaryRow | undefined);
+  }
+
+  #boundaryFrom(id: string, row: BoundaryRow | undefined): BoundaryRead {
     if (row === undefined) throw new SessionNotFound({ sessionId: id });
     const head = headOf(row);
     this.#held.holdHead(id, head);
@@ -177,6 +192,7 @@ export class PostgresSessionStore implements SessionStore {
     id: string,
     change: { location?: string; provider?: string; model?: string; epochDue?: Exclude<EpochReason, "initial"> },
   ): Promise<void> {
+    this.#readAhead.delete(id);
     const updated = await this.#db.query(
       `updating session ${id}`,
       `UPDATE sessions SET location = COALESCE($1, location), provider = COALESCE($2, provider), model = COALESCE($3, model),
@@ -187,14 +203,19 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async addPrompt(id: string, text: string): Promise<void> {
-    // One statement: the prompt is added only to a session that exists.
-    const added = await this.#db.query(
+    this.#readAhead.delete(id);
+    // One statement: the prompt is added only to a session that exists, and the next step's
+    // read comes with it, after the last seq this store has seen (a runtime that has not read
+    // the session reads all of it too).
+    const afterSeq = this.#held.head(id)?.lastSeq ?? 0;
+    const result = await this.#db.query(
       `adding a prompt to session ${id}`,
-      "INSERT INTO pending_prompts (session_id, text) SELECT id, $2 FROM sessions WHERE id = $1",
-      [id, text],
+      addPromptReadingSql,
+      [id, ...this.#heldState(id), afterSeq, text],
       "context-host-add-prompt",
     );
-    if (added.rowCount === 0) throw new SessionNotFound({ sessionId: id });
+    const read = this.#boundaryFrom(id, result.rows[0] as BoundaryRow | undefined);
+    this.#readAhead.set(id, { afterSeq, at: performance.now(), read });
   }
 
   async pendingPrompts(id: string): Promise<PendingPrompt[]> {
@@ -241,6 +262,8 @@ export class PostgresSessionStore implements SessionStore {
       return read;
     },
     apply: async (kind, id, writes) => {
+      // Whether it lands or not, a read taken before a commit is not the next step's.
+      this.#readAhead.delete(id);
       const statement = applyStatement(id, writes);
       const result = await this.#db.query(
         `committing ${kind} of session ${id}`,
@@ -269,6 +292,7 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async claimLease(id: string, lease: InFlightLease, now: number): Promise<boolean> {
+    this.#readAhead.delete(id);
     const result = await this.#db.query(
       `claiming the lease of session ${id}`,
       `UPDATE sessions SET lease_holder = $1, lease_expires = $2
@@ -280,6 +304,7 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async releaseLease(id: string, holder: string): Promise<void> {
+    this.#readAhead.delete(id);
     await this.#db.query(
       `releasing the lease of session ${id}`,
       "UPDATE sessions SET lease_holder = NULL, lease_expires = NULL WHERE id = $1 AND lease_holder = $2",
