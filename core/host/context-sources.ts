@@ -61,6 +61,10 @@ export interface ContextSourcesOptions {
   readonly isolation?: Isolation;
   /** Largest accepted value of an isolated plugin source, UTF-8 bytes of its JSON (the session's `sourceValueBytes`). */
   readonly maxValueBytes?: number;
+  /** Plugins that get a worker thread of their own (default 32); those beyond share workers, each in its own realm (decision 185). */
+  readonly dedicatedWorkers?: number;
+  /** Plugins per shared worker, beyond `dedicatedWorkers` (default 8). */
+  readonly pluginsPerWorker?: number;
   /** MCP servers whose resources and instructions are Context Sources (`mcp/<server>/<name>`). */
   readonly mcpServers?: McpServersSettings;
 }
@@ -145,6 +149,8 @@ export async function startContextSources(options: ContextSourcesOptions, scope:
     ...(options.setupDeadlineMs === undefined ? {} : { setupDeadlineMs: options.setupDeadlineMs }),
     ...(options.disposeDeadlineMs === undefined ? {} : { disposeDeadlineMs: options.disposeDeadlineMs }),
     ...(options.maxValueBytes === undefined ? {} : { maxValueBytes: options.maxValueBytes }),
+    ...(options.dedicatedWorkers === undefined ? {} : { dedicatedWorkers: options.dedicatedWorkers }),
+    ...(options.pluginsPerWorker === undefined ? {} : { pluginsPerWorker: options.pluginsPerWorker }),
   });
   void scope.add(() => plugins.close());
 

@@ -80,6 +80,14 @@ export interface HostOptions {
    */
   readonly isolation?: "worker" | "none";
   /**
+   * With `isolation: "worker"`: how many plugins get a worker thread of their own (default 32).
+   * Plugins beyond them share workers of `pluginsPerWorker` (default 8), each in its own realm;
+   * a plugin that stops a shared worker (a missed deadline, a crash) stops its mates with it,
+   * and runs alone from then on (decision 185).
+   */
+  readonly dedicatedWorkers?: number;
+  readonly pluginsPerWorker?: number;
+  /**
    * MCP servers whose resources and instructions are Context Sources, keyed `mcp/<server>/<name>`
    * and `mcp/<server>/instructions`: `{ command, args?, env?, cwd? }` (stdio) or `{ url, headers? }`
    * (Streamable HTTP), each with `resources?` (URIs, `{ template, arguments }`, or `"*"`) and
@@ -162,6 +170,8 @@ export function contextSourceOptions(
       "timeZone",
       "instructions",
       "isolation",
+      "dedicatedWorkers",
+      "pluginsPerWorker",
       "mcpServers",
     ]),
     ...(options.limits?.sourceValueBytes === undefined ? {} : { maxValueBytes: options.limits.sourceValueBytes }),

@@ -26,6 +26,10 @@ export interface PluginLimits {
   readonly crashWindowMs: number;
   /** Waits before the n-th restart of a worker within the window (the last one repeats). */
   readonly backoffMs: readonly number[];
+  /** Plugins that get a worker of their own (may be 0); those beyond share workers, each in its realm (decision 185). */
+  readonly dedicatedWorkers: number;
+  /** Plugins sharing one worker, beyond `dedicatedWorkers` (1: none share). */
+  readonly pluginsPerWorker: number;
 }
 
 /** The defaults of every limit. */
@@ -41,6 +45,8 @@ export const pluginLimitDefaults: PluginLimits = Object.freeze({
   maxCrashes: 3,
   crashWindowMs: 60_000,
   backoffMs: Object.freeze([0, 250, 1000]),
+  dedicatedWorkers: 32,
+  pluginsPerWorker: 8,
 });
 
 /** A limit given that is not a positive number, named with the value given. */
@@ -64,7 +70,9 @@ export function resolvePluginLimits(
         throw new PluginLimitInvalid(name, value);
       resolved[name] = Object.freeze([...value]);
     } else {
-      if (typeof value !== "number" || !(value > 0)) throw new PluginLimitInvalid(name, value);
+      // Every plugin may share a worker: no dedicated one at all.
+      const isValid = typeof value === "number" && (value > 0 || (name === "dedicatedWorkers" && value === 0));
+      if (!isValid) throw new PluginLimitInvalid(name, value);
       resolved[name] = value;
     }
   }

@@ -25,7 +25,7 @@ import { Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage, type PluginPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
-import { PluginWorker } from "./worker/plugin-worker.ts";
+import { type PluginWorkerOptions, PluginWorkers } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
@@ -81,6 +81,10 @@ export interface PluginSetOptions {
   /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes. */
   readonly maxCrashes?: number;
   readonly crashWindowMs?: number;
+  /** Plugins that get a worker of their own (default 32); those beyond share workers, each in its realm (decision 185). */
+  readonly dedicatedWorkers?: number;
+  /** Plugins sharing one worker beyond `dedicatedWorkers` (default 8). */
+  readonly pluginsPerWorker?: number;
 }
 
 /** Where plugin code runs: in its own worker thread (default), or in the host's process. */
@@ -161,6 +165,7 @@ export class PluginSet {
   readonly #loadContext: LoadContext;
   readonly #isolation: Isolation;
   readonly #limits: PluginLimits;
+  readonly #workers: PluginWorkers;
   readonly #clock: Clock;
   readonly #logger: Logger | undefined;
   readonly #location: string;
@@ -205,7 +210,10 @@ export class PluginSet {
       heapMb: options.workerHeapMb,
       maxCrashes: options.maxCrashes,
       crashWindowMs: options.crashWindowMs,
+      dedicatedWorkers: options.dedicatedWorkers,
+      pluginsPerWorker: options.pluginsPerWorker,
     });
+    this.#workers = new PluginWorkers(this.#limits);
     this.#container = options.container;
     this.#inputs = new WatchedInputs(Math.max(100, (options.debounceMs ?? 50) * 2));
     const container = options.container;
@@ -619,8 +627,9 @@ export class PluginSet {
     const startTransport =
       this.#isolation === "none"
         ? async () => new InThreadTransport({ container, limits })
-        : (onStopped: Parameters<typeof PluginWorker.start>[0]["onStopped"]) =>
-            PluginWorker.start({
+        : (onStopped: PluginWorkerOptions["onStopped"]) =>
+            this.#workers.start({
+              plugin: entryOf().file,
               init: {
                 location,
                 clock: isSystemClock ? "system" : "host",

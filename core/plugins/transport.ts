@@ -1,7 +1,7 @@
 // Owns what carries the plugin runner's requests (decision 160): the interface both
 // transports share, and the transport of `isolation: "none"`, the runner in the host's own
 // thread (trusted first-party plugins, comparisons). The other one, a worker thread per
-// plugin, is `worker/plugin-worker.ts`.
+// plugin (beyond a bound, a realm on a shared one: decision 185), is `worker/plugin-worker.ts`.
 
 import { threadId } from "node:worker_threads";
 import type { AwilixContainer } from "awilix";

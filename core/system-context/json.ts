@@ -20,9 +20,11 @@ export class ValueNotPlainJson extends SystemContextError {
   }
 }
 
+// Realm-independent: an object made in another realm (a plugin's \`node:vm\` context, decision
+// 185) has that realm's \`Object.prototype\`, whose own prototype is null as this one's is.
 function isPlainObject(value: object): boolean {
   const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 /**

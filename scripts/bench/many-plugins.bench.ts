@@ -1,8 +1,8 @@
 // Bench `many-plugins`: what an organisation with a big plugin folder sees (issue 31). A
 // host runs, watching an empty plugin folder; BENCH_PLUGINS [200; 20] plugin files are
 // dropped into it at once (as a `git pull` or an unpacked archive would), and the host
-// takes them in as it runs: discovery by the watcher, bundling, a worker per plugin,
-// evaluation, setup, the swap.
+// takes them in as it runs: discovery by the watcher, bundling, a worker per plugin up to
+// the default bound and shared workers beyond it (decision 185), evaluation, setup, the swap.
 //
 //   `all-active-ms`  value: from the first file written until every plugin is active (its
 //                    sources registered), ms; baseline: the floor, as many empty worker

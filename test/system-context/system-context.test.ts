@@ -2,9 +2,10 @@
 // owned by the pure SystemContext layer.
 
 import { readdirSync, readFileSync } from "node:fs";
+import vm from "node:vm";
 import { expect } from "chai";
 import Type from "typebox";
-import { toPlainJson } from "../../core/system-context/json.ts";
+import { isSameJson, type Json, toPlainJson } from "../../core/system-context/json.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { numberSource } from "./sources.ts";
 
@@ -106,6 +107,17 @@ describe("SystemContext: composition", () => {
       message: "value at /list/1/self/again is a cycle",
     });
     expect(() => toPlainJson(new Map())).to.throw(SystemContext.ValueNotPlainJson, /^value is a Map object, not plain JSON$/);
+  });
+
+  it("a value made in another realm is plain JSON when its objects are plain there", () => {
+    const foreign = vm.runInNewContext('({ list: [1, { a: "b" }], none: Object.create(null) })') as object;
+    expect(Object.getPrototypeOf(foreign)).to.not.equal(Object.prototype);
+    expect(toPlainJson(foreign)).to.deep.equal({ list: [1, { a: "b" }], none: {} });
+    expect(isSameJson(foreign as Json, { none: {}, list: [1, { a: "b" }] })).to.equal(true);
+    expect(() => toPlainJson(vm.runInNewContext("({ at: new Map() })"))).to.throw(
+      SystemContext.ValueNotPlainJson,
+      /^value at \/at is a Map object, not plain JSON$/,
+    );
   });
 });
 

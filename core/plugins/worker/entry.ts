@@ -2,54 +2,70 @@
 // on the thread's port, with the services a plugin gets (a clock, a logger that posts its
 // lines, the host's working folder). Whatever plugin code does here (a loop, an exit, a
 // changed prototype, a leaked timer) stays in this thread; the host checks what it sends.
+// The same program runs a shared worker (decision 185): there it opens one realm per plugin
+// (`realms.ts`) and runs again inside each, where it serves that plugin's runner only.
 
 import { parentPort, workerData } from "node:worker_threads";
 import { asValue, createContainer } from "awilix";
 import { messageOf } from "../../base/errors.ts";
 import { createPluginRunner } from "../runner.ts";
-import type { HostRequest, WorkerInit, WorkerReply } from "./protocol.ts";
+import type { HostRequest, RealmHooks, WorkerInit, WorkerReply } from "./protocol.ts";
+import { serveRealms } from "./realms.ts";
 
-const port = parentPort;
-if (port === null) throw new Error("core/plugins/worker/entry runs inside a plugin worker only");
-const init = workerData as WorkerInit;
-// Taken before any plugin code runs: a plugin cannot swap them for its own.
-const post = port.postMessage.bind(port);
-const { now: dateNow } = Date;
-const { freeze } = Object;
-
-let hostNow = dateNow();
-const clock = { now: init.clock === "system" ? () => dateNow() : () => hostNow };
-const send = (level: "info" | "warn" | "error") => (message: string) => {
-  try {
-    post({ type: "log", level, message: String(message) } satisfies WorkerReply);
-  } catch {
-    // A message that cannot be sent is dropped.
-  }
-};
-const container = createContainer();
-container.register({
-  clock: asValue(freeze(clock)),
-  logger: asValue(freeze({ info: send("info"), warn: send("warn"), error: send("error") })),
-  location: asValue(init.location),
-});
-
-const runner = createPluginRunner({
-  container,
-  limits: { maxDepth: init.maxDepth, maxValueBytes: init.maxValueBytes },
-  cells: new Int32Array(init.progress),
-});
-
-port.on("message", (request: HostRequest) => {
-  if ("now" in request) hostNow = request.now;
-  void runner.serve(request).then((reply) => {
+/** Serves one plugin's runner: requests in, replies and log lines out through `post`. */
+function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (request: HostRequest) => void {
+  // Taken before any plugin code runs: a plugin cannot swap them for its own.
+  const { now: dateNow } = Date;
+  const { freeze } = Object;
+  let hostNow = dateNow();
+  const clock = { now: init.clock === "system" ? () => dateNow() : () => hostNow };
+  const send = (level: "info" | "warn" | "error") => (message: string) => {
     try {
-      post({ type: "reply", id: request.id, ...reply } satisfies WorkerReply);
-    } catch (error) {
-      const message = `the worker could not send its result: ${messageOf(error)}`;
-      post({ type: "reply", id: request.id, ok: false, fault: { phase: "value", message } } satisfies WorkerReply);
+      post({ type: "log", level, message: String(message) });
+    } catch {
+      // A message that cannot be sent is dropped.
     }
+  };
+  const container = createContainer();
+  container.register({
+    clock: asValue(freeze(clock)),
+    logger: asValue(freeze({ info: send("info"), warn: send("warn"), error: send("error") })),
+    location: asValue(init.location),
   });
-});
-// The host starts its requests' deadlines from here: a worker's start-up (slow on a loaded
-// machine) never counts against a plugin's module, setup or loader deadline.
-post({ type: "ready" } satisfies WorkerReply);
+  const runner = createPluginRunner({
+    container,
+    limits: { maxDepth: init.maxDepth, maxValueBytes: init.maxValueBytes },
+    cells: new Int32Array(init.progress),
+  });
+  return (request) => {
+    if ("now" in request) hostNow = request.now;
+    void runner.serve(request).then((reply) => {
+      try {
+        post({ type: "reply", id: request.id, ...reply });
+      } catch (error) {
+        const message = `the worker could not send its result: ${messageOf(error)}`;
+        post({ type: "reply", id: request.id, ok: false, fault: { phase: "value", message } });
+      }
+    });
+  };
+}
+
+const realm = (globalThis as { __contextHostRealm?: RealmHooks }).__contextHostRealm;
+if (realm !== undefined) {
+  // Inside a plugin's realm of a shared worker: the hooks are taken, then gone from its global.
+  delete (globalThis as { __contextHostRealm?: RealmHooks }).__contextHostRealm;
+  realm.serve = serveRunner(realm.init, realm.post);
+} else {
+  const port = parentPort;
+  if (port === null) throw new Error("core/plugins/worker/entry runs inside a plugin worker only");
+  const post = port.postMessage.bind(port);
+  const data = workerData as WorkerInit | { readonly shared: true };
+  if ("shared" in data) serveRealms(port, post);
+  else {
+    const serve = serveRunner(data, post);
+    port.on("message", serve);
+  }
+  // The host starts its requests' deadlines from here: a worker's start-up (slow on a loaded
+  // machine) never counts against a plugin's module, setup or loader deadline.
+  post({ type: "ready" } satisfies WorkerReply);
+}

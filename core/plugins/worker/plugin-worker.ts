@@ -1,7 +1,8 @@
 // Owns the host's side of one plugin worker (decision 060): starting the thread with a
 // heap limit, requests with deadlines kept by the host's own clock, and the end of the
 // thread, whatever ends it (a missed deadline, `process.exit`, an uncaught exception or
-// unhandled rejection, running out of memory). Nothing here interprets a plugin.
+// unhandled rejection, running out of memory). Nothing here interprets a plugin. Beyond
+// `dedicatedWorkers` plugins, threads are shared, a realm per plugin (decision 185).
 
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +14,15 @@ import { messageOf } from "../../base/errors.ts";
 import type { Location } from "../locations.ts";
 import { type Describe, type PluginTransport, PluginWorkerFault, PluginWorkerStopped } from "../transport.ts";
 import { cachedProgram } from "./program-cache.ts";
-import { type HostRequestBody, phaseCodes, progress, type WorkerFault, type WorkerInit, type WorkerReply } from "./protocol.ts";
+import {
+  type HostRequestBody,
+  phaseCodes,
+  progress,
+  type ThreadRequest,
+  type WorkerFault,
+  type WorkerInit,
+  type WorkerReply,
+} from "./protocol.ts";
 
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
 const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
@@ -74,7 +83,10 @@ const bootstrap = `"use strict";
   data.program = undefined;
   const all = Buffer.from(bytes);
   const source = all.toString("latin1", 0, sourceLength);
-  new (process.getBuiltinModule("node:vm").Script)(source, { filename, cachedData: all.subarray(sourceLength) }).runInThisContext();
+  const script = new (process.getBuiltinModule("node:vm").Script)(source, { filename, cachedData: all.subarray(sourceLength) });
+  // A shared worker runs it again in each plugin's realm (decision 185).
+  if (data.shared) data.script = script;
+  script.runInThisContext();
 })();
 `;
 
@@ -141,7 +153,7 @@ async function buildWorkerProgram(entry: string, external: readonly string[]): P
 const __workerEntryUrl = ${JSON.stringify(url)};
 (function (require, module, exports) {
 ${body}
-})(process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entry)}), { exports: {} }, {});
+})(globalThis.__contextHostRealm?.require ?? process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entry)}), { exports: {} }, {});
 `;
   return { program, inputs };
 }
@@ -194,32 +206,44 @@ const youngGenerationMb = 3;
 /** Longest line of worker output kept (longer lines are cut). */
 const maxLogLine = 4096;
 
-/** One running worker, the default transport. Once stopped it stays stopped: a restart is a new `PluginWorker`. */
-export class PluginWorker implements PluginTransport {
-  readonly #worker: Worker;
-  readonly #cells: Int32Array;
-  readonly #pending = new Map<number, Pending>();
-  readonly #options: PluginWorkerOptions;
-  #nextId = 1;
-  #stopped: PluginWorkerStopped | undefined;
-  #lastError: unknown;
-  #isClosing = false;
-  #isReady = false;
-  #markReady: (() => void) | undefined;
-  #failStart: ((stopped: PluginWorkerStopped) => void) | undefined;
-  readonly #ready = new Promise<void>((resolve, reject) => {
-    this.#markReady = resolve;
-    this.#failStart = reject;
-  });
-  readonly #exited: Promise<void>;
+type Log = PluginWorkerOptions["log"];
 
-  private constructor(program: WorkerProgram, options: PluginWorkerOptions) {
-    this.#options = options;
-    const shared = new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT);
-    this.#cells = new Int32Array(shared);
+/**
+ * One worker thread of plugin code: a plugin's own (the default), or one that several
+ * plugins share, each in its own realm (decision 185). Whatever stops it stops every plugin on it.
+ */
+class PluginThread {
+  readonly #worker: Worker;
+  readonly #heapMb: number;
+  readonly isShared: boolean;
+  /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
+  readonly plugins = new Map<number, PluginWorker>();
+  #nextTag = 1;
+  /** Set once it is being ended (stopped or closed): nothing more is placed on it. */
+  isEnding = false;
+  #lastError: unknown;
+  #markReady: (() => void) | undefined;
+  readonly #onCulprits: ((plugins: readonly string[]) => void) | undefined;
+  readonly ready: Promise<void>;
+  readonly exited: Promise<void>;
+
+  constructor(
+    program: WorkerProgram,
+    options: {
+      readonly heapMb: number;
+      readonly data: object;
+      readonly startDeadlineMs?: number | undefined;
+      readonly log: Log;
+      /** Plugins that were running when it stopped or crashed (decision 185: they run alone from then on). */
+      readonly onCulprits?: (plugins: readonly string[]) => void;
+    },
+  ) {
+    this.#heapMb = options.heapMb;
+    this.isShared = "shared" in options.data;
+    this.#onCulprits = options.onCulprits;
     this.#worker = new Worker(bootstrap, {
       eval: true,
-      workerData: { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: shared, program: program.shared },
+      workerData: { ...options.data, program: program.shared },
       resourceLimits: {
         maxOldGenerationSizeMb: options.heapMb,
         maxYoungGenerationSizeMb: Math.min(youngGenerationMb, options.heapMb / 4),
@@ -228,10 +252,10 @@ export class PluginWorker implements PluginTransport {
       env: { ...process.env },
       stdout: true,
       stderr: true,
-      name: "context-host plugin",
+      name: this.isShared ? "context-host plugins" : "context-host plugin",
     });
-    this.#forward(this.#worker.stdout, "info");
-    this.#forward(this.#worker.stderr, "warn");
+    this.#forward(this.#worker.stdout, "info", options.log);
+    this.#forward(this.#worker.stderr, "warn", options.log);
     this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
     this.#worker.on("error", (error) => {
       this.#lastError = error;
@@ -241,42 +265,205 @@ export class PluginWorker implements PluginTransport {
       this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
       void this.#worker.terminate().catch(() => {});
     });
-    this.#exited = new Promise((resolve) => {
+    const ms = options.startDeadlineMs ?? 10_000;
+    const timer = setTimeout(() => {
+      this.#stopAll(`the plugin's worker did not start within ${ms} ms`);
+    }, ms);
+    this.ready = new Promise((resolve) => {
+      this.#markReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.exited = new Promise((resolve) => {
       this.#worker.once("exit", (code) => {
-        this.#end(code);
+        clearTimeout(timer);
+        this.isEnding = true;
+        this.#stopAll(this.#why(code));
         resolve();
       });
     });
   }
 
+  get threadId(): number {
+    return this.#worker.threadId;
+  }
+
+  /** Places a plugin here; returns its tag (a dedicated thread: 0). */
+  place(plugin: PluginWorker): number {
+    const tag = this.isShared ? this.#nextTag++ : 0;
+    this.plugins.set(tag, plugin);
+    return tag;
+  }
+
+  post(message: object): void {
+    this.#worker.postMessage(message);
+  }
+
+  /** Stops the thread because `culprit` missed a deadline: the culprit with `stopped`, its thread mates with why. */
+  stopFor(culprit: PluginWorker, stopped: PluginWorkerStopped, missedId: number): void {
+    this.isEnding = true;
+    culprit.stop(stopped, missedId);
+    if (this.isShared && culprit.plugin !== undefined) this.#onCulprits?.([culprit.plugin]);
+    this.#stopAll(
+      `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
+    );
+    void this.#worker.terminate().catch(() => {});
+  }
+
+  /** A plugin leaves: a shared thread closes its realm (the thread ends with its last plugin); a dedicated one ends. */
+  async release(plugin: PluginWorker, tag: number): Promise<void> {
+    const isLast = [...this.plugins.values()].every((other) => other === plugin || other.stopped !== undefined);
+    if (!this.isShared || isLast || plugin.isBusy) {
+      // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
+      if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran");
+      this.isEnding = true;
+      await this.#worker.terminate().catch(() => {});
+      await this.exited;
+      return;
+    }
+    this.plugins.delete(tag);
+    plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
+    try {
+      this.post({ type: "close", tag } satisfies ThreadRequest);
+    } catch {
+      // The thread is ending anyway.
+    }
+  }
+
+  /** Stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
+  #stopAll(reason: string) {
+    const culprits: string[] = [];
+    for (const plugin of this.plugins.values()) {
+      if (plugin.stopped !== undefined) {
+        plugin.stop(plugin.stopped);
+        continue;
+      }
+      const running = plugin.running();
+      if (running.phase !== undefined && plugin.plugin !== undefined) culprits.push(plugin.plugin);
+      plugin.stop(new PluginWorkerStopped({ reason, ...running }));
+    }
+    if (this.isShared && culprits.length > 0) this.#onCulprits?.(culprits);
+    if (!this.isEnding) {
+      this.isEnding = true;
+      void this.#worker.terminate().catch(() => {});
+    }
+  }
+
+  #receive(message: WorkerReply) {
+    if (typeof message !== "object" || message === null) return;
+    if (message.type === "ready") {
+      this.#markReady?.();
+      return;
+    }
+    this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
+  }
+
+  #why(code: number): string {
+    const error = this.#lastError as (Error & { code?: string }) | undefined;
+    const worker = this.isShared ? `the worker the plugin shares with others` : `the plugin's worker`;
+    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY") return `${worker} ran out of memory (heap limit ${this.#heapMb} MiB)`;
+    if (error !== undefined) return `${worker} crashed: ${messageOf(error)}`;
+    return `${worker} exited with code ${code}`;
+  }
+
+  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn", log: Log) {
+    if (stream === null) return;
+    let buffered = "";
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split("\n");
+      buffered = (lines.pop() ?? "").slice(0, maxLogLine);
+      for (const line of lines) log(level, line.slice(0, maxLogLine));
+    });
+  }
+}
+
+/**
+ * One plugin's transport to its worker thread, the default: the thread is its own, or (beyond
+ * the bound of decision 185) shared, the plugin in its own realm there. Once stopped it stays
+ * stopped: a restart is a new `PluginWorker`.
+ */
+export class PluginWorker implements PluginTransport {
+  readonly #thread: PluginThread;
+  readonly #tag: number;
+  readonly #cells: Int32Array;
+  readonly #progress: SharedArrayBuffer;
+  readonly #pending = new Map<number, Pending>();
+  readonly #options: PluginWorkerOptions;
+  /** The plugin's file: named to its thread mates when it stops a shared worker. */
+  readonly plugin: string | undefined;
+  #nextId = 1;
+  #stopped: PluginWorkerStopped | undefined;
+  #isOpen = false;
+  #isClosing = false;
+
+  private constructor(thread: PluginThread, progressCells: SharedArrayBuffer, options: PluginWorkerOptions, plugin?: string) {
+    this.#thread = thread;
+    this.#progress = progressCells;
+    this.#cells = new Int32Array(progressCells);
+    this.#options = options;
+    this.plugin = plugin;
+    this.#tag = thread.place(this);
+  }
+
   /**
-   * Starts a worker (its program is built on first use) and resolves once it is ready to
-   * serve requests; rejects with `PluginWorkerStopped` if it ends first or does not start
-   * within `options.startDeadlineMs` (no plugin code runs before that).
+   * Starts a worker of its own (its program is built on first use) and resolves once it is
+   * ready to serve requests; rejects with `PluginWorkerStopped` if it ends first or does not
+   * start within `options.startDeadlineMs` (no plugin code runs before that).
    */
   static async start(options: PluginWorkerOptions): Promise<PluginWorker> {
-    const worker = new PluginWorker(await workerProgram(), options);
+    const program = await workerProgram();
+    const progressCells = newProgressCells();
+    const data = { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: progressCells };
+    const thread = new PluginThread(program, {
+      heapMb: options.heapMb,
+      data,
+      startDeadlineMs: options.startDeadlineMs,
+      log: options.log,
+    });
+    const worker = new PluginWorker(thread, progressCells, options);
+    await Promise.race([thread.ready, thread.exited]);
+    if (worker.#stopped !== undefined) throw worker.#stopped;
+    worker.#isOpen = true;
+    return worker;
+  }
+
+  /** Opens the plugin's realm on a shared thread (decision 185); rejects with `PluginWorkerStopped` like `start`. */
+  static async open(thread: PluginThread, options: PluginWorkerOptions & { readonly plugin: string }): Promise<PluginWorker> {
+    const worker = new PluginWorker(thread, newProgressCells(), options, options.plugin);
+    const init = { ...options.init, progress: worker.#progress };
+    await Promise.race([thread.ready, thread.exited]);
     const ms = options.startDeadlineMs ?? 10_000;
-    const timer = setTimeout(() => {
-      worker.#stop(new PluginWorkerStopped({ reason: `the plugin's worker did not start within ${ms} ms` }), undefined);
-      void worker.#worker.terminate().catch(() => {});
-    }, ms);
     try {
-      await worker.#ready;
-    } finally {
-      clearTimeout(timer);
+      await worker.#send({ type: "open", init }, ms, () => ({ what: "opening the plugin's realm", phase: "evaluate" }));
+    } catch (error) {
+      await worker.terminate();
+      throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });
     }
+    worker.#isOpen = true;
     return worker;
   }
 
   /** The worker's thread id (the same across the reloads it serves). */
   get threadId(): number {
-    return this.#worker.threadId;
+    return this.#thread.threadId;
   }
 
   /** Whether the worker has stopped (and why). */
   get stopped(): PluginWorkerStopped | undefined {
     return this.#stopped;
+  }
+
+  /** Resolves when its thread has ended. */
+  get ended(): Promise<void> {
+    return this.#thread.exited;
+  }
+
+  /** Whether a request of this plugin is waiting for its answer. */
+  get isBusy(): boolean {
+    return this.#pending.size > 0;
   }
 
   /**
@@ -285,13 +472,17 @@ export class PluginWorker implements PluginTransport {
    * worker is stopped) or `PluginWorkerStopped` (the worker ended meanwhile).
    */
   request<T>(request: HostRequestBody, ms: number, describe: Describe): Promise<T> {
+    return this.#send(request, ms, describe);
+  }
+
+  #send<T>(request: object, ms: number, describe: Describe): Promise<T> {
     if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => this.#missed(id, ms), ms);
       this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       try {
-        this.#worker.postMessage({ ...request, id });
+        this.#thread.post(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
       } catch (error) {
         clearTimeout(timer);
         this.#pending.delete(id);
@@ -300,11 +491,10 @@ export class PluginWorker implements PluginTransport {
     });
   }
 
-  /** Stops the worker at once (plugin code running or not) and waits until it ended. */
+  /** Stops the plugin's code at once (running or not) and waits until it ended. */
   async terminate(): Promise<void> {
     this.#isClosing = true;
-    await this.#worker.terminate().catch(() => {});
-    await this.#exited;
+    await this.#thread.release(this, this.#tag);
   }
 
   #missed(id: number, ms: number) {
@@ -320,17 +510,11 @@ export class PluginWorker implements PluginTransport {
       phase: described.phase,
       key: described.key,
     });
-    this.#stop(missed, id);
-    void this.#worker.terminate().catch(() => {});
+    this.#thread.stopFor(this, missed, id);
   }
 
-  #receive(message: WorkerReply) {
-    if (typeof message !== "object" || message === null) return;
-    if (message.type === "ready") {
-      this.#isReady = true;
-      this.#markReady?.();
-      return;
-    }
+  /** A reply or a log line of this plugin's runner. */
+  receive(message: WorkerReply) {
     if (message.type === "log") {
       if (typeof message.message === "string" && ["info", "warn", "error"].includes(message.level))
         this.#options.log(message.level, message.message.slice(0, maxLogLine));
@@ -345,17 +529,8 @@ export class PluginWorker implements PluginTransport {
     else pending.reject(new PluginWorkerFault({ fault: sanitizeFault(message.fault) }));
   }
 
-  #end(code: number) {
-    if (this.#stopped !== undefined) {
-      this.#rejectAll(this.#stopped);
-      return;
-    }
-    const stopped = new PluginWorkerStopped({ reason: this.#why(code), ...this.#running() });
-    this.#stop(stopped, undefined);
-  }
-
-  /** Which phase and source the worker was in, from the progress cells and the request running. */
-  #running(): { phase?: DiagnosticPhase; key?: string | undefined } {
+  /** Which phase and source the plugin's code was in, from the progress cells and the request running. */
+  running(): { phase?: DiagnosticPhase; key?: string | undefined } {
     const code = Atomics.load(this.#cells, progress.phase);
     const pending = this.#pending.get(Atomics.load(this.#cells, progress.request));
     if (code <= 0 || pending === undefined) return {};
@@ -363,52 +538,77 @@ export class PluginWorker implements PluginTransport {
     return { phase: described.phase, key: described.key };
   }
 
-  #why(code: number): string {
-    const error = this.#lastError as (Error & { code?: string }) | undefined;
-    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY")
-      return `the plugin's worker ran out of memory (heap limit ${this.#options.heapMb} MiB)`;
-    if (error !== undefined) return `the plugin's worker crashed: ${messageOf(error)}`;
-    return `the plugin's worker exited with code ${code}`;
-  }
-
-  #stop(stopped: PluginWorkerStopped, missedId: number | undefined) {
+  /** Stops this plugin's transport: `missedId`'s request first, then every other; reported once, unless it was closing. */
+  stop(stopped: PluginWorkerStopped, missedId?: number) {
     const isFirst = this.#stopped === undefined;
-    this.#stopped = stopped;
+    this.#stopped ??= stopped;
     const missed = missedId === undefined ? undefined : this.#pending.get(missedId);
     if (missed !== undefined) {
       this.#pending.delete(missedId as number);
+      clearTimeout(missed.timer);
       missed.reject(stopped);
     }
-    this.#rejectAll(stopped);
-    // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
-    if (!this.#isReady) {
-      this.#failStart?.(stopped);
-      return;
-    }
-    if (isFirst && !this.#isClosing) this.#options.onStopped(stopped);
-  }
-
-  #rejectAll(stopped: PluginWorkerStopped) {
     for (const [id, pending] of this.#pending) {
       clearTimeout(pending.timer);
       this.#pending.delete(id);
-      pending.reject(stopped);
+      pending.reject(this.#stopped);
     }
-  }
-
-  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn") {
-    if (stream === null) return;
-    let buffered = "";
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      buffered += chunk;
-      const lines = buffered.split("\n");
-      buffered = (lines.pop() ?? "").slice(0, maxLogLine);
-      for (const line of lines) this.#options.log(level, line.slice(0, maxLogLine));
-    });
+    // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
+    if (isFirst && this.#isOpen && !this.#isClosing) this.#options.onStopped(stopped);
   }
 }
 
+function newProgressCells(): SharedArrayBuffer {
+  return new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT);
+}
+
+/**
+ * Where plugins' code runs (decision 185): a worker of its own for each plugin up to
+ * `dedicatedWorkers`, beyond them shared workers of up to `pluginsPerWorker` plugins, each in
+ * its realm. A plugin that stopped a shared worker (a missed deadline, or running when it
+ * crashed) gets a worker of its own from then on, so it cannot stop its mates again.
+ */
+export class PluginWorkers {
+  readonly #limits: { readonly dedicatedWorkers: number; readonly pluginsPerWorker: number };
+  #dedicated = 0;
+  readonly #shared = new Set<PluginThread>();
+  readonly #alone = new Set<string>();
+
+  constructor(limits: { readonly dedicatedWorkers: number; readonly pluginsPerWorker: number }) {
+    this.#limits = limits;
+  }
+
+  /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
+  async start(options: PluginWorkerOptions & { readonly plugin: string }): Promise<PluginWorker> {
+    const { dedicatedWorkers, pluginsPerWorker } = this.#limits;
+    const program = await workerProgram();
+    if (this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(options.plugin)) {
+      this.#dedicated++;
+      const started = PluginWorker.start(options);
+      void started.then(
+        (worker) => worker.ended.then(() => this.#dedicated--),
+        () => this.#dedicated--,
+      );
+      return started;
+    }
+    let thread = [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
+    if (thread === undefined) {
+      const created = new PluginThread(program, {
+        heapMb: options.heapMb,
+        data: { shared: true },
+        startDeadlineMs: options.startDeadlineMs,
+        log: options.log,
+        onCulprits: (plugins) => {
+          for (const plugin of plugins) this.#alone.add(plugin);
+        },
+      });
+      this.#shared.add(created);
+      void created.exited.then(() => this.#shared.delete(created));
+      thread = created;
+    }
+    return PluginWorker.open(thread, options);
+  }
+}
 /** The phases a worker's fault may name: those the progress cells track, and the checks of a definition. */
 const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
 

@@ -129,11 +129,31 @@ export type HostRequestBody = HostRequest extends infer R ? (R extends unknown ?
 /** A runner's answer to one request. */
 export type RunnerReply = { readonly ok: false; readonly fault: WorkerFault } | { readonly ok: true; readonly result: unknown };
 
-export type WorkerReply =
+export type WorkerReply = (
   | ({ readonly type: "reply"; readonly id: number } & RunnerReply)
   | { readonly type: "log"; readonly level: "info" | "warn" | "error"; readonly message: string }
   /** Sent once, when the worker's own code has loaded: deadlines of requests start after it. */
-  | { readonly type: "ready" };
+  | { readonly type: "ready" }
+) & {
+  /** In a shared worker (decision 185): the plugin's realm that sent it. */
+  readonly tag?: number;
+};
+
+/** What a shared worker is sent: a plugin's requests tagged with its realm, and the opening and closing of realms. */
+export type ThreadRequest =
+  | (HostRequest & { readonly tag: number })
+  | { readonly type: "open"; readonly id: number; readonly tag: number; readonly init: WorkerInit }
+  | { readonly type: "close"; readonly tag: number };
+
+/** What a shared worker gives the program it runs in a plugin's realm; the program sets `serve`. */
+export interface RealmHooks {
+  readonly init: WorkerInit;
+  /** Sends a reply or a log line, tagged with the realm. */
+  post(reply: WorkerReply): void;
+  /** Node's built-in modules, `node:vm` compiling into this realm. */
+  require(id: string): unknown;
+  serve?: (request: HostRequest) => void;
+}
 
 /** The result of `evaluate`. */
 export interface Evaluated {

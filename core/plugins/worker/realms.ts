@@ -1,0 +1,135 @@
+// Owns the inside of a shared plugin worker (decision 185): one realm (a `node:vm` context)
+// per plugin, each running the worker's program again for that plugin's runner alone. A
+// realm has its own globals and built-in prototypes, so what one plugin changes there its
+// thread mates never see; what the thread itself holds (`process`, Node's built-in modules,
+// packages required at run time) they share. A realm's timers are closed with it.
+
+import { format } from "node:util";
+import vm from "node:vm";
+import workerThreads, { type MessagePort, workerData } from "node:worker_threads";
+import { messageOf } from "../../base/errors.ts";
+import type { HostRequest, RealmHooks, ThreadRequest, WorkerReply } from "./protocol.ts";
+
+type Post = (message: WorkerReply) => void;
+
+/** Serves the realms of a shared worker on its port; the bootstrap left the compiled program in `workerData.script`. */
+export function serveRealms(port: MessagePort, post: Post): void {
+  const data = workerData as { script?: vm.Script };
+  const script = data.script;
+  data.script = undefined;
+  if (script === undefined) throw new Error("a shared plugin worker was started without its program");
+  // Only this thread's own realm talks to the host: no plugin can read or answer another's requests.
+  (workerThreads as { parentPort: unknown }).parentPort = null;
+  const realms = new Map<number, Realm>();
+  port.on("message", (message: ThreadRequest) => {
+    const { tag } = message;
+    if (message.type === "close") {
+      realms.get(tag)?.close();
+      realms.delete(tag);
+    } else if (message.type === "open") {
+      try {
+        realms.set(tag, openRealm(script, message, post));
+        post({ type: "reply", tag, id: message.id, ok: true, result: null });
+      } catch (error) {
+        const fault = { phase: "evaluate" as const, message: `the plugin's realm could not be opened: ${messageOf(error)}` };
+        post({ type: "reply", tag, id: message.id, ok: false, fault });
+      }
+    } else realms.get(tag)?.serve(message);
+  });
+}
+
+interface Realm {
+  serve(request: HostRequest): void;
+  close(): void;
+}
+
+/** The globals Node adds to a thread's own realm (a fresh context has the language's only). */
+let nodeGlobals: readonly string[] | undefined;
+const ownGlobals = new Set([
+  "global",
+  "console",
+  "setTimeout",
+  "setInterval",
+  "setImmediate",
+  "clearTimeout",
+  "clearInterval",
+  "clearImmediate",
+]);
+
+function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post): Realm {
+  const { tag } = open;
+  nodeGlobals ??= (() => {
+    const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
+    return Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && !ownGlobals.has(name));
+  })();
+  const sandbox: Record<string, unknown> = {};
+  for (const name of nodeGlobals)
+    Object.defineProperty(sandbox, name, { get: () => Reflect.get(globalThis, name), configurable: true, enumerable: false });
+  const timers = new Map<unknown, (handle: never) => void>();
+  const later =
+    (start: (run: () => void, ...rest: unknown[]) => unknown, clear: (handle: never) => void, isOnce: boolean) =>
+    (run: unknown, ...rest: unknown[]) => {
+      if (typeof run !== "function") return start(run as () => void, ...rest);
+      const handle = start(
+        (...args: unknown[]) => {
+          if (isOnce) timers.delete(handle);
+          run(...args);
+        },
+        ...rest,
+      );
+      timers.set(handle, clear);
+      return handle;
+    };
+  const cancel = (clear: (handle: never) => void) => (handle: unknown) => {
+    timers.delete(handle);
+    clear(handle as never);
+  };
+  Object.assign(sandbox, {
+    setTimeout: later(setTimeout as never, clearTimeout, true),
+    setInterval: later(setInterval as never, clearInterval, false),
+    setImmediate: later(setImmediate as never, clearImmediate, true),
+    clearTimeout: cancel(clearTimeout),
+    clearInterval: cancel(clearInterval),
+    clearImmediate: cancel(clearImmediate),
+    console: consoleFor(tag, post),
+  });
+  const hooks: RealmHooks = {
+    init: open.init,
+    post: (reply) => post({ ...reply, tag }),
+    require: (id) => (id === "node:vm" || id === "vm" ? realmVm : process.getBuiltinModule(id)),
+  };
+  sandbox.__contextHostRealm = hooks;
+  const context = vm.createContext(sandbox, { name: `plugin realm ${tag}` });
+  // A plugin's module is compiled into its realm, not the thread's.
+  const realmVm = {
+    ...vm,
+    compileFunction: (code: string, params?: string[], options?: vm.CompileFunctionOptions) =>
+      vm.compileFunction(code, params, { ...options, parsingContext: context }),
+  };
+  vm.runInContext("globalThis.global = globalThis", context);
+  script.runInContext(context);
+  const serve = hooks.serve;
+  if (serve === undefined) throw new Error("the worker's program did not start a runner");
+  return {
+    serve,
+    close() {
+      for (const [handle, clear] of timers) clear(handle as never);
+      timers.clear();
+    },
+  };
+}
+
+/** A realm's console: its lines go to the host as the plugin's, as a dedicated worker's output does. */
+function consoleFor(tag: number, post: Post): Record<string, (...args: unknown[]) => void> {
+  const line =
+    (level: "info" | "warn") =>
+    (...args: unknown[]) => {
+      try {
+        post({ type: "log", tag, level, message: format(...args) });
+      } catch {
+        // A line that cannot be sent is dropped.
+      }
+    };
+  const [info, warn] = [line("info"), line("warn")];
+  return { log: info, info, debug: info, dir: info, warn, error: warn, trace: warn };
+}
