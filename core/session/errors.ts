@@ -1,7 +1,7 @@
 // Owns the named errors of the session layer (decision 011): each names the session (or
 // the file, tool, location) and what is wrong with it, built from one options object.
 
-import { ContextHostError } from "../base/errors.ts";
+import { ContextHostError, messageOf } from "../base/errors.ts";
 
 /** No session with that id. */
 export class SessionNotFound extends ContextHostError {
@@ -255,6 +255,15 @@ export class StoreFailed extends ContextHostError {
     super(`${options.file}: ${options.operation} failed: ${reason}${advice}`, { cause: options.cause });
     this.file = options.file;
     this.operation = options.operation;
+  }
+}
+
+/** The PostgreSQL database cannot be reached or refused a statement; names the database and what was being done. */
+export class StoreUnavailable extends ContextHostError {
+  readonly database: string;
+  constructor(options: { readonly database: string; readonly doing: string; readonly cause: unknown }) {
+    super(`session store ${options.database}: ${options.doing} failed: ${messageOf(options.cause)}`, { cause: options.cause });
+    this.database = options.database;
   }
 }
 

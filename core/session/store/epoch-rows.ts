@@ -1,10 +1,11 @@
-// What both stores do with an epoch's rows (decision 094): put a Context Snapshot together
-// from its per-key entries and check it, find the entries a commit must write, and read the
-// stored system prompt. Each store only runs its own SQL.
+// What both stores do with an epoch's rows (decision 094): put the epoch's record together
+// from its row and its snapshot's per-key entries and check it, find the entries a commit
+// must write, and read the stored system prompt. Each store only runs its own SQL.
 
 import { messageOf } from "../../base/errors.ts";
 import { parseSnapshot, type Snapshot, type SnapshotChange } from "../../system-context/index.ts";
 import { SessionCorrupt } from "../errors.ts";
+import type { EpochReason, EpochRecord } from "./store.ts";
 
 /** Which epoch rows are read: the session, the epoch's number and its snapshot's version (-1: unreadable when upgraded). */
 export interface EpochRows {
@@ -22,6 +23,37 @@ export interface EpochState {
 /** Whether two states of an epoch are the same (a held record of one is current for the other). */
 export function isSameState(a: EpochState, b: EpochState): boolean {
   return a.number === b.number && a.snapshot_version === b.snapshot_version;
+}
+
+/** An epoch's row as both stores read it, its snapshot's entries apart. */
+export interface EpochRow {
+  baseline: string;
+  started_seq: number;
+  reason: EpochReason;
+  system_prompt: string | null;
+  /** The epoch's own snapshot version: -1 marks it unreadable since its upgrade. */
+  marked: number;
+}
+
+/**
+ * Epoch `number` of session `sessionId` from its row and its snapshot's entries (key, JSON
+ * of the entry), checked as a whole; `SessionCorrupt` naming what is unreadable.
+ */
+export function epochFrom(
+  sessionId: string,
+  number: number,
+  row: EpochRow,
+  entries: Iterable<readonly [key: string, entry: string]>,
+): EpochRecord {
+  const epoch = { sessionId, number, snapshotVersion: row.marked };
+  return {
+    number,
+    baseline: row.baseline,
+    snapshot: snapshotFromEntries(epoch, entries),
+    startedSeq: row.started_seq,
+    reason: row.reason,
+    systemPrompt: systemPromptFrom(epoch, row.system_prompt),
+  };
 }
 
 /** The snapshot of an epoch from its entries (key, JSON of the entry), checked as a whole; `SessionCorrupt` if it is not one. */

@@ -1,5 +1,9 @@
 // Owns the PostgreSQL store's schema: its migrations, one per version (the `schema_version`
-// table). Each moves the schema one version up; a released one is never edited.
+// table), and creating the schema and running them, one host at a time. Each moves the
+// schema one version up; a released one is never edited.
+
+import type { Query } from "./pg.ts";
+import { migrationsAfter } from "./schema-version.ts";
 
 /** Each entry moves the schema one version up; never edit a released one. */
 export const migrations: readonly string[] = [
@@ -102,3 +106,19 @@ export const migrations: readonly string[] = [
        (SELECT e.snapshot_version FROM epochs e WHERE e.session_id = s.id ORDER BY e.number DESC LIMIT 1), 0);
    UPDATE epochs SET snapshot_version = 0 WHERE snapshot_version > 0;`,
 ];
+
+/**
+ * Creates `schema` when missing and moves it up to this code's, inside the caller's
+ * transaction; hosts opening the store at once migrate one at a time (an advisory lock).
+ */
+export async function migrate(query: Query, schema: string, database: string): Promise<void> {
+  await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`context-host:${schema}`]);
+  await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  await query(`SET LOCAL search_path TO ${schema}`);
+  await query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  const found = await query("SELECT version FROM schema_version");
+  const version = (found.rows[0] as { version: number } | undefined)?.version ?? 0;
+  if (found.rows.length === 0) await query("INSERT INTO schema_version (version) VALUES (0)");
+  for (const migration of migrationsAfter(database, version, migrations)) await query(migration.sql);
+  await query("UPDATE schema_version SET version = $1", [migrations.length]);
+}

@@ -2,9 +2,11 @@
 // statement, and one commit's writes as one statement built from the parts it has, each a
 // prepared statement named by its shape.
 
+import { SessionCorrupt } from "../errors.ts";
 import type { SessionHead, Writes } from "./commit-plan.ts";
+import { type EpochRow, epochFrom } from "./epoch-rows.ts";
 import type { MessageRow, SessionRow } from "./rows.ts";
-import type { EpochReason, PendingPrompt } from "./store.ts";
+import type { EpochRecord, PendingPrompt } from "./store.ts";
 
 /** A session's row as a boundary reads it, with its pending input, what was appended and its epoch when not held. */
 export interface BoundaryRow extends SessionRow, HeadColumns {
@@ -24,16 +26,22 @@ export interface HeadColumns {
 }
 
 /** The active epoch's columns, read only when the store does not hold its state. */
-export interface EpochColumns {
-  baseline: string;
-  started_seq: number;
-  reason: EpochReason;
-  system_prompt: string | null;
-  /** -1: unreadable since its upgrade. */
-  marked: number;
+export interface EpochColumns extends EpochRow {
   /** The snapshot's keys and, in the same order, their entries' JSON. */
   keys: string[];
   entries: string[];
+}
+
+/** Epoch `number` of session `id` from its columns; `SessionCorrupt` when unreadable. */
+export function epochOf(id: string, number: number, columns: EpochColumns): EpochRecord {
+  if (columns.keys.length !== columns.entries.length)
+    throw new SessionCorrupt({ sessionId: id, reason: `the Context Snapshot of epoch ${number} was read apart` });
+  return epochFrom(
+    id,
+    number,
+    columns,
+    columns.keys.map((key, i) => [key, columns.entries[i] as string] as const),
+  );
 }
 
 /**
@@ -46,6 +54,9 @@ export const epochColumns = `CASE WHEN s.epoch > 0 AND (s.epoch IS DISTINCT FROM
         'keys', ARRAY(SELECT k.key FROM snapshot_entries k WHERE k.session_id = s.id AND k.epoch = e.number ORDER BY k.key),
         'entries', ARRAY(SELECT k.entry FROM snapshot_entries k WHERE k.session_id = s.id AND k.epoch = e.number ORDER BY k.key))
       FROM epochs e WHERE e.session_id = s.id AND e.number = s.epoch) END AS epoch_row`;
+
+/** A session's head and its active epoch when not held (`$2`, `$3`). */
+export const readHeadSql = `SELECT s.revision, s.last_seq, s.epoch, s.snapshot_version, ${epochColumns} FROM sessions s WHERE s.id = $1`;
 
 /**
  * What a boundary reads of a session's row `s`: the row, its pending input (with `more`

@@ -1,11 +1,17 @@
-// Owns the SQLite store's file and its writes: opening the file (WAL, foreign keys), telling
-// a deleted or replaced file, and running one commit's writes (decision 171) in SQL.
+// Owns the SQLite store's file and its statements: opening the file (WAL, foreign keys),
+// writing to it (a deleted or replaced file told, another process's write lock waited for,
+// SQLite's errors named), what a boundary reads in one statement, and one commit's writes
+// (decision 171) in SQL.
 
-import { mkdirSync, type Stats } from "node:fs";
+import { mkdirSync, type Stats, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { RevisionConflict, SessionNotFound, StoreFailed } from "../errors.ts";
-import type { Writes } from "./commit-plan.ts";
+import { ContextHostError } from "../../base/errors.ts";
+import { RevisionConflict, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged } from "../errors.ts";
+import type { SessionHead, Writes } from "./commit-plan.ts";
+import { sessionFrom } from "./rows.ts";
+import type { EpochReason, PendingPrompt, SessionRecord } from "./store.ts";
+import { isWriteLockBusy, waitForWriteLock } from "./write-lock.ts";
 
 /** Whether two stats are of the same file (device and inode). */
 export function isSameFile(a: Stats, b: Stats): boolean {
@@ -40,6 +46,121 @@ export function openFailed(file: string, error: unknown): StoreFailed {
       ? "it is not a context-host session store: move it away, or give another data folder (dataDir)"
       : "check that its folder exists or can be created and that this process may write to both, or give another data folder (dataDir)";
   return new StoreFailed({ file, operation: "open the session store", cause: error, advice });
+}
+
+/** The longest a write waits for another process's write lock (in timers: the event loop goes on, decision 175). */
+const busyWaitMs = 1000;
+
+/** One write of a store: `work` for the operation `${doing} session ${id}`. */
+export type Write = <T>(doing: string, id: string, work: () => T) => Promise<T>;
+
+/**
+ * How a store writes to `file` (as it is now, once opened): each write first checks that the
+ * file is still the one opened (its device and inode), waits for another process's write
+ * lock without blocking the event loop (`waitForWriteLock`), and names the file and the
+ * operation in SQLite's errors (put together only for an error). `work` must write nothing
+ * when refused the lock: one statement, or an `immediate` transaction.
+ */
+export function writesTo(file: string): Write {
+  const opened = file === ":memory:" ? undefined : statSync(file);
+  return async (doing, id, work) => {
+    if (opened !== undefined) {
+      let now: Stats;
+      try {
+        now = statSync(file);
+      } catch {
+        throw new StoreFileChanged({ file, reason: "was deleted" });
+      }
+      if (!isSameFile(now, opened)) throw new StoreFileChanged({ file, reason: "was replaced by another file" });
+    }
+    try {
+      return await waitForWriteLock(work, busyWaitMs);
+    } catch (error) {
+      if (error instanceof ContextHostError) throw error;
+      const operation = `${doing} session ${id}`;
+      if (isWriteLockBusy(error)) throw new StoreBusy({ file, waitedMs: busyWaitMs, operation });
+      throw new StoreFailed({ file, operation, cause: error });
+    }
+  };
+}
+
+/** Prepares a statement once per SQL text (`isRaw`: rows as arrays of values): a boundary runs the same few every time. */
+export function statementsOf(db: Database.Database): (sql: string, isRaw?: boolean) => Database.Statement {
+  const statements = new Map<string, Database.Statement>();
+  return (sql, isRaw = false) => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = isRaw ? db.prepare(sql).raw(true) : db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+}
+
+/**
+ * What a boundary reads of a session in one statement, so they agree (decision 096): its row
+ * (with its head: revision, epoch state, where history ends) and its pending prompts, oldest
+ * first, one row each (one row with a null prompt when none is pending).
+ */
+export const readBoundarySql = `SELECT s.id, s.location, s.provider, s.model, s.revision, s.epoch_due, s.awaiting_reply,
+     s.lease_holder, s.lease_expires, s.seen_count, s.seen_digest, s.epoch, s.snapshot_version, s.last_seq, p.id, p.text
+   FROM sessions s
+   LEFT JOIN pending_prompts p ON p.session_id = s.id AND p.promoted_seq IS NULL
+   WHERE s.id = ?
+   ORDER BY p.id`;
+
+/** A row of `readBoundarySql`, as the values of its columns in order (no object per row). */
+export type BoundaryRow = [
+  id: string,
+  location: string,
+  provider: string,
+  model: string,
+  revision: number,
+  epoch_due: EpochReason | null,
+  awaiting_reply: number,
+  lease_holder: string | null,
+  lease_expires: number | null,
+  seen_count: number | null,
+  seen_digest: string | null,
+  epoch: number,
+  snapshot_version: number,
+  last_seq: number,
+  prompt_id: number | null,
+  prompt_text: string | null,
+];
+
+/** The session, its head and its pending prompts from the rows of `readBoundarySql`; none for an unknown session. */
+export function boundaryFrom(
+  rows: readonly BoundaryRow[],
+): { session: SessionRecord; head: SessionHead; pending: PendingPrompt[] } | undefined {
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  const [id, location, provider, model, revision, epoch_due, awaiting_reply, lease_holder, lease_expires] = row;
+  const [seen_count, seen_digest, epoch, snapshotVersion, lastSeq] = row.slice(9) as [
+    number | null,
+    string | null,
+    number,
+    number,
+    number,
+  ];
+  const session = sessionFrom({
+    id,
+    location,
+    provider,
+    model,
+    revision,
+    epoch_due,
+    awaiting_reply,
+    lease_holder,
+    lease_expires,
+    seen_count,
+    seen_digest,
+  });
+  const pending: PendingPrompt[] = [];
+  for (const [, , , , , , , , , , , , , , prompt, text] of rows) {
+    if (prompt !== null && text !== null) pending.push({ id: prompt, text });
+  }
+  return { session, head: { revision, lastSeq, epoch, snapshotVersion }, pending };
 }
 
 /**

@@ -1,5 +1,8 @@
-// Owns the SQLite store's schema: its migrations, one per version (`PRAGMA user_version`).
-// Each moves the schema one version up; a released one is never edited.
+// Owns the SQLite store's schema: its migrations, one per version (`PRAGMA user_version`),
+// and running them. Each moves the schema one version up; a released one is never edited.
+
+import type Database from "better-sqlite3";
+import { migrationsAfter } from "./schema-version.ts";
 
 /** Each entry moves the schema one version up; never edit a released one. */
 export const migrations: readonly string[] = [
@@ -106,3 +109,13 @@ export const migrations: readonly string[] = [
   // its last boundary saw: the number of messages and their chained digest (NULL: a Host session).
   "ALTER TABLE sessions ADD COLUMN seen_count INTEGER; ALTER TABLE sessions ADD COLUMN seen_digest TEXT;",
 ];
+
+/** Moves `db`'s schema up to this code's (`PRAGMA user_version`), in one immediate transaction: one process at a time. */
+export function migrate(db: Database.Database, file: string): void {
+  db.transaction(() => {
+    for (const { sql, version } of migrationsAfter(file, db.pragma("user_version", { simple: true }) as number, migrations)) {
+      db.exec(sql);
+      db.pragma(`user_version = ${version}`);
+    }
+  }).immediate();
+}

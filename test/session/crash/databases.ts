@@ -98,6 +98,10 @@ export function postgresDatabase(url: string, schema: string): CrashDatabase {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       await client.query(`SET search_path TO ${pg.escapeIdentifier(schema)}`);
+      // One snapshot for every read: the killed worker's last statement may still be running
+      // on the server and commit between two reads (the session's row read before a reply
+      // commit, its messages after it).
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
       const all = async <T>(sql: string, ...args: unknown[]) => (await client.query(sql, args)).rows as T[];
       return {
         sessions: () =>
