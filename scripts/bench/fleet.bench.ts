@@ -31,6 +31,7 @@ import { surplus } from "./boundary-key.ts";
 import { emit, envInt, median } from "./measure.ts";
 
 const isQuick = process.env.BENCH_QUICK === "1";
+const isVerbose = process.env.BENCH_VERBOSE === "1";
 const hosts = envInt("BENCH_HOSTS", isQuick ? 2 : 4);
 const sessions = envInt("BENCH_SESSIONS", isQuick ? 20 : 200);
 const steps = envInt("BENCH_STEPS", isQuick ? 5 : 20);
@@ -90,14 +91,14 @@ function postgresCpuMs(port: string): number {
 }
 
 async function fleet(kind: string, where: string, ids: string[], processes: number) {
-  const serverCpu = postgresCpuMs(port);
+  const serverCpu = isVerbose ? postgresCpuMs(port) : 0;
   const outcomes = await runWorkers<Outcome>(
     worker,
     Array.from({ length: processes }, (_, i) => [kind, where, JSON.stringify(ids), String(steps), String(i + 1)]),
   );
   // From GO (all start together) to the last one's finish.
   const ms = Math.max(...outcomes.map((o) => o.ms));
-  if (process.env.BENCH_VERBOSE === "1") {
+  if (isVerbose) {
     const hostsCpu = outcomes.reduce((sum, o) => sum + o.cpuMs, 0);
     const steps = outcomes.reduce((sum, o) => sum + o.latencies.length, 0);
     process.stderr.write(

@@ -587,7 +587,6 @@ export class PluginWorkers {
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
   async start(options: PluginWorkerOptions & { readonly plugin: string }): Promise<PluginWorker> {
     const { dedicatedWorkers, pluginsPerWorker } = this.#limits;
-    const program = await workerProgram();
     if (this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(options.plugin)) {
       this.#dedicated++;
       const started = PluginWorker.start(options);
@@ -597,6 +596,9 @@ export class PluginWorkers {
       );
       return started;
     }
+    // The program first: from here to placing the plugin nothing awaits, so plugins starting
+    // together fill one shared thread before another is made.
+    const program = await workerProgram();
     let thread = [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
       const created = new PluginThread(program, {
