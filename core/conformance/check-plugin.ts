@@ -80,6 +80,25 @@ function grown(before: Map<string, number>, after: Map<string, number>): string[
 /** Lets timers a plugin just started register, and finished work settle. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
+/** A request in flight (a file's read or close, say): it ends by itself, unlike a timer or a handle. */
+const isRequest = (kind: string) => kind.endsWith("Req") || kind.startsWith("FSReq");
+
+/**
+ * What still runs, after every generation was disposed, that did not at `before`. A request
+ * in flight is looked at again for a while (on a busy machine the close of a file read a
+ * moment ago can still be pending): only one that does not end counts, with every timer and
+ * handle. (What importing a module starts counts at once, requests included.)
+ */
+async function stillRunning(before: Map<string, number>): Promise<string[]> {
+  await settle();
+  for (let turn = 0; turn < 50; turn++) {
+    const after = resources();
+    if (![...after].some(([kind, n]) => isRequest(kind) && n > (before.get(kind) ?? 0))) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return grown(before, resources());
+}
+
 /** Before its definition is read, a plugin is known by its file's (or, for `index`, its folder's) name, as diagnostics do. */
 export function provisionalPluginName(file: string): string {
   const base = path.basename(file).replace(/\.(ts|js)$/, "");
@@ -281,8 +300,7 @@ async function checkInThisThread(
       hooks.step?.({ kind: "checks" });
     }
   }
-  await settle();
-  const left = grown(first.before, resources());
+  const left = await stillRunning(first.before);
   if (left.length > 0) {
     add({
       check: "dispose-releases",

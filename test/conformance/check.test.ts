@@ -146,6 +146,23 @@ describe("context-host check", function () {
     });
   });
 
+  it("a read a disposer starts and that ends by itself is not left running (dispose-releases waits for requests in flight)", async () => {
+    const data = path.join(dir, "data.bin");
+    writeFileSync(data, Buffer.alloc(8 * 1024 * 1024, 1));
+    plugin(
+      "reader",
+      good("", "reader").replace(
+        "  setup(api) {",
+        `  setup(api) {
+    api.onDispose(() => {
+      require("node:fs").readFile(${JSON.stringify(data)}, () => {});
+    });`,
+      ),
+    );
+    const findings = await checkPlugin(path.join(dir, "reader.ts"));
+    expect(findings.map((f) => [f.check, f.message])).to.deep.equal([]);
+  });
+
   it("a plugin named for a namespace the host's built-in sources own fails plugin-loads, as the host refuses it", async () => {
     plugin("instructions", good("", "instructions"));
     const findings = await checkPlugin(path.join(dir, "instructions.ts"));
