@@ -3,7 +3,9 @@
 // plugin folder by the plugin set), 1 % of them changed before every boundary: compose
 // the registry for the boundary's env and reconcile against the snapshot. Baseline,
 // measured interleaved in the same run: canonical JSON of the same 1,000 values — the
-// least any comparison of them must cost. The ratio is what the plugin path adds.
+// least any comparison of them must cost. The ratio is what the plugin path adds. Every
+// timed call follows a full collection (`timeMedians`' default); a second line,
+// `compose-reconcile-ms-unforced`, times the same boundaries without them (decision 187).
 //
 // Environment (defaults in brackets, quick defaults after the semicolon; BENCH_QUICK=1):
 // BENCH_SIZE [1000; 1000], BENCH_RUNS [100; 10], BENCH_WARMUP [10; 2], BENCH_ISOLATION
@@ -88,26 +90,40 @@ await runBenchProcess(bench, async () => {
     const env = { location: folder.path, sessionId: "bench" };
     let snapshot = (await initialize(await registry.compose(env))).snapshot;
     let values: unknown[] = [];
-    const [boundaryMs, jsonMs] = await timeMedians(
-      [
-        async () => {
-          const result = await reconcile(await registry.compose(env), snapshot);
-          if (result.kind !== "updated") throw new Error(`reconcile returned "${result.kind}", expected "updated"`);
-          snapshot = result.snapshot;
+    const measure = (collect: boolean, first: number) =>
+      timeMedians(
+        [
+          async () => {
+            const result = await reconcile(await registry.compose(env), snapshot);
+            if (result.kind !== "updated") throw new Error(`reconcile returned "${result.kind}", expected "updated"`);
+            snapshot = result.snapshot;
+          },
+          () => canonicalJson(values as Json),
+        ],
+        {
+          runs,
+          warmup,
+          collect,
+          setup: (index) => {
+            run = first + index + 1;
+            values = Array.from({ length: count }, (_, g) => valueAt(g, run));
+          },
         },
-        () => canonicalJson(values as Json),
-      ],
-      {
-        runs,
-        warmup,
-        setup: (index) => {
-          run = index + 1;
-          values = Array.from({ length: count }, (_, g) => valueAt(g, run));
-        },
-      },
-    );
+      );
+    const [boundaryMs, jsonMs] = await measure(true, 0);
+    // The same boundaries as they come, without a full collection forced before each: what
+    // a collection's concurrent sweeping costs a boundary that starts right after it (10
+    // worker threads and V8's helper threads on this machine's cores) shows as the difference.
+    const [unforcedMs, unforcedJsonMs] = await measure(false, warmup + runs);
     await scope.close();
     emit({ bench, metric: "compose-reconcile-ms", value: boundaryMs as number, unit: "ms", baseline: jsonMs as number });
+    emit({
+      bench,
+      metric: "compose-reconcile-ms-unforced",
+      value: unforcedMs as number,
+      unit: "ms",
+      baseline: unforcedJsonMs as number,
+    });
   } finally {
     folder.remove();
   }
