@@ -616,7 +616,6 @@ export class PluginSet {
                 maxDepth: limits.maxDepth,
                 maxValueBytes: limits.maxValueBytes,
               },
-              heapMb: limits.heapMb,
               log,
               onStopped,
             });

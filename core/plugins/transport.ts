@@ -3,7 +3,6 @@
 // thread (trusted first-party plugins, comparisons). The other one, a worker thread per
 // plugin (beyond a bound, a realm on a shared one: decision 185), is `worker/plugin-worker.ts`.
 
-import { threadId } from "node:worker_threads";
 import type { AwilixContainer } from "awilix";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { ContextHostError } from "../base/errors.ts";
@@ -55,8 +54,6 @@ export class PluginWorkerFault extends ContextHostError {
 
 /** Carries requests to one plugin's runner. Once stopped it stays stopped: a restart is a new transport. */
 export interface PluginTransport {
-  /** The thread the plugin's code runs on. */
-  readonly threadId: number;
   /** Whether the transport has stopped (and why). */
   readonly stopped: PluginWorkerStopped | undefined;
   /**
@@ -84,10 +81,6 @@ export class InThreadTransport implements PluginTransport {
       limits: options.limits,
       cells: new Int32Array(progress.length),
     });
-  }
-
-  get threadId(): number {
-    return threadId;
   }
 
   get stopped(): undefined {
