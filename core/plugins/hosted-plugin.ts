@@ -25,7 +25,7 @@ import type { ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
 import { type PluginTransport, PluginWorkerFault, type PluginWorkerStopped } from "./transport.ts";
-import { sanitizeLocation } from "./worker/plugin-worker.ts";
+import { sanitizeFault, sanitizeLocation } from "./worker/plugin-worker.ts";
 import type { Activated, Evaluated, Observed, WorkerFault, WorkerObservation, WorkerText } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
@@ -133,6 +133,12 @@ interface Waiting {
   readonly resolve: (observation: PrerenderedObservation) => void;
 }
 
+interface Batch {
+  readonly env: SourceEnv;
+  readonly generation: number;
+  readonly waiting: Waiting[];
+}
+
 const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "unavailable" });
 
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
@@ -155,7 +161,7 @@ export class HostedPlugin {
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
   readonly #recipes = new WeakMap<Scope, Recipe>();
-  readonly #batches = new Map<string, { env: SourceEnv; generation: number; waiting: Waiting[] }>();
+  readonly #batches = new Map<string, Batch>();
 
   constructor(options: HostedPluginOptions) {
     this.#options = options;
@@ -197,27 +203,15 @@ export class HostedPlugin {
       // A restart under way rebuilds the active generation first; this load follows it, so
       // the newer code is set up last.
       await this.#restarting;
-      const first = await this.#loadIn(bundle, request);
-      // The worker stopped for something else than this load (a displaced generation's
-      // disposer missed its deadline, say): this load was a bystander; try it once more in a
-      // fresh worker.
-      const outcome = first.kind === "bystander" ? await this.#loadIn(bundle, request, true) : first;
-      if (outcome.kind === "activated")
-        return { ...outcome, inputs, hash, startedAt: request.startedAt, readyAt: performance.now(), bundleMs };
-      const fault =
-        outcome.kind === "failed"
-          ? outcome.fault
-          : { phase: "evaluate" as const, message: "the plugin's worker stopped twice while loading it" };
-      return { kind: "failed", inputs, hash, fault };
+      const outcome = await this.#loadIn(bundle, request);
+      if (outcome.kind === "failed") return { kind: "failed", inputs, hash, fault: outcome.fault };
+      return { ...outcome, inputs, hash, startedAt: request.startedAt, readyAt: performance.now(), bundleMs };
     } finally {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
         this.#isRestartDue = false;
         // After the caller swapped in (or dropped) what it loaded: the restart rebuilds only what is not living.
-        this.#restartTimer = setTimeout(() => {
-          this.#restartTimer = undefined;
-          void this.#restart();
-        }, 0);
+        this.#scheduleRestart(0);
       }
     }
   }
@@ -229,7 +223,6 @@ export class HostedPlugin {
   ): Promise<
     | { readonly kind: "activated"; readonly loaded: HostedGeneration; readonly evaluateMs: number; readonly setupMs: number }
     | { readonly kind: "failed"; readonly fault: WorkerFault }
-    | { readonly kind: "bystander" }
   > {
     let worker: PluginTransport | undefined;
     try {
@@ -257,8 +250,11 @@ export class HostedPlugin {
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
       const stopped = error as PluginWorkerStopped;
+      // The worker stopped for something else than this load (a displaced generation's
+      // disposer missed its deadline, say): this load was a bystander; try it once more in a
+      // fresh worker.
       const isOwn = stopped.phase === undefined || stopped.phase === phase || stopped.phase === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return { kind: "bystander" };
+      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
       return { kind: "failed", fault: { phase: stopped.phase ?? phase, message: messageOf(error) } };
     }
   }
@@ -294,11 +290,8 @@ export class HostedPlugin {
   async close(): Promise<void> {
     this.#isClosed = true;
     clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
     this.#active = undefined;
-    const starting = this.#starting;
-    this.#starting = undefined;
-    const worker = this.#worker ?? (await starting?.catch(() => undefined));
+    const worker = this.#worker ?? (await this.#starting?.catch(() => undefined));
     this.#worker = undefined;
     await worker?.terminate();
   }
@@ -306,18 +299,17 @@ export class HostedPlugin {
   // ── the worker ──────────────────────────────────────────────────────────
 
   /** The running worker, started if there is none (after a stop: a fresh one, without the old generations). */
-  async #current(): Promise<PluginTransport | undefined> {
-    if (this.#isClosed) return undefined;
-    if (this.#worker !== undefined && this.#worker.stopped === undefined) return this.#worker;
-    if (this.#starting !== undefined) return this.#starting;
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
-    this.#starting = this.#start();
-    try {
-      return await this.#starting;
-    } finally {
-      this.#starting = undefined;
+  #current(): Promise<PluginTransport | undefined> {
+    if (this.#isClosed) return Promise.resolve(undefined);
+    if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
+    if (this.#starting === undefined) {
+      clearTimeout(this.#restartTimer);
+      this.#restartTimer = undefined;
+      this.#starting = this.#start().finally(() => {
+        this.#starting = undefined;
+      });
     }
+    return this.#starting;
   }
 
   async #start(): Promise<PluginTransport | undefined> {
@@ -355,25 +347,20 @@ export class HostedPlugin {
       ...(stopped.key === undefined ? {} : { key: stopped.key }),
     });
     if (this.#active === undefined) return;
-    if (count >= maxCrashes) {
-      this.#isDisabled = true;
-      return;
-    }
-    const wait = stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0);
+    if (count >= maxCrashes) this.#isDisabled = true;
+    else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
+  }
+
+  /** In `wait` ms, a fresh worker with the active generation rebuilt in it. */
+  #scheduleRestart(wait: number) {
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
-      void this.#restart();
+      const restarting = this.#rebuild().finally(() => {
+        if (this.#restarting === restarting) this.#restarting = undefined;
+      });
+      this.#restarting = restarting;
     }, wait);
-  }
-
-  /** A fresh worker with the active generation rebuilt in it. */
-  #restart(): Promise<void> {
-    const restarting = this.#rebuild().finally(() => {
-      if (this.#restarting === restarting) this.#restarting = undefined;
-    });
-    this.#restarting = restarting;
-    return restarting;
   }
 
   async #rebuild(): Promise<void> {
@@ -391,11 +378,8 @@ export class HostedPlugin {
     } catch (error) {
       // A stop is reported by `#stopped`; a fault of a generation that loaded before is reported here.
       if (error instanceof PluginWorkerFault) {
-        this.#options.report({
-          phase: error.fault.phase,
-          message: `after a restart: ${error.fault.message}`,
-          ...(error.fault.location === undefined ? {} : { location: error.fault.location }),
-        });
+        const { phase, message, location } = error.fault;
+        this.#options.report({ phase, message: `after a restart: ${message}`, ...(location === undefined ? {} : { location }) });
       }
     }
   }
@@ -407,18 +391,11 @@ export class HostedPlugin {
     reserved: readonly string[],
   ): Promise<Evaluated> {
     const ms = this.#options.limits.setupDeadlineMs;
+    const { code, entry, baseDir, ownDependenciesFirst } = bundle;
     const evaluated = await worker.request<Evaluated>(
-      {
-        type: "evaluate",
-        generation,
-        code: bundle.code,
-        entry: bundle.entry,
-        baseDir: bundle.baseDir,
-        ...(bundle.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
-        reserved,
-      },
+      { type: "evaluate", generation, code, entry, baseDir, ...(ownDependenciesFirst ? { ownDependenciesFirst } : {}), reserved },
       ms + graceMs,
-      () => ({ what: `the module code of ${bundle.entry}`, phase: "evaluate", ms }),
+      () => ({ what: `the module code of ${entry}`, phase: "evaluate", ms }),
     );
     if (typeof evaluated?.name !== "string")
       throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
@@ -427,7 +404,7 @@ export class HostedPlugin {
 
   /** Sets the generation up; its sources' keys, in the order `setup` declared them. */
   async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<string[]> {
-    const ms = this.#options.limits.setupDeadlineMs;
+    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
@@ -435,12 +412,9 @@ export class HostedPlugin {
     );
     const deadlines = new Map<string, number>();
     for (const source of Array.isArray(activated?.sources) ? activated.sources : []) {
-      if (typeof source?.key !== "string") continue;
-      const own = source.deadlineMs;
-      deadlines.set(
-        source.key,
-        typeof own === "number" && Number.isFinite(own) && own > 0 ? own : this.#options.limits.deadlineMs,
-      );
+      const own = source?.deadlineMs;
+      if (typeof source?.key === "string")
+        deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
     }
     this.#living.set(generation, deadlines);
     return [...deadlines.keys()];
@@ -455,15 +429,13 @@ export class HostedPlugin {
       const worker = this.#worker;
       if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(recipe.generation)) return;
       const ms = this.#options.limits.disposeDeadlineMs;
+      const what = `disposers of ${scope.name}`;
       try {
-        await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({
-          what: `disposers of ${scope.name}`,
-          phase: "dispose",
-        }));
+        await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({ what, phase: "dispose" }));
       } catch (error) {
         if (error instanceof PluginWorkerFault) throw new PluginCodeFault({ message: error.fault.message });
         // The worker was stopped: its stop was reported, and it restarts with the active generation.
-        throw new DeadlineExceeded({ what: `disposers of ${scope.name}`, ms });
+        throw new DeadlineExceeded({ what, ms });
       }
     });
     return scope;
@@ -487,7 +459,7 @@ export class HostedPlugin {
     const batchId = `${generation}\u0000${env.location}\u0000${env.sessionId ?? ""}`;
     let batch = this.#batches.get(batchId);
     if (batch === undefined) {
-      const created = { env, generation, waiting: [] as Waiting[] };
+      const created: Batch = { env, generation, waiting: [] };
       batch = created;
       this.#batches.set(batchId, created);
       // Every source of a boundary is asked for in the same turn: one message carries them all.
@@ -502,14 +474,10 @@ export class HostedPlugin {
     });
   }
 
-  async #flush(
-    worker: PluginTransport,
-    batch: { env: SourceEnv; generation: number; waiting: Waiting[] },
-    observed: (key: string, kind: ObservedKind) => void,
-  ): Promise<void> {
+  async #flush(worker: PluginTransport, batch: Batch, observed: (key: string, kind: ObservedKind) => void): Promise<void> {
     const { waiting } = batch;
-    const loaderMs = Math.max(...waiting.map((w) => w.deadlineMs));
-    const ms = loaderMs + this.#options.limits.renderDeadlineMs;
+    const { deadlineMs, renderDeadlineMs } = this.#options.limits;
+    const ms = Math.max(...waiting.map((w) => w.deadlineMs)) + renderDeadlineMs;
     let result: Observed;
     try {
       result = await worker.request<Observed>(
@@ -518,7 +486,7 @@ export class HostedPlugin {
           generation: batch.generation,
           env: batch.env,
           now: this.#options.now(),
-          deadlineMs: this.#options.limits.deadlineMs,
+          deadlineMs,
           ...asked(worker, waiting, this.#living.get(batch.generation)),
         },
         ms + graceMs,
@@ -537,9 +505,13 @@ export class HostedPlugin {
     }
     const observations = Array.isArray(result?.observations) ? result.observations : [];
     const faults = Array.isArray(result?.faults) ? result.faults : [];
-    const faulted = new Set<string>();
-    for (const fault of faults) if (typeof fault?.key === "string") faulted.add(fault.key);
-    this.#reportFaults(faults);
+    const faulted = new Set(faults.map((fault) => fault?.key));
+    for (const fault of faults.slice(0, 64)) {
+      if (typeof fault !== "object" || fault === null) continue;
+      // A fault of one of its sources: never another plugin's name.
+      const { plugin: _, ...sanitized } = sanitizeFault(fault);
+      this.#options.report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
+    }
     const again: Waiting[] = [];
     waiting.forEach((w, i) => {
       const arrived = observations[i];
@@ -555,19 +527,6 @@ export class HostedPlugin {
     });
     if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
   }
-
-  #reportFaults(faults: readonly WorkerFault[]) {
-    for (const fault of faults.slice(0, 64)) {
-      if (typeof fault !== "object" || fault === null) continue;
-      const location = sanitizeLocation(fault.location);
-      this.#options.report({
-        phase: fault.phase === "value" ? "value" : "load",
-        message: typeof fault.message === "string" ? fault.message.slice(0, 4096) : "a fault without a message",
-        ...(typeof fault.key === "string" ? { key: fault.key } : {}),
-        ...(location === undefined ? {} : { location }),
-      });
-    }
-  }
 }
 
 /** What arrived for one source, as a pre-rendered observation; the texts of a present one are held for later boundaries. */
@@ -579,35 +538,21 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
     const arrival = waiting.held.arrival;
     if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
     waiting.held.admitted = waiting.stored;
-    return {
-      kind: "present",
-      value: waiting.stored,
-      baseline: arrival.baseline,
-      ...(arrival.removed === undefined ? {} : { removed: arrival.removed }),
-    };
+    const { baseline, removed } = arrival;
+    return { kind: "present", value: waiting.stored, baseline, ...(removed === undefined ? {} : { removed }) };
   }
   if (arrived.kind !== "present") return unavailableObservation;
   const baseline = textOf(arrived.baseline);
   const removed = arrived.removed === undefined ? undefined : textOf(arrived.removed);
+  const texts = { baseline, ...(removed === undefined ? {} : { removed }) };
   if (typeof arrived.number === "number") {
-    waiting.held.arrival = { number: arrived.number, transport, baseline, ...(removed === undefined ? {} : { removed }) };
+    waiting.held.arrival = { number: arrived.number, transport, ...texts };
     waiting.held.admitted = undefined;
   }
   const previous = arrived.previous;
-  return {
-    kind: "present",
-    value: arrived.value,
-    baseline,
-    ...(removed === undefined ? {} : { removed }),
-    ...(typeof previous === "object" && previous !== null
-      ? {
-          previous: {
-            decodes: previous.decodes === true,
-            ...(previous.update === undefined ? {} : { update: textOf(previous.update) }),
-          },
-        }
-      : {}),
-  };
+  if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
+  const update = previous.update === undefined ? {} : { update: textOf(previous.update) };
+  return { kind: "present", value: arrived.value, ...texts, previous: { decodes: previous.decodes === true, ...update } };
 }
 
 /** The sources of one observe request, by column. */

@@ -550,7 +550,7 @@ export function sanitizeLocation(location: unknown): Location | undefined {
 }
 
 /** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
-function sanitizeFault(fault: unknown): WorkerFault {
+export function sanitizeFault(fault: unknown): WorkerFault {
   const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
   const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
   const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
