@@ -1,9 +1,7 @@
-// Owns the plugin set: one entry per discovered plugin file, each with its own queue of
-// loads and its load state (`load-state.ts`), the swap of a loaded generation into the
-// registry, and the events the host hears. Loading (`hosted-plugin.ts`: bundled here, set
-// up in the plugin's runner behind its transport), watching (`watching.ts`), the watched inputs of each plugin
-// (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
-// becomes a diagnostic and the last good generation stays active.
+// Owns the plugin set: one entry per discovered plugin file, each with its own queue of loads
+// and its load state (`load-state.ts`), the swap of a loaded generation into the registry, and
+// the events the host hears. A plugin never takes the host down: every failure becomes a
+// diagnostic and the last good generation stays active.
 
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
@@ -15,7 +13,7 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
-import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
+import { type FoundPlugins, findPlugins, readPluginEntry } from "./find.ts";
 import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
@@ -25,11 +23,12 @@ import { compareText, Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
-import { type PluginWorkerOptions, PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
+import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
-export interface PluginSetOptions {
+/** What a plugin set is started with; each limit not given takes its default (`limits.ts`). */
+export interface PluginSetOptions extends Partial<PluginLimits> {
   /**
    * Where the plugins are: folders of plugins, plugin files (absolute or relative to
    * `projectRoot`), and names of installed plugin packages (decisions 130, 131).
@@ -46,23 +45,9 @@ export interface PluginSetOptions {
   readonly settings?: Readonly<Record<string, unknown>>;
   /** Hot reload on file changes (default true). */
   readonly watch?: boolean;
-  /**
-   * Quiet time after the last change of a burst before the plugin is checked once more
-   * (default 50 ms). The first change of a burst reloads at once.
-   */
+  /** Quiet time after the last change of a burst before the plugin is checked once more (default 50 ms); the first change reloads at once. */
   readonly debounceMs?: number;
-  /** Default loader deadline (default in `limits.ts`, as for every limit here); a source may set its own. */
-  readonly deadlineMs?: number;
-  /** Longest accepted rendering. */
-  readonly maxTextLength?: number;
-  /** How long a plugin's module code and `setup` may run. */
-  readonly setupDeadlineMs?: number;
-  /** How long a generation's disposers may run before it is given up on. */
-  readonly disposeDeadlineMs?: number;
-  /**
-   * Namespaces of the host's core sources (`core` always): a plugin may not take them, so a
-   * plugin key can never collide with a core source at composition.
-   */
+  /** Namespaces of the host's core sources (`core` always): no plugin may take them, so no plugin key collides with a core source. */
   readonly reservedNamespaces?: readonly string[];
   /** The host's diagnostics channel (a new one when not given). */
   readonly diagnostics?: Diagnostics;
@@ -72,19 +57,6 @@ export interface PluginSetOptions {
    * process and realm, for trusted first-party plugins and comparison benchmarks.
    */
   readonly isolation?: Isolation;
-  /** Heap limit of each plugin's worker, MiB. */
-  readonly workerHeapMb?: number;
-  /** Time a plugin's renderers may take at one boundary, besides its loaders' deadline. */
-  readonly renderDeadlineMs?: number;
-  /** Largest accepted source value, in UTF-8 bytes of its JSON. */
-  readonly maxValueBytes?: number;
-  /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes. */
-  readonly maxCrashes?: number;
-  readonly crashWindowMs?: number;
-  /** Plugins that get a worker of their own (default 32); those beyond share workers, each in its realm (decision 185). */
-  readonly dedicatedWorkers?: number;
-  /** Plugins sharing one worker beyond `dedicatedWorkers` (default 8). */
-  readonly pluginsPerWorker?: number;
 }
 
 /** Where plugin code runs: in its own worker thread (default), or in the host's process. */
@@ -144,8 +116,7 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
-  /** The `plugins` entries as given; `#folders` the paths among them, which the watcher watches. */
-  readonly #entrySpecs: readonly string[];
+  /** The paths among the `plugins` entries: the folders the watcher watches. */
   readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
@@ -160,19 +131,15 @@ export class PluginSet {
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #inputs: WatchedInputs;
-  readonly #settings: Readonly<Record<string, unknown>>;
   /** Namespaces no plugin may take (`core` and the host's core sources'). */
   readonly #reserved: readonly string[];
-  readonly #isolation: Isolation;
   readonly #limits: PluginLimits;
-  readonly #workers: PluginWorkers;
+  readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
   readonly #logger: Logger | undefined;
   readonly #location: string;
-  readonly #container: AwilixContainer;
   /** Tasks queued on entries and not yet ended: the set is settled only when none is left. */
   #tasks = 0;
-  /** Who waits in `settled()`. */
   #settledWaiters: Array<() => void> = [];
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
@@ -183,27 +150,23 @@ export class PluginSet {
   readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
-    const container = options.container;
+    const { container } = options;
     const service = <T>(name: string, fallback: T): T =>
       container.hasRegistration(name) ? (container.resolve(name) as T) : fallback;
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#container = container;
     this.#clock = service<Clock>("clock", systemClock);
     this.#logger = service<Logger | undefined>("logger", undefined);
     this.#location = String(service("location", process.cwd()));
     this.#projectRoot = path.resolve(options.projectRoot ?? this.#location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
-    this.#entrySpecs = [...options.folders];
     this.#folders = options.folders.flatMap((entry) => {
       const spec = readPluginEntry(entry, this.#projectRoot);
       return spec.kind === "path" ? [spec.path] : [];
     });
-    this.#settings = options.settings ?? {};
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
-    this.#isolation = options.isolation ?? "worker";
-    this.#limits = resolvePluginLimits({ ...options, heapMb: options.workerHeapMb });
-    this.#workers = new PluginWorkers(this.#limits);
+    this.#limits = resolvePluginLimits(options);
+    this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits);
     this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
   }
 
@@ -214,7 +177,7 @@ export class PluginSet {
    */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
-    if (set.#isolation === "worker") void workerProgram().catch(() => {});
+    if (set.#workers !== undefined) void workerProgram().catch(() => {});
     if (options.watch ?? true) {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
@@ -225,17 +188,17 @@ export class PluginSet {
           set.#packageChanged();
         },
         // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
-        onError: (error) =>
-          set.#emit({
-            kind: "diagnostic",
-            diagnostic: {
-              origin: "watcher",
-              plugin: "host",
-              file: set.#folders.join(", "),
-              phase: "watch",
-              message: `watcher: ${messageOf(error)}`,
-            },
-          }),
+        onError: (error) => {
+          const message = `watcher: ${messageOf(error)}`;
+          const diagnostic = {
+            origin: "watcher",
+            plugin: "host",
+            file: set.#folders.join(", "),
+            phase: "watch",
+            message,
+          } as const;
+          set.#emit({ kind: "diagnostic", diagnostic });
+        },
       });
       set.#inputs.watchWith(set.#watcher);
     }
@@ -255,31 +218,14 @@ export class PluginSet {
     return this.#diagnostics.history;
   }
 
-  /** The limits every plugin of this set runs under. */
-  get limits(): PluginLimits {
-    return this.#limits;
-  }
-
   /** Active plugins in name order. */
   plugins(): PluginInfo[] {
     const infos: PluginInfo[] = [];
-    for (const entry of this.#entries.values()) {
-      const active = entry.active;
-      if (active !== undefined)
-        infos.push({
-          name: active.name,
-          file: entry.file,
-          origin: entry.origin,
-          generation: active.generation,
-          keys: active.keys,
-          observed: Object.fromEntries(
-            active.keys.flatMap((key) => {
-              const kind = entry.observed.get(key);
-              return kind === undefined ? [] : [[key, kind]];
-            }),
-          ),
-          loadMs: active.loadMs,
-        });
+    for (const { active, file, origin, observed } of this.#entries.values()) {
+      if (active === undefined) continue;
+      const { name, generation, keys, loadMs } = active;
+      const kinds = keys.flatMap((key) => (observed.has(key) ? [[key, observed.get(key)]] : []));
+      infos.push({ name, file, origin, generation, keys, observed: Object.fromEntries(kinds), loadMs });
     }
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
@@ -289,12 +235,10 @@ export class PluginSet {
    * packages that are not loaded (not installed, incompatible), by their package.json.
    */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    return [
-      ...[...this.#entries.values()]
-        .filter((entry) => entry.failed !== undefined)
-        .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic })),
-      ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic })),
-    ];
+    const failed = [...this.#entries.values()].flatMap(({ file, failed }) =>
+      failed === undefined ? [] : [{ file, diagnostic: failed }],
+    );
+    return [...failed, ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }))];
   }
 
   /** Resolves once no load is queued or running and no re-check is due (told by the events that end them). */
@@ -333,8 +277,7 @@ export class PluginSet {
   /** Reloads one plugin (by entry file) now, bypassing the watcher. */
   reload(file: string): Promise<void> {
     const entry = this.#entries.get(path.resolve(file));
-    if (entry === undefined) return Promise.resolve();
-    return this.#markDirty(entry, false);
+    return entry === undefined ? Promise.resolve() : this.#markDirty(entry, false);
   }
 
   /** Stops watching and closes every generation; releases every watcher, timer and scope. */
@@ -347,18 +290,14 @@ export class PluginSet {
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) entry.load = removed;
-    await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
+    const entries = [...this.#entries.values()];
+    for (const entry of entries) entry.load = removed;
+    await Promise.all(entries.map((entry) => entry.queue));
     // A load that displaced a holder left its close on the holder's queue.
     await Promise.all(this.#closing);
     // Each plugin's disposers run in its runner, within the dispose deadline; then its worker
     // is stopped, whatever it still runs (a leaked timer, a loop).
-    await Promise.all(
-      [...this.#entries.values()].map(async (entry) => {
-        await this.#deactivate(entry);
-        await entry.hosted.close();
-      }),
-    );
+    await Promise.all(entries.map((entry) => this.#deactivate(entry).then(() => entry.hosted.close())));
     this.#entries.clear();
     this.#listeners.clear();
     for (const resolve of this.#settledWaiters.splice(0)) resolve();
@@ -400,24 +339,24 @@ export class PluginSet {
     if (this.#isClosed) return;
     const seen = new Set<string>();
     const created = new Set<PluginEntry>();
-    const found = findPlugins(this.#entrySpecs, this.#projectRoot, this.#hostVersion);
+    const found = findPlugins(this.#options.folders, this.#projectRoot, this.#hostVersion);
     const updated = this.#notePackages(found);
     for (const plugin of found.plugins) {
       seen.add(plugin.file);
       const known = this.#entries.get(plugin.file);
-      if (known !== undefined) {
-        known.origin = plugin.origin;
-        const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
-        if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
-          // An updated package reloads its plugins even when their bundles are byte for byte the
-          // same (its dependencies may have changed); a replaced one is loaded again if they differ.
-          if (updated.has(name)) known.attemptedHash = undefined;
-          void this.#markDirty(known, false);
-        }
-      } else {
+      if (known === undefined) {
         const entry = this.#newEntry(plugin.id, plugin.file, plugin.origin);
         this.#entries.set(plugin.file, entry);
         created.add(entry);
+        continue;
+      }
+      known.origin = plugin.origin;
+      const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
+      if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
+        // An updated package reloads its plugins even when their bundles are byte for byte the
+        // same (its dependencies may have changed); a replaced one is loaded again if they differ.
+        if (updated.has(name)) known.attemptedHash = undefined;
+        void this.#markDirty(known, false);
       }
     }
     // New plugins load one after another in sorted order of name, so their setups, events and
@@ -425,13 +364,12 @@ export class PluginSet {
     const entries = [...this.#entries.values()].sort((a, b) => compareText(a.id, b.id) || compareText(a.file, b.file));
     let previous: Promise<void> = Promise.resolve();
     for (const entry of entries) {
-      if (!seen.has(entry.file)) {
-        this.#remove(entry);
-      } else if (created.has(entry)) {
+      if (!seen.has(entry.file)) this.#remove(entry);
+      else if (created.has(entry)) {
         // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
         // costs start-up one deadline); in the host's thread their setups take turns in name
         // order, so their side effects come in that order. They are swapped in in name order.
-        entry.load = discovered(this.#load(entry, this.#isolation === "worker" ? undefined : previous));
+        entry.load = discovered(this.#load(entry, this.#workers === undefined ? previous : undefined));
         previous = this.#drain(entry, previous);
       }
     }
@@ -449,21 +387,17 @@ export class PluginSet {
     );
     this.#packages = packages;
     this.#watcher?.watchInstallPlaces(found.installPlaces);
-    this.#reportPackageProblems(found.problems);
-    return updated;
-  }
-
-  #reportPackageProblems(problems: readonly PackageProblem[]) {
-    const next = new Map<string, Diagnostic>();
-    for (const { package: plugin, file, message } of problems) {
-      const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
-      next.set(diagnosticIdentity(diagnostic), diagnostic);
-    }
-    const gone = new Set([...this.#packageProblems.keys()].filter((id) => !next.has(id)));
-    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
     const known = this.#packageProblems;
-    this.#packageProblems = next;
-    for (const [id, diagnostic] of next) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
+    this.#packageProblems = new Map(
+      found.problems.map(({ package: plugin, file, message }) => {
+        const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
+        return [diagnosticIdentity(diagnostic), diagnostic];
+      }),
+    );
+    const gone = new Set([...known.keys()].filter((id) => !this.#packageProblems.has(id)));
+    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
+    for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
+    return updated;
   }
 
   /**
@@ -480,12 +414,6 @@ export class PluginSet {
       this.#replacedPackages.clear();
       this.#checkSettled();
     }, this.#inputs.quietMs);
-  }
-
-  /** Whether package `name`, looked up now, is compatible and declares the entry's file. */
-  #isStillDeclared(entry: PluginEntry, name: string): boolean {
-    const lookup = lookUpPackage(name, this.#projectRoot, this.#hostVersion);
-    return lookup.kind === "found" && lookup.plugins.some((plugin) => plugin.file === entry.file);
   }
 
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
@@ -543,45 +471,46 @@ export class PluginSet {
 
   /** Runs loads of one plugin one at a time until no change is left unseen (after `after`, by default its queue). */
   #drain(entry: PluginEntry, after?: Promise<unknown>): Promise<void> {
-    return this.#enqueue(
-      entry,
-      async () => {
-        while (entry.load.kind === "due" && !this.#isClosed) {
-          const { isProvisional, preload } = entry.load;
-          entry.load = began(entry.load);
-          try {
-            await this.#loadOnce(entry, isProvisional, preload);
-          } finally {
-            entry.load = finished(entry.load);
-          }
+    const drain = async () => {
+      while (entry.load.kind === "due" && !this.#isClosed) {
+        const { isProvisional, preload } = entry.load;
+        entry.load = began(entry.load);
+        try {
+          await this.#loadOnce(entry, isProvisional, preload);
+        } finally {
+          entry.load = finished(entry.load);
         }
-      },
-      after,
-    );
+      }
+    };
+    return this.#enqueue(entry, drain, after);
   }
 
   /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
   async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
+    const { origin, inputs } = entry;
     // A package may have been replaced since it was looked up (an update to a version this
     // host is not for): its code is not run; the scan that follows says why.
-    if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
-      this.#scheduleRescan();
-      // No content was bundled: no hash that could match the active generation's (nothing is restored).
-      return { kind: "unchanged", inputs: entry.inputs.files, hash: "" };
+    if (origin.kind === "package") {
+      const lookup = lookUpPackage(origin.name, this.#projectRoot, this.#hostVersion);
+      if (lookup.kind !== "found" || !lookup.plugins.some((plugin) => plugin.file === entry.file)) {
+        this.#scheduleRescan();
+        // No content was bundled: no hash that could match the active generation's (nothing is restored).
+        return { kind: "unchanged", inputs: inputs.files, hash: "" };
+      }
     }
     const request = {
       file: entry.file,
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
-      ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
-      settings: this.#settings,
+      ownDependenciesFirst: origin.kind === "package",
+      settings: this.#options.settings ?? {},
       reserved: this.#reserved,
       startedAt: performance.now(),
     };
     try {
       return await entry.hosted.load(request, turn);
     } catch (error) {
-      return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
+      return { kind: "bundle-failed", inputs: inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
   }
 
@@ -590,12 +519,17 @@ export class PluginSet {
    * the entry's diagnostics. `entryOf` is read only when something is reported.
    */
   #hostedFor(entryOf: () => PluginEntry): HostedPlugin {
+    const { container } = this.#options;
     const limits = this.#limits;
     const clock = this.#clock;
     const logger = this.#logger;
-    const location = this.#location;
-    const container = this.#container;
-    const isSystemClock = clock === systemClock;
+    const workers = this.#workers;
+    const init = {
+      location: this.#location,
+      clock: clock === systemClock ? ("system" as const) : ("host" as const),
+      maxDepth: limits.maxDepth,
+      maxValueBytes: limits.maxValueBytes,
+    };
     // A plugin's printed and logged lines reach the host's logger with control characters escaped.
     const log = (level: "info" | "warn" | "error", message: string) => {
       try {
@@ -604,25 +538,13 @@ export class PluginSet {
         // A failing logger must not break the host.
       }
     };
-    const startTransport =
-      this.#isolation === "none"
-        ? async () => new InThreadTransport({ container, limits })
-        : (onStopped: PluginWorkerOptions["onStopped"]) =>
-            this.#workers.start({
-              plugin: entryOf().file,
-              init: {
-                location,
-                clock: isSystemClock ? "system" : "host",
-                maxDepth: limits.maxDepth,
-                maxValueBytes: limits.maxValueBytes,
-              },
-              log,
-              onStopped,
-            });
     return new HostedPlugin({
       limits,
       now: () => clock.now(),
-      startTransport,
+      startTransport: async (onStopped) =>
+        workers === undefined
+          ? new InThreadTransport({ container, limits })
+          : workers.start({ plugin: entryOf().file, init, log, onStopped }),
       report: (problem) => {
         const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);
@@ -720,26 +642,30 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      this.#closeOnQueue(holder, held.name, held.scope);
+      // Closed after what the holder's queue already holds.
+      const closing = this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
+      this.#closing.add(closing);
+      void closing.then(() => this.#closing.delete(closing));
     }
+    const { startedAt, readyAt } = load;
     entry.active = {
       name: next.name,
       generation,
       scope: next.scope,
       keys: registrations.map((r) => r.key),
       hash: load.hash,
-      loadMs: Math.round(load.readyAt - load.startedAt),
+      loadMs: Math.round(readyAt - startedAt),
     };
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.faulted.clear();
     const now = performance.now();
     const timings: LoadTimings = {
-      loadMs: hundredths(now - load.startedAt),
+      loadMs: hundredths(now - startedAt),
       bundleMs: hundredths(load.bundleMs),
       evaluateMs: hundredths(load.evaluateMs),
       setupMs: hundredths(load.setupMs),
-      swapMs: hundredths(now - load.readyAt),
+      swapMs: hundredths(now - readyAt),
     };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
@@ -771,18 +697,10 @@ export class PluginSet {
     return next.keys.map((key) => entry.hosted.registration(next.generation, key, report, observed));
   }
 
-  /** Closes another entry's generation (one this load displaced) after what its queue already holds. */
-  #closeOnQueue(owner: PluginEntry, plugin: string, scope: Scope) {
-    const closing = this.#enqueue(owner, () => this.#closeScope(owner, plugin, scope));
-    this.#closing.add(closing);
-    void closing.then(() => this.#closing.delete(closing));
-  }
-
   /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
   async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
-    const ms = this.#limits.disposeDeadlineMs;
     try {
-      await withinDeadline(() => scope.close(), ms, `disposers of ${scope.name}`);
+      await withinDeadline(() => scope.close(), this.#limits.disposeDeadlineMs, `disposers of ${scope.name}`);
     } catch (error) {
       this.#diagnose(entry, { plugin, phase: "dispose", message: messageOf(error) });
     }
@@ -818,11 +736,9 @@ export class PluginSet {
    * they load again.
    */
   #resolveLoadProblems(entry: PluginEntry) {
-    this.#diagnostics.resolve((d) => {
-      if (d.origin !== "plugin" || boundaryPhases.has(d.phase)) return false;
-      const id = diagnosticIdentity(d);
-      return entry.reported.delete(id);
-    });
+    this.#diagnostics.resolve(
+      (d) => d.origin === "plugin" && !boundaryPhases.has(d.phase) && entry.reported.delete(diagnosticIdentity(d)),
+    );
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */
