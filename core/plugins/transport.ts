@@ -6,10 +6,11 @@
 import type { AwilixContainer } from "awilix";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { ContextHostError } from "../base/errors.ts";
+import type { ValueLimits } from "../system-context/prerendered.ts";
 import { createPluginRunner, type PluginRunner } from "./runner.ts";
-import { type HostRequestBody, progress, type RunnerLimits, type WorkerFault } from "./worker/protocol.ts";
+import { type HostRequestBody, progress, type WorkerFault } from "./worker/protocol.ts";
 
-/** What a request was doing when its transport stopped: the phase running and the source's index in the request. */
+/** What a request was doing when its transport stopped, from the phase running and the source's index in the request. */
 export type Describe = (
   phase: DiagnosticPhase | undefined,
   index: number,
@@ -73,22 +74,15 @@ export interface PluginTransport {
  */
 export class InThreadTransport implements PluginTransport {
   readonly #runner: PluginRunner;
+  readonly stopped = undefined;
   #nextId = 1;
 
-  constructor(options: { readonly container: AwilixContainer; readonly limits: RunnerLimits }) {
-    this.#runner = createPluginRunner({
-      container: options.container,
-      limits: options.limits,
-      cells: new Int32Array(progress.length),
-    });
-  }
-
-  get stopped(): undefined {
-    return undefined;
+  constructor(options: { readonly container: AwilixContainer; readonly limits: ValueLimits }) {
+    this.#runner = createPluginRunner({ ...options, cells: new Int32Array(progress.length) });
   }
 
   async request<T>(request: HostRequestBody, _ms: number, _describe: Describe): Promise<T> {
-    const reply = await this.#runner.serve({ ...request, id: this.#nextId++ } as Parameters<PluginRunner["serve"]>[0]);
+    const reply = await this.#runner.serve({ ...request, id: this.#nextId++ });
     if (!reply.ok) throw new PluginWorkerFault({ fault: reply.fault });
     return reply.result as T;
   }

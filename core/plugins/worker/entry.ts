@@ -32,11 +32,7 @@ function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (req
     logger: asValue(freeze({ info: send("info"), warn: send("warn"), error: send("error") })),
     location: asValue(init.location),
   });
-  const runner = createPluginRunner({
-    container,
-    limits: { maxDepth: init.maxDepth, maxValueBytes: init.maxValueBytes },
-    cells: new Int32Array(init.progress),
-  });
+  const runner = createPluginRunner({ container, limits: init, cells: new Int32Array(init.progress) });
   return (request) => {
     if ("now" in request) hostNow = request.now;
     void runner.serve(request).then((reply) => {
@@ -61,10 +57,7 @@ if (realm !== undefined) {
   const post = port.postMessage.bind(port);
   const data = workerData as WorkerInit | { readonly shared: true };
   if ("shared" in data) serveRealms(port, post);
-  else {
-    const serve = serveRunner(data, post);
-    port.on("message", serve);
-  }
+  else port.on("message", serveRunner(data, post));
   // The host starts its requests' deadlines from here: a worker's start-up (slow on a loaded
   // machine) never counts against a plugin's module, setup or loader deadline.
   post({ type: "ready" } satisfies WorkerReply);
