@@ -1,11 +1,9 @@
 // Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
-// carries it: its worker thread, or the host's own thread. It loads generations (bundled
-// here with esbuild, then evaluated and set up in the runner: one tagged result), observes
-// a generation's sources with one message per boundary (an unchanged source costs its
-// runner a load and a comparison: its texts are held here), disposes generations, and,
-// when a worker stops (a missed deadline, a crash, an exit, out of memory), reports it and
-// restarts the worker with the last good generation, backing off, until the plugin crashes
-// too often and is disabled until its file changes.
+// carries it. It loads generations (bundled here, evaluated and set up in the runner),
+// observes a generation's sources with one message per boundary (an unchanged source costs
+// its runner a load and a comparison: its texts are held here), disposes generations, and
+// restarts a stopped worker with the last good generation, backing off, until the plugin
+// stops too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -49,23 +47,22 @@ export function locatedInRunner(error: unknown): Location | undefined {
 
 export interface HostedPluginOptions {
   readonly limits: PluginLimits;
-  /** The host's clock reading, sent with each request (a worker reading the host's clock uses it). */
+  /** The host's clock reading, sent with each request. */
   now(): number;
   /** Starts the plugin's transport: a worker thread, or the host's own thread. */
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
-  /** A problem of the plugin's worker (a stop, a restart that failed, the plugin disabled). */
+  /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
 }
 
-/** One load's request: which file, as which generation, under which settings, started when (`performance.now()`). */
+/** One load's request; `startedAt` is `performance.now()`, `ownDependenciesFirst` for a package's plugin (decision 131). */
 export interface LoadRequest {
   readonly file: string;
   readonly generation: number;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded again. */
   readonly attemptedHash: string | undefined;
-  /** The plugin came from a package: its imports resolve from the package first (decision 131). */
   readonly ownDependenciesFirst?: boolean;
-  /** Plugin settings by plugin name, and the namespaces no plugin may take. */
+  /** Plugin settings by plugin name. */
   readonly settings: Readonly<Record<string, unknown>>;
   readonly reserved: readonly string[];
   readonly startedAt: number;
@@ -92,7 +89,7 @@ export type Loaded =
       readonly inputs: readonly string[];
       readonly hash: string;
       readonly loaded: HostedGeneration;
-      /** When this load started and when its generation was ready, `performance.now()`. */
+      /** `performance.now()` at the load's start and when its generation was ready. */
       readonly startedAt: number;
       readonly readyAt: number;
       readonly bundleMs: number;
@@ -109,9 +106,8 @@ interface Recipe {
 }
 
 /**
- * The texts of the last observation of one source in one env that arrived from a transport,
- * and the admitted value known to be that observation's (the very object the snapshot holds):
- * while it is admitted, the runner is not sent it again.
+ * The texts of the last observation of one source in one env, and the admitted value known
+ * to be that observation's (the very object the snapshot holds): the runner is not sent it again.
  */
 interface Held {
   arrival:
@@ -150,11 +146,11 @@ export class HostedPlugin {
   #starting: Promise<PluginTransport | undefined> | undefined;
   /** Generations living in the current worker, with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
-  /** Loads in flight; a restart due meanwhile waits for them (`#isRestartDue`). */
+  /** Loads in flight; a restart due meanwhile waits for them. */
   #loads = 0;
   #isRestartDue = false;
   #restarting: Promise<void> | undefined;
-  /** The generation swapped in, as the worker must rebuild it after a restart. */
+  /** The generation swapped in, as a restarted worker rebuilds it. */
   #active: Recipe | undefined;
   readonly #crashes: number[] = [];
   #isDisabled = false;
@@ -167,15 +163,15 @@ export class HostedPlugin {
     this.#options = options;
   }
 
-  /** Starts the transport now, if none runs, so that it starts while the plugin is bundled. */
+  /** Starts the transport now, so that it starts while the plugin is bundled. */
   warm(): void {
     void this.#current().catch(() => undefined);
   }
 
   /**
-   * One load of the plugin: bundle here (esbuild), stopping there when the bundle failed or
-   * is the one last attempted; then, once `turn` (when given) has come, evaluate and `setup`
-   * in the runner. A plugin disabled by crashes is enabled again (its file changed).
+   * One load: bundle here, stopping there when that failed or gave the bundle last attempted;
+   * then, once `turn` has come, evaluate and set up in the runner. A plugin disabled by stops
+   * is enabled again (its file changed).
    */
   async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
     let bundle: PluginBundle;
@@ -200,8 +196,7 @@ export class HostedPlugin {
     }
     this.#loads++;
     try {
-      // A restart under way rebuilds the active generation first; this load follows it, so
-      // the newer code is set up last.
+      // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#restarting;
       const outcome = await this.#loadIn(bundle, request);
       if (outcome.kind === "failed") return { kind: "failed", inputs, hash, fault: outcome.fault };
@@ -210,7 +205,7 @@ export class HostedPlugin {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
         this.#isRestartDue = false;
-        // After the caller swapped in (or dropped) what it loaded: the restart rebuilds only what is not living.
+        // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt.
         this.#scheduleRestart(0);
       }
     }
@@ -250,22 +245,21 @@ export class HostedPlugin {
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
       const stopped = error as PluginWorkerStopped;
-      // The worker stopped for something else than this load (a displaced generation's
-      // disposer missed its deadline, say): this load was a bystander; try it once more in a
-      // fresh worker.
+      // The worker stopped for something else (a displaced generation's disposer, say): this
+      // load was a bystander, tried once more in a fresh worker.
       const isOwn = stopped.phase === undefined || stopped.phase === phase || stopped.phase === "config";
       if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
       return { kind: "failed", fault: { phase: stopped.phase ?? phase, message: messageOf(error) } };
     }
   }
 
-  /** `scope`'s generation is the active one now: a restarted worker rebuilds it. */
+  /** `scope`'s generation is the active one now. */
   swappedIn(scope: Scope): void {
     const recipe = this.#recipes.get(scope);
     if (recipe !== undefined) this.#active = recipe;
   }
 
-  /** The registration of one source of a generation: its observations come from the runner, pre-rendered. */
+  /** The registration of one source of a generation, observed pre-rendered by the runner. */
   registration(
     generation: number,
     key: string,
@@ -296,9 +290,7 @@ export class HostedPlugin {
     await worker?.terminate();
   }
 
-  // ── the worker ──────────────────────────────────────────────────────────
-
-  /** The running worker, started if there is none (after a stop: a fresh one, without the old generations). */
+  /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
   #current(): Promise<PluginTransport | undefined> {
     if (this.#isClosed) return Promise.resolve(undefined);
     if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
@@ -376,7 +368,7 @@ export class HostedPlugin {
       await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
       await this.#activate(worker, recipe.generation, recipe.config);
     } catch (error) {
-      // A stop is reported by `#stopped`; a fault of a generation that loaded before is reported here.
+      // A stop is reported by `#stopped`, a fault here.
       if (error instanceof PluginWorkerFault) {
         const { phase, message, location } = error.fault;
         this.#options.report({ phase, message: `after a restart: ${message}`, ...(location === undefined ? {} : { location }) });
@@ -420,7 +412,7 @@ export class HostedPlugin {
     return [...deadlines.keys()];
   }
 
-  /** The host-side scope of a generation: closing it runs the generation's disposers in the worker. */
+  /** The host-side scope of a generation: closing it runs its disposers in the worker. */
   #scopeOf(name: string, recipe: Recipe): Scope {
     const scope = new Scope(`plugin ${name} generation ${recipe.generation}`);
     this.#recipes.set(scope, recipe);
@@ -434,14 +426,12 @@ export class HostedPlugin {
         await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({ what, phase: "dispose" }));
       } catch (error) {
         if (error instanceof PluginWorkerFault) throw new PluginCodeFault({ message: error.fault.message });
-        // The worker was stopped: its stop was reported, and it restarts with the active generation.
+        // The worker was stopped: that was reported, and it restarts with the active generation.
         throw new DeadlineExceeded({ what, ms });
       }
     });
     return scope;
   }
-
-  // ── observations, one message per generation and env ────────────────────
 
   #observe(
     generation: number,
@@ -529,12 +519,12 @@ export class HostedPlugin {
   }
 }
 
-/** What arrived for one source, as a pre-rendered observation; the texts of a present one are held for later boundaries. */
+/** What arrived for one source; the texts of a present one are held for later boundaries. */
 function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
   if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
   if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
   if (arrived.kind === "unchanged") {
-    // The value is the admitted one (the very object: it needs no check again) and the texts are held.
+    // The admitted value (the very object: no check again) with the held texts.
     const arrival = waiting.held.arrival;
     if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
     waiting.held.admitted = waiting.stored;

@@ -27,16 +27,13 @@ import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
-/** What a plugin set is started with; each limit not given takes its default (`limits.ts`). */
+/** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
-  /**
-   * Where the plugins are: folders of plugins, plugin files (absolute or relative to
-   * `projectRoot`), and names of installed plugin packages (decisions 130, 131).
-   */
+  /** Folders of plugins, plugin files (absolute or relative to `projectRoot`), names of installed plugin packages (decisions 130, 131). */
   readonly folders: readonly string[];
-  /** The host project: relative entries and package names resolve from here (default: the `location` service, else the working folder). */
+  /** Where relative entries and package names resolve from (default: the `location` service, else the working folder). */
   readonly projectRoot?: string;
-  /** The host's version that packages' peer ranges of context-host are checked against (default: this package's version; none known: unchecked). */
+  /** The version packages' peer ranges of context-host are checked against (default: this package's; none known: unchecked). */
   readonly hostVersion?: string;
   readonly registry: Registry;
   /** The host's awilix container with `clock`, `logger` and `location` registered. */
@@ -45,33 +42,23 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
   readonly settings?: Readonly<Record<string, unknown>>;
   /** Hot reload on file changes (default true). */
   readonly watch?: boolean;
-  /** Quiet time after the last change of a burst before the plugin is checked once more (default 50 ms); the first change reloads at once. */
+  /** Quiet time after a burst of changes before the plugin is checked once more (default 50 ms); the first change reloads at once. */
   readonly debounceMs?: number;
   /** Namespaces of the host's core sources (`core` always): no plugin may take them, so no plugin key collides with a core source. */
   readonly reservedNamespaces?: readonly string[];
   /** The host's diagnostics channel (a new one when not given). */
   readonly diagnostics?: Diagnostics;
-  /**
-   * Where plugin code runs (decision 060): `worker` (the default), each plugin in its own
-   * worker thread with a heap limit, deadlines kept by the host; `none`, in the host's own
-   * process and realm, for trusted first-party plugins and comparison benchmarks.
-   */
+  /** Where plugin code runs (decision 060): each plugin in its own worker thread (default), or in the host's own thread (`none`: trusted code, comparisons). */
   readonly isolation?: Isolation;
 }
 
-/** Where plugin code runs: in its own worker thread (default), or in the host's process. */
 export type Isolation = "worker" | "none";
 
 const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 
-/** The generation of a plugin that is swapped in. */
-interface Active {
-  readonly name: string;
-  readonly generation: number;
-  /** Hash of the bundle it was loaded from. */
+/** The generation of a plugin that is swapped in, and the hash of the bundle it was loaded from. */
+interface Active extends HostedGeneration {
   readonly hash: string;
-  readonly scope: Scope;
-  readonly keys: readonly string[];
   readonly loadMs: number;
 }
 
@@ -89,7 +76,7 @@ interface PluginEntry {
   readonly hosted: HostedPlugin;
   load: LoadState;
   active: Active | undefined;
-  /** The last load attempt failed (its diagnostic was emitted). */
+  /** Why the last load failed (its diagnostic was emitted). */
   failed: Diagnostic | undefined;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
   attemptedHash: string | undefined;
@@ -102,9 +89,8 @@ interface PluginEntry {
   /** What each source's loader returned at its last observation without a fault. */
   readonly observed: Map<string, ObservedKind>;
   /**
-   * Identities of the diagnostics this file reported since its problems were last resolved:
-   * what a reload or removal of this file clears. Not the plugin name: a file that lost the
-   * name to another still has its problem when the other reloads.
+   * Identities of the diagnostics this file reported since its problems were last resolved.
+   * Not by plugin name: a file that lost the name to another still has its problem when the other reloads.
    */
   readonly reported: Set<string>;
   /** This file's work, one task after another: loads, swaps, closes of its generations. */
@@ -116,13 +102,13 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
-  /** The paths among the `plugins` entries: the folders the watcher watches. */
+  /** The paths among the `plugins` entries, which the watcher watches. */
   readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
-  /** The packages the last scan found (their package.json's hash and folder), by name: a change reloads their plugins. */
+  /** The hash of the package.json and the folder of each package the last scan found, by name. */
   #packages = new Map<string, string>();
-  /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */
+  /** Packages whose installed folder changed since the last quiet re-check. */
   readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
   #packageProblems = new Map<string, Diagnostic>();
@@ -131,22 +117,20 @@ export class PluginSet {
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #inputs: WatchedInputs;
-  /** Namespaces no plugin may take (`core` and the host's core sources'). */
   readonly #reserved: readonly string[];
   readonly #limits: PluginLimits;
   readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
   readonly #logger: Logger | undefined;
   readonly #location: string;
-  /** Tasks queued on entries and not yet ended: the set is settled only when none is left. */
+  /** Tasks queued on entries and not yet ended. */
   #tasks = 0;
   #settledWaiters: Array<() => void> = [];
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
-  /** The quiet re-check after a package's package.json changed. */
   #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
-  /** Closes of displaced holders' scopes still under way (an entry may leave before its close ends). */
+  /** Closes of displaced holders' generations under way (an entry may leave before its close ends). */
   readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
@@ -170,11 +154,7 @@ export class PluginSet {
     this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
   }
 
-  /**
-   * Discovers and loads every plugin (sorted by name) once the watcher is up, so no change to
-   * a file a load reads is missed. The workers' program is prepared while the watcher comes
-   * up (decision 190).
-   */
+  /** Loads every plugin (by name) once the watcher is up, so no change is missed; the workers' program is built meanwhile (decision 190). */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
     if (set.#workers !== undefined) void workerProgram().catch(() => {});
@@ -187,7 +167,7 @@ export class PluginSet {
           set.#replacedPackages.add(name);
           set.#packageChanged();
         },
-        // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
+        // A folder gone, a limit reached: reported; watching goes on where it can.
         onError: (error) => {
           const message = `watcher: ${messageOf(error)}`;
           const diagnostic = {
@@ -230,10 +210,7 @@ export class PluginSet {
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
-  /**
-   * Plugin files whose latest load failed, with the diagnostic that says why, and plugin
-   * packages that are not loaded (not installed, incompatible), by their package.json.
-   */
+  /** Plugin files whose latest load failed, and packages not loaded (not installed, incompatible), each with why. */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
     const failed = [...this.#entries.values()].flatMap(({ file, failed }) =>
       failed === undefined ? [] : [{ file, diagnostic: failed }],
@@ -241,7 +218,7 @@ export class PluginSet {
     return [...failed, ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }))];
   }
 
-  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them). */
+  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them, no polling). */
   settled(): Promise<void> {
     if (this.#isSettled()) return Promise.resolve();
     return new Promise((resolve) => this.#settledWaiters.push(resolve));
@@ -254,13 +231,12 @@ export class PluginSet {
     return true;
   }
 
-  /** Something ended: whoever waits in `settled()` is told when nothing is left. */
   #checkSettled() {
     if (this.#settledWaiters.length === 0 || !this.#isSettled()) return;
     for (const resolve of this.#settledWaiters.splice(0)) resolve();
   }
 
-  /** Queues `task` on the entry's queue, after what it holds; the set is busy until it ends. */
+  /** Queues `task` on the entry's queue (after `after`); the set is busy until it ends. */
   #enqueue(entry: PluginEntry, task: () => Promise<void>, after: Promise<unknown> = entry.queue): Promise<void> {
     this.#tasks++;
     const queued = after
@@ -295,8 +271,7 @@ export class PluginSet {
     await Promise.all(entries.map((entry) => entry.queue));
     // A load that displaced a holder left its close on the holder's queue.
     await Promise.all(this.#closing);
-    // Each plugin's disposers run in its runner, within the dispose deadline; then its worker
-    // is stopped, whatever it still runs (a leaked timer, a loop).
+    // Disposers run within the dispose deadline; then the worker stops, whatever it still runs.
     await Promise.all(entries.map((entry) => this.#deactivate(entry).then(() => entry.hosted.close())));
     this.#entries.clear();
     this.#listeners.clear();
@@ -315,7 +290,7 @@ export class PluginSet {
     }
   }
 
-  /** Reports a problem of the entry's file: its own plugin and file unless the problem names others. */
+  /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */
   #diagnose(
     entry: PluginEntry,
     problem: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string; location?: Location },
@@ -332,8 +307,6 @@ export class PluginSet {
     this.#emit({ kind: "diagnostic", diagnostic });
     return diagnostic;
   }
-
-  // ── discovery ────────────────────────────────────────────────────────────
 
   #rescan() {
     if (this.#isClosed) return;
@@ -375,11 +348,7 @@ export class PluginSet {
     }
   }
 
-  /**
-   * Records the packages a scan found: where they are installed is watched, their problems
-   * reported (and earlier ones that no longer hold resolved). Returns the names of packages
-   * whose package.json changed since the last scan.
-   */
+  /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
   #notePackages(found: FoundPlugins): Set<string> {
     const packages = new Map(found.packages.map((found) => [found.name, `${found.manifestHash} ${found.root}`]));
     const updated = new Set(
@@ -400,11 +369,7 @@ export class PluginSet {
     return updated;
   }
 
-  /**
-   * A package was installed, replaced (`npm update` replaces its folder) or removed, or its
-   * package.json changed: look the packages up again now, and once more when the burst is
-   * quiet, since the files may still be being written.
-   */
+  /** A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written). */
   #packageChanged() {
     this.#scheduleRescan();
     clearTimeout(this.#packageRecheckTimer);
@@ -461,15 +426,12 @@ export class PluginSet {
     });
   }
 
-  // ── loads, one plugin at a time ─────────────────────────────────────────
-
-  /** A change no load has seen yet; a provisional one (first event of a burst) does not demote a final one. */
   #markDirty(entry: PluginEntry, isProvisional: boolean): Promise<void> {
     entry.load = changed(entry.load, isProvisional);
     return this.#drain(entry);
   }
 
-  /** Runs loads of one plugin one at a time until no change is left unseen (after `after`, by default its queue). */
+  /** Runs loads of one plugin one at a time until no change is left unseen. */
   #drain(entry: PluginEntry, after?: Promise<unknown>): Promise<void> {
     const drain = async () => {
       while (entry.load.kind === "due" && !this.#isClosed) {
@@ -485,11 +447,10 @@ export class PluginSet {
     return this.#enqueue(entry, drain, after);
   }
 
-  /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
+  /** One load of a plugin, never rejecting. */
   async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
     const { origin, inputs } = entry;
-    // A package may have been replaced since it was looked up (an update to a version this
-    // host is not for): its code is not run; the scan that follows says why.
+    // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
     if (origin.kind === "package") {
       const lookup = lookUpPackage(origin.name, this.#projectRoot, this.#hostVersion);
       if (lookup.kind !== "found" || !lookup.plugins.some((plugin) => plugin.file === entry.file)) {
@@ -514,10 +475,7 @@ export class PluginSet {
     }
   }
 
-  /**
-   * The handle on one plugin's runner, behind the set's transport: its stops and faults become
-   * the entry's diagnostics. `entryOf` is read only when something is reported.
-   */
+  /** The handle on one plugin's runner: its stops and faults become the entry's diagnostics. */
   #hostedFor(entryOf: () => PluginEntry): HostedPlugin {
     const { container } = this.#options;
     const limits = this.#limits;
@@ -558,8 +516,7 @@ export class PluginSet {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
       this.#inputs.set(entry.inputs, result.inputs);
-      // Exactly the active generation's content again after a failed load (an editor's undo,
-      // or a comment added: esbuild leaves comments out): the failure no longer holds.
+      // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
       if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
         entry.failed = undefined;
@@ -575,9 +532,8 @@ export class PluginSet {
       return;
     }
     this.#inputs.set(entry.inputs, result.inputs);
-    // A module that fails on the first event of a burst may be a write seen half done (an
-    // editor truncates, then writes): nothing is recorded, so the quiet re-check loads
-    // the content again and decides, and a save in place takes no generation.
+    // A failure on the first event of a burst may be a write seen half done: the quiet
+    // re-check decides, and a save in place takes no generation.
     if (result.kind === "failed" && isProvisional) return;
     const generation = ++entry.attempts;
     if (result.kind === "failed") {
@@ -585,8 +541,7 @@ export class PluginSet {
       entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    // A change arrived while this generation was being built: it is stale, the next load wins
-    // (and may load the same content again: it was never swapped in).
+    // A change arrived meanwhile: the next load wins (and may load the same content again).
     if (isStale(entry.load) || this.#isClosed) {
       await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
       return;
@@ -597,10 +552,10 @@ export class PluginSet {
   }
 
   /**
-   * Swaps a generation in: its registrations replace those of the generation it follows
-   * (and of a file whose namespace it takes) in one registry version. Returns the generation
-   * of this file it displaced, for the caller to close; a refused generation displaces
-   * itself. A displaced holder's scope is closed on the holder's own queue, its faults its own.
+   * Swaps a generation in: its registrations replace those of the one it follows (and of a
+   * file whose namespace it takes) in one registry version. Returns the generation of this
+   * file it displaced, for the caller to close (a refused one: itself); a displaced holder's
+   * is closed on the holder's own queue.
    */
   #swap(
     entry: PluginEntry,
@@ -628,7 +583,7 @@ export class PluginSet {
         for (const registration of registrations) batch.register(next.scope, registration);
       });
     } catch (error) {
-      // A key the host already registers (a core source): nothing of this generation is applied.
+      // A key the host already registers: nothing of this generation is applied.
       entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
       return next;
     }
@@ -642,20 +597,12 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      // Closed after what the holder's queue already holds.
       const closing = this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
       this.#closing.add(closing);
       void closing.then(() => this.#closing.delete(closing));
     }
     const { startedAt, readyAt } = load;
-    entry.active = {
-      name: next.name,
-      generation,
-      scope: next.scope,
-      keys: registrations.map((r) => r.key),
-      hash: load.hash,
-      loadMs: Math.round(readyAt - startedAt),
-    };
+    entry.active = { ...next, generation, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.faulted.clear();
@@ -697,7 +644,7 @@ export class PluginSet {
     return next.keys.map((key) => entry.hosted.registration(next.generation, key, report, observed));
   }
 
-  /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
+  /** Closes a generation within the dispose deadline; a failure or a miss is a diagnostic. */
   async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
     try {
       await withinDeadline(() => scope.close(), this.#limits.disposeDeadlineMs, `disposers of ${scope.name}`);
@@ -706,7 +653,7 @@ export class PluginSet {
     }
   }
 
-  /** Removes an entry's generation (closing its scope removes its registrations) and emits `removed`. */
+  /** Removes an entry's generation and emits `removed`. */
   async #deactivate(entry: PluginEntry) {
     const active = entry.active;
     if (active === undefined) return;
@@ -718,9 +665,7 @@ export class PluginSet {
 
   /**
    * A generation took over (or the plugin left): the problems this file reported no longer
-   * hold. Only its own: another file's problem under the same plugin name (one that lost the
-   * namespace to it, or that it displaced) holds until that file loads or leaves; and one
-   * identical problem another file reported too (a fault in a module both import) stays.
+   * hold, unless another file reported the same (a fault in a module both import).
    */
   #resolveProblems(entry: PluginEntry) {
     const mine = new Set(entry.reported);
@@ -730,11 +675,7 @@ export class PluginSet {
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
   }
 
-  /**
-   * The problems of this file's failed loads (bundle, module code, config, setup, namespace)
-   * no longer hold; those its active generation's sources reported at boundaries stay until
-   * they load again.
-   */
+  /** The problems of this file's failed loads no longer hold; its sources' boundary faults stay until they load again. */
   #resolveLoadProblems(entry: PluginEntry) {
     this.#diagnostics.resolve(
       (d) => d.origin === "plugin" && !boundaryPhases.has(d.phase) && entry.reported.delete(diagnosticIdentity(d)),
