@@ -46,6 +46,10 @@ export function locatedInRunner(error: unknown): Location | undefined {
 }
 
 export interface HostedPluginOptions {
+  /** The plugin's file; plugin settings by plugin name; the namespaces no plugin may take. */
+  readonly file: string;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly reserved: readonly string[];
   readonly limits: PluginLimits;
   /** The host's clock reading, sent with each request. */
   now(): number;
@@ -55,17 +59,11 @@ export interface HostedPluginOptions {
   report(problem: WorkerFault): void;
 }
 
-/** One load's request; `startedAt` is `performance.now()`, `ownDependenciesFirst` for a package's plugin (decision 131). */
+/** One load's request; `attemptedHash`: of the last bundle attempted (identical content is not loaded again); `ownDependenciesFirst`: a package's plugin (decision 131). */
 export interface LoadRequest {
-  readonly file: string;
   readonly generation: number;
-  /** Hash of the last bundle a load was attempted with: identical content is not loaded again. */
   readonly attemptedHash: string | undefined;
-  readonly ownDependenciesFirst?: boolean;
-  /** Plugin settings by plugin name. */
-  readonly settings: Readonly<Record<string, unknown>>;
-  readonly reserved: readonly string[];
-  readonly startedAt: number;
+  readonly ownDependenciesFirst: boolean;
 }
 
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
@@ -174,21 +172,23 @@ export class HostedPlugin {
    * is enabled again (its file changed).
    */
   async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
+    const startedAt = performance.now();
+    const { file } = this.#options;
     let bundle: PluginBundle;
     try {
-      bundle = await bundlePlugin(request.file, { ownDependenciesFirst: request.ownDependenciesFirst === true });
+      bundle = await bundlePlugin(file, { ownDependenciesFirst: request.ownDependenciesFirst });
     } catch (error) {
       const failure = error instanceof BundleFailed ? error : undefined;
       const location = failure?.location;
       return {
         kind: "bundle-failed",
-        inputs: failure?.inputs ?? [request.file],
+        inputs: failure?.inputs ?? [file],
         fault: { phase: "bundle", message: messageOf(error), ...(location === undefined ? {} : { location }) },
       };
     }
     const { inputs, hash } = bundle;
     if (request.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
-    const bundleMs = performance.now() - request.startedAt;
+    const bundleMs = performance.now() - startedAt;
     await turn;
     if (this.#isDisabled) {
       this.#isDisabled = false;
@@ -200,7 +200,7 @@ export class HostedPlugin {
       await this.#restarting;
       const outcome = await this.#loadIn(bundle, request);
       if (outcome.kind === "failed") return { kind: "failed", inputs, hash, fault: outcome.fault };
-      return { ...outcome, inputs, hash, startedAt: request.startedAt, readyAt: performance.now(), bundleMs };
+      return { ...outcome, inputs, hash, startedAt, readyAt: performance.now(), bundleMs };
     } finally {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
@@ -226,7 +226,8 @@ export class HostedPlugin {
       return { kind: "failed", fault: { phase: "evaluate", message: messageOf(error) } };
     }
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
-    const { generation, settings, reserved } = request;
+    const { generation } = request;
+    const { settings, reserved } = this.#options;
     let phase: DiagnosticPhase = "evaluate";
     try {
       const startedAt = performance.now();

@@ -386,7 +386,7 @@ export class PluginSet {
       id,
       file,
       origin,
-      hosted: this.#hostedFor(() => entry),
+      hosted: this.#hostedFor(file, () => entry),
       load: idle,
       active: undefined,
       failed: undefined,
@@ -460,13 +460,9 @@ export class PluginSet {
       }
     }
     const request = {
-      file: entry.file,
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
       ownDependenciesFirst: origin.kind === "package",
-      settings: this.#options.settings ?? {},
-      reserved: this.#reserved,
-      startedAt: performance.now(),
     };
     try {
       return await entry.hosted.load(request, turn);
@@ -476,7 +472,7 @@ export class PluginSet {
   }
 
   /** The handle on one plugin's runner: its stops and faults become the entry's diagnostics. */
-  #hostedFor(entryOf: () => PluginEntry): HostedPlugin {
+  #hostedFor(file: string, entryOf: () => PluginEntry): HostedPlugin {
     const { container } = this.#options;
     const limits = this.#limits;
     const clock = this.#clock;
@@ -497,12 +493,15 @@ export class PluginSet {
       }
     };
     return new HostedPlugin({
+      file,
+      settings: this.#options.settings ?? {},
+      reserved: this.#reserved,
       limits,
       now: () => clock.now(),
       startTransport: async (onStopped) =>
         workers === undefined
           ? new InThreadTransport({ container, limits })
-          : workers.start({ plugin: entryOf().file, init, log, onStopped }),
+          : workers.start({ plugin: file, init, log, onStopped }),
       report: (problem) => {
         const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);

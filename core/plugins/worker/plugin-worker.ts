@@ -1,8 +1,6 @@
 // Owns the host's side of plugin worker threads (decisions 060, 185): the worker's program,
-// starting a thread with a heap limit, requests with deadlines kept by the host's own clock,
-// and the end of a thread, whatever ends it (a missed deadline, `process.exit`, an uncaught
-// exception or unhandled rejection, running out of memory). Beyond `dedicatedWorkers`
-// plugins, threads are shared, a realm per plugin. Nothing here interprets a plugin.
+// threads with a heap limit (beyond `dedicatedWorkers` plugins, shared: a realm per plugin),
+// requests with deadlines kept by the host's clock, and a thread's end, whatever ends it.
 
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,11 +26,7 @@ import {
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
 const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
 
-/**
- * A worker's program, and what a worker is sent of it: the source's bytes (it is one-byte
- * text) then V8's code cache of it, in shared memory, so that starting a worker copies
- * neither through a message and skips most of its parse and compile.
- */
+/** A worker's program, and what a worker is sent: its bytes (one-byte text) and V8's code cache, in shared memory (nothing copied, little compiled). */
 export interface WorkerProgram {
   readonly source: string;
   readonly shared: { readonly bytes: SharedArrayBuffer; readonly sourceLength: number; readonly filename: string };
@@ -41,11 +35,9 @@ export interface WorkerProgram {
 let workerCode: Promise<WorkerProgram> | undefined;
 
 /**
- * The worker's program as one script: the entry bundled with everything it imports
- * (TypeBox, awilix, the plugin API), built once per host process. One script starts faster
- * than a tree of modules, runs the same from TypeScript sources (no loader in the worker)
- * and from the compiled package, and gives every plugin of a worker one copy of TypeBox
- * and the plugin API.
+ * The worker's program as one script, built once per host process: it starts faster than a
+ * tree of modules, runs the same from TypeScript sources and the package, and gives every
+ * plugin of a worker one copy of TypeBox and the plugin API.
  */
 export function workerProgram(): Promise<WorkerProgram> {
   workerCode ??= bundleWorkerProgram(entryFile).then(withCodeCache, (error) => {
@@ -69,11 +61,9 @@ function withCodeCache(source: string): WorkerProgram {
 }
 
 /**
- * What a worker runs first: the program, compiled with its code cache, both read from the
- * shared bytes. The reference to them is dropped from `workerData` before the program runs
- * (no plugin code can reach memory every worker reads) and the rest are a function's locals,
- * not a script's top-level constants that would live as long as the worker: V8 keeps the
- * program's text for lazy compilation and nothing else.
+ * What a worker runs first: the program compiled with its cache, read from the shared bytes,
+ * whose reference leaves `workerData` before the program runs (no plugin reaches memory every
+ * worker reads); the rest are a function's locals, so V8 keeps only the program's text.
  */
 const bootstrap = `"use strict";
 (() => {
@@ -101,10 +91,9 @@ const withoutGlob: esbuild.Plugin = {
 };
 
 /**
- * A worker entry as one script for `new Worker(program, { eval: true })`: bundled with what
- * it imports except `external` packages, which its `require` resolves from the entry's folder.
- * Cached on disk (decision 092): the build's inputs are the files esbuild read and this
- * file, whose options and wrapper below shape the program.
+ * A worker entry as one script, bundled with what it imports but `external` packages (its
+ * `require` resolves them from the entry's folder). Cached on disk (decision 092): its inputs
+ * are the files esbuild read and this file, whose options and wrapper shape the program.
  */
 export async function bundleWorkerProgram(entry: string, external: readonly string[] = []): Promise<string> {
   const key = JSON.stringify({ entry, external, esbuild: esbuild.version, node: process.version });
@@ -166,24 +155,19 @@ interface Pending {
   readonly describe: Describe;
 }
 
-/** How long a worker may take to start; plugin deadlines start after it. */
 const startDeadlineMs = 10_000;
 
 /**
- * A worker's young generation, MiB: V8 makes it three semi-spaces, so this is one of 1 MiB,
- * V8's smallest. With the 32 MiB it had (semi-spaces growing to ~10 MiB) a plugin that
- * allocates as it loads grew its worker's young generation by a resident MiB or more that an
- * idle worker kept (measured, decision 061); a smaller one only scavenges more often.
+ * A worker's young generation, MiB: three semi-spaces of 1 MiB, V8's smallest. A larger one
+ * kept a resident MiB or more of what a plugin allocated as it loaded (decision 061); a
+ * smaller one only scavenges more often.
  */
 const youngGenerationMb = 3;
 
-/** Longest line of worker output kept (longer lines are cut). */
+/** Longest line of worker output kept. */
 const maxLogLine = 4096;
 
-/**
- * One worker thread of plugin code: a plugin's own (the default), or one that several
- * plugins share, each in its own realm (decision 185). Whatever stops it stops every plugin on it.
- */
+/** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
   readonly #worker: Worker;
   readonly #heapMb: number;
@@ -191,16 +175,16 @@ class PluginThread {
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
   readonly plugins = new Map<number, PluginWorker>();
   #nextTag = 1;
-  /** Set once it is being ended (stopped or closed): nothing more is placed on it. */
+  /** Being ended: nothing more is placed on it. */
   isEnding = false;
   #lastError: unknown;
   #markReady: (() => void) | undefined;
-  /** Told the plugins that were running when it stopped or crashed (decision 185: they run alone from then on). */
+  /** Told the plugins that were running when it stopped (they run alone from then on). */
   readonly #onCulprits: (plugins: readonly string[]) => void;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
-  /** `init`: the worker's one plugin; without it the thread is shared, each plugin's realm opened by a request. */
+  /** `init`: the worker's one plugin's; without it the thread is shared, realms opened by request. */
   constructor(
     program: WorkerProgram,
     heapMb: number,
@@ -297,9 +281,8 @@ class PluginThread {
 
   /** Stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
   #stopAll(reason: string, forAnother = false) {
-    // Plugins running code when the thread stopped are its culprits; when one is known (or it
-    // stopped `forAnother`), its mates stop for it (collateral: no stop of their own), else
-    // every plugin's stop counts.
+    // Plugins running code when it stopped are culprits; when one is known (or it stopped
+    // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
     const culprits = [...this.plugins.values()].flatMap((plugin) =>
       plugin.stopped === undefined && plugin.running().phase !== undefined ? [plugin.plugin] : [],
     );
@@ -346,11 +329,7 @@ class PluginThread {
   }
 }
 
-/**
- * One plugin's transport to its worker thread, the default: the thread is its own, or (beyond
- * the bound of decision 185) shared, the plugin in its own realm there. Once stopped it stays
- * stopped: a restart is a new `PluginWorker`.
- */
+/** One plugin's transport to its worker thread (own or shared). Once stopped it stays stopped: a restart is a new one. */
 export class PluginWorker implements PluginTransport {
   readonly #thread: PluginThread;
   readonly #tag: number;
@@ -369,11 +348,7 @@ export class PluginWorker implements PluginTransport {
     this.#tag = thread.place(this);
   }
 
-  /**
-   * Opens the plugin on `thread` once it is ready (on a shared thread, in a realm of its own);
-   * rejects with `PluginWorkerStopped` if the thread ends first or does not start in time (no
-   * plugin code runs before that).
-   */
+  /** Opens the plugin on `thread` once ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
   static async open(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions): Promise<PluginWorker> {
     const worker = new PluginWorker(thread, init, options);
     await Promise.race([thread.ready, thread.exited]);
@@ -397,7 +372,6 @@ export class PluginWorker implements PluginTransport {
     return this.#options.plugin;
   }
 
-  /** Whether the worker has stopped (and why). */
   get stopped(): PluginWorkerStopped | undefined {
     return this.#stopped;
   }
@@ -407,11 +381,7 @@ export class PluginWorker implements PluginTransport {
     return this.#pending.size > 0;
   }
 
-  /**
-   * Sends one request; resolves with the worker's result, rejects with `PluginWorkerFault`
-   * (the worker answered with a fault) or `PluginWorkerStopped` (no answer within `ms`, and
-   * the worker was stopped; or it ended meanwhile).
-   */
+  /** As `PluginTransport.request`: a request that misses `ms` stops the worker. */
   request<T>(request: HostRequestBody | { readonly type: "open"; readonly init: WorkerInit }, ms: number, describe: Describe) {
     if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
     const id = this.#nextId++;
@@ -490,9 +460,8 @@ export class PluginWorker implements PluginTransport {
 
 /**
  * Where plugins' code runs (decision 185): a worker of its own for each plugin up to
- * `dedicatedWorkers`, beyond them shared workers of up to `pluginsPerWorker` plugins, each in
- * its realm. A plugin that stopped a shared worker (a missed deadline, or running when it
- * crashed) gets a worker of its own from then on, so it cannot stop its mates again.
+ * `dedicatedWorkers`, beyond them shared workers of `pluginsPerWorker`. A plugin that stopped
+ * a shared worker gets one of its own from then on, so it cannot stop its mates again.
  */
 export class PluginWorkers {
   readonly #limits: PluginLimits;
@@ -506,8 +475,8 @@ export class PluginWorkers {
 
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
   async start(options: PluginWorkerOptions): Promise<PluginWorker> {
-    // The program first: from here to placing the plugin nothing awaits, so plugins starting
-    // together are counted in order, and fill one shared thread before another is made.
+    // From the program to placing the plugin nothing awaits: plugins starting together are
+    // counted in order and fill one shared thread before another is made.
     const program = await workerProgram();
     const { heapMb, dedicatedWorkers, pluginsPerWorker } = this.#limits;
     const init = { ...options.init, progress: new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT) };
@@ -532,7 +501,7 @@ export class PluginWorkers {
   }
 }
 
-/** The phases a worker's fault may name: those the progress cells track, and the checks of a definition. */
+/** The phases a worker's fault may name. */
 const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
 
 /** A location as the worker sent it, if it is one. */

@@ -1,8 +1,6 @@
 // Owns the messages between the host and a plugin's runner (decision 060), whichever
-// transport carries them: a worker thread (structured clone) or the host's own thread.
-// Everything that crosses is plain data: code and settings in, encoded JSON values,
-// rendered texts and faults out. Nothing the runner sends is trusted: the host checks it
-// on arrival.
+// transport carries them: plain data (code and settings in; values, texts, faults out),
+// none of it trusted by the host before its arrival checks.
 
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import type { ValueLimits } from "../../system-context/prerendered.ts";
@@ -14,14 +12,13 @@ export interface WorkerInit extends ValueLimits {
   readonly location: string;
   /** `system`: the worker reads its own clock; `host`: the host's clock reading sent with each request. */
   readonly clock: "system" | "host";
-  /** Shared progress cells: what the worker is running now (see `progress`). */
+  /** Shared progress cells: what the runner runs now (`progress`). */
   readonly progress: SharedArrayBuffer;
 }
 
 /** Indices into the progress cells (an `Int32Array`): the request served (0: none), its phase code, the source's index in it. */
 export const progress = { request: 0, phase: 1, source: 2, length: 3 } as const;
 
-/** Phase codes of the progress cells, in order. */
 export const phaseCodes: readonly (DiagnosticPhase | "idle")[] = [
   "idle",
   "evaluate",
@@ -107,7 +104,7 @@ export type HostRequest = { readonly id: number } & (
   | { readonly type: "dispose"; readonly generation: number }
 );
 
-/** A request as the host writes it; the transport numbers it. */
+/** A request before the transport numbers it. */
 export type HostRequestBody = HostRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
 /** A runner's answer to one request. */
