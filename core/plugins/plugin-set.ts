@@ -119,10 +119,9 @@ export class PluginSet {
   readonly #inputs: WatchedInputs;
   readonly #reserved: readonly string[];
   readonly #limits: PluginLimits;
+  /** Where plugin code runs; none: the host's own thread. */
   readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
-  readonly #logger: Logger | undefined;
-  readonly #location: string;
   /** Tasks queued on entries and not yet ended. */
   #tasks = 0;
   #settledWaiters: Array<() => void> = [];
@@ -139,10 +138,11 @@ export class PluginSet {
       container.hasRegistration(name) ? (container.resolve(name) as T) : fallback;
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#clock = service<Clock>("clock", systemClock);
-    this.#logger = service<Logger | undefined>("logger", undefined);
-    this.#location = String(service("location", process.cwd()));
-    this.#projectRoot = path.resolve(options.projectRoot ?? this.#location);
+    const clock = service<Clock>("clock", systemClock);
+    const logger = service<Logger | undefined>("logger", undefined);
+    const location = String(service("location", process.cwd()));
+    this.#clock = clock;
+    this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#folders = options.folders.flatMap((entry) => {
       const spec = readPluginEntry(entry, this.#projectRoot);
@@ -150,7 +150,17 @@ export class PluginSet {
     });
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#limits = resolvePluginLimits(options);
-    this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits);
+    const { maxDepth, maxValueBytes } = this.#limits;
+    const init = { location, clock: clock === systemClock ? ("system" as const) : ("host" as const), maxDepth, maxValueBytes };
+    // A plugin's printed and logged lines reach the host's logger with control characters escaped.
+    const log = (level: "info" | "warn" | "error", message: string) => {
+      try {
+        logger?.[level](escapeControl(message));
+      } catch {
+        // A failing logger must not break the host.
+      }
+    };
+    this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits, init, log);
     this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
   }
 
@@ -476,22 +486,7 @@ export class PluginSet {
     const { container } = this.#options;
     const limits = this.#limits;
     const clock = this.#clock;
-    const logger = this.#logger;
     const workers = this.#workers;
-    const init = {
-      location: this.#location,
-      clock: clock === systemClock ? ("system" as const) : ("host" as const),
-      maxDepth: limits.maxDepth,
-      maxValueBytes: limits.maxValueBytes,
-    };
-    // A plugin's printed and logged lines reach the host's logger with control characters escaped.
-    const log = (level: "info" | "warn" | "error", message: string) => {
-      try {
-        logger?.[level](escapeControl(message));
-      } catch {
-        // A failing logger must not break the host.
-      }
-    };
     return new HostedPlugin({
       file,
       settings: this.#options.settings ?? {},
@@ -499,9 +494,7 @@ export class PluginSet {
       limits,
       now: () => clock.now(),
       startTransport: async (onStopped) =>
-        workers === undefined
-          ? new InThreadTransport({ container, limits })
-          : workers.start({ plugin: file, init, log, onStopped }),
+        workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
       report: (problem) => {
         const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);

@@ -139,7 +139,6 @@ ${body}
 export interface PluginWorkerOptions {
   /** The plugin's file: named to its thread mates when it stops a shared worker. */
   readonly plugin: string;
-  readonly init: Omit<WorkerInit, "progress">;
   /** A line the plugin logged or printed. */
   log(level: "info" | "warn" | "error", message: string): void;
   /** The worker ended without being asked to; `stopped` says why. */
@@ -464,28 +463,30 @@ export class PluginWorker implements PluginTransport {
  * a shared worker gets one of its own from then on, so it cannot stop its mates again.
  */
 export class PluginWorkers {
-  readonly #limits: PluginLimits;
   #dedicated = 0;
   readonly #shared = new Set<PluginThread>();
   readonly #alone = new Set<string>();
 
-  constructor(limits: PluginLimits) {
-    this.#limits = limits;
-  }
+  /** `init`: what every plugin's runner starts with; `log`: a line a plugin logged or printed. */
+  constructor(
+    readonly limits: PluginLimits,
+    readonly init: Omit<WorkerInit, "progress">,
+    readonly log: Log,
+  ) {}
 
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
-  async start(options: PluginWorkerOptions): Promise<PluginWorker> {
+  async start(plugin: string, onStopped: PluginWorkerOptions["onStopped"]): Promise<PluginWorker> {
     // From the program to placing the plugin nothing awaits: plugins starting together are
     // counted in order and fill one shared thread before another is made.
     const program = await workerProgram();
-    const { heapMb, dedicatedWorkers, pluginsPerWorker } = this.#limits;
-    const init = { ...options.init, progress: new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT) };
-    const isDedicated = this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(options.plugin);
+    const { heapMb, dedicatedWorkers, pluginsPerWorker } = this.limits;
+    const init = { ...this.init, progress: new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT) };
+    const isDedicated = this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
     let thread = isDedicated
       ? undefined
       : [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
-      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, options.log, (plugins) => {
+      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, (plugins) => {
         for (const plugin of plugins) this.#alone.add(plugin);
       });
       if (isDedicated) {
@@ -497,7 +498,7 @@ export class PluginWorkers {
       }
       thread = created;
     }
-    return PluginWorker.open(thread, init, options);
+    return PluginWorker.open(thread, init, { plugin, log: this.log, onStopped });
   }
 }
 
