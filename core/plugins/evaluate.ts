@@ -1,6 +1,5 @@
-// Owns the second seam of plugin loading: evaluate. A bundle is compiled with
-// `vm.compileFunction` and run as a CommonJS module. Nothing caches it, so once a
-// generation is swapped out its code and closures can be garbage-collected
+// Owns the second seam of plugin loading: evaluate. A bundle runs as a CommonJS module that
+// nothing caches, so once a generation is swapped out its code can be garbage-collected
 // (ESM `import()` cannot do this: Node never evicts an ES module).
 
 import { createRequire } from "node:module";
@@ -13,10 +12,7 @@ import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
 import { BundleLocations } from "./locations.ts";
 
-/**
- * What `context-host` and `context-host/plugin` resolve to inside a plugin: the plugin API's
- * named exports only (bundled into a plugin worker, a namespace object may carry a `default`).
- */
+/** What `context-host` and `context-host/plugin` are inside a plugin: the plugin API's named exports only (bundled, a namespace may carry a `default`). */
 const pluginApiModule = Object.freeze(
   Object.defineProperty(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")), "__esModule", {
     value: true,
@@ -25,13 +21,9 @@ const pluginApiModule = Object.freeze(
 
 const hostRequire = createRequire(import.meta.url);
 
-/** What evaluating a bundle needs of it (an evaluate request carries the same fields). */
 type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
 
-/** The package's own name: of its entries, a plugin gets only the plugin API module. */
 const packageName = "context-host";
-
-/** The specifiers of the host's package a plugin may import, both the plugin API module. */
 const pluginEntries: ReadonlySet<string> = new Set([packageName, `${packageName}/plugin`]);
 
 /**
@@ -40,7 +32,6 @@ const pluginEntries: ReadonlySet<string> = new Set([packageName, `${packageName}
  * `context-host/plugin` only, never the store, the runtime or `createHost` (decision 011).
  */
 export class PluginImportRefused extends ContextHostError {
-  /** What the plugin imported. */
   readonly specifier: string;
   /** The plugin's entry file. */
   readonly entry: string;
@@ -53,19 +44,15 @@ export class PluginImportRefused extends ContextHostError {
   }
 }
 
-/**
- * What a CommonJS bundle's `require` must return for an ES module: its namespace,
- * marked `__esModule` so that `import Type from "typebox"` gets the default export.
- */
+/** An ES module's namespace marked `__esModule`, so that a CommonJS bundle's `import Type from "typebox"` gets the default export. */
 function asRequired(namespace: object): object {
   if (!("default" in namespace) || "__esModule" in namespace) return namespace;
   return Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
 }
 
 /**
- * TypeBox as the host's own code imported it. `require("typebox")` is not enough:
- * under tsx it compiles a second copy of an ES-module package, and a plugin would
- * build its schemas with TypeBox objects the host has never seen.
+ * TypeBox as the host's own code imported it: under tsx `require("typebox")` compiles a second
+ * copy, and a plugin would build its schemas with TypeBox objects the host has never seen.
  */
 const typeboxNamespaces: Readonly<Record<string, object>> = {
   typebox,
@@ -85,18 +72,15 @@ function typeboxModule(specifier: string): object | undefined {
 }
 
 /**
- * Resolves a plugin's `require`: `context-host` and `context-host/plugin` are the host's
- * plugin API module, any other entry of the package is refused (`PluginImportRefused`), and
- * TypeBox is the host's own copy; other packages resolve from the host first (one shared
- * copy), then from the plugin's folder for packages only the plugin has; a plugin from a
- * package resolves them from its package first, so it gets what it declares (decision 131). The plugin worker
- * runs this same function (its program bundles this file).
+ * A plugin's `require`: the plugin API module, no other entry of the host's package, the
+ * host's TypeBox; other packages from the host first (one shared copy), then from the
+ * plugin's folder; a package's plugin from its package first, so it gets what it declares
+ * (decision 131).
  */
 function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
   return (specifier) => {
     if (pluginEntries.has(specifier)) return pluginApiModule;
-    // The host's own package or one of its entries (not another package such as `context-host-x`).
     if (specifier === packageName || specifier.startsWith(`${packageName}/`))
       throw new PluginImportRefused({ specifier, entry: bundle.entry });
     const typeboxRequired = typeboxModule(specifier);
@@ -121,7 +105,7 @@ export function locationsOf(bundle: Evaluable, generation: number): BundleLocati
   return new BundleLocations(bundleName(bundle, generation), bundle.code, bundle.baseDir);
 }
 
-/** Evaluates a bundle as a fresh CommonJS module and returns its exports. Throws what its module code throws. */
+/** Evaluates a bundle as a fresh CommonJS module; returns its exports, throws what its module code throws. */
 export function evaluateBundle(bundle: Evaluable, generation: number): Record<string, unknown> {
   const run = vm.compileFunction(bundle.code, ["exports", "require", "module", "__filename", "__dirname"], {
     filename: bundleName(bundle, generation),

@@ -1,6 +1,5 @@
-// The plugin set's public record types: what a host reports of its plugins (events, the
-// active list, a load's timings). Apart from the plugin set itself, so a host's API names
-// them without the plugin set's implementation.
+// The plugin set's public record types (events, the active list, a load's timings), apart
+// from the plugin set so that a host's API names them without its implementation.
 
 import type { Diagnostic } from "../base/diagnostics.ts";
 
@@ -12,7 +11,6 @@ export type PluginEvent =
       readonly plugin: string;
       readonly file: string;
       readonly generation: number;
-      /** Where the load's time went, in ms. */
       readonly timings: LoadTimings;
     }
   | { readonly kind: "removed"; readonly plugin: string; readonly file: string }

@@ -1,13 +1,18 @@
-// Owns finding the plugins a host would load from its `plugins` entries: a folder of
-// plugins, a plugin file, or the name of an installed plugin package (decision 131), each
-// plugin with where it came from. Nothing is loaded here: `context-host plugins` lists
-// what this finds, and the plugin set loads it.
+// Owns finding the plugins a host would load from its `plugins` entries (a folder of plugins,
+// a plugin file, an installed plugin package: decision 131), each with where it came from.
+// `context-host plugins` lists what this finds, and the plugin set loads it.
 
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { discoverPlugins, type PluginEntryFile } from "./discover.ts";
 import type { PluginOrigin } from "./events.ts";
-import { type InstallPlace, isPackageName, lookUpPackage, type PluginPackage } from "./packages.ts";
+import {
+  discoverPlugins,
+  type InstallPlace,
+  isPackageName,
+  lookUpPackage,
+  type PluginEntryFile,
+  type PluginPackage,
+} from "./packages.ts";
 
 /** One `plugins` entry, read: a path (folder or file), or a package name. */
 export type PluginEntrySpec =
@@ -34,15 +39,11 @@ export interface FoundPlugins {
   /** The packages found (installed and readable), compatible or not. */
   readonly packages: readonly PluginPackage[];
   readonly problems: readonly PackageProblem[];
-  /** Where an install or update of each named package would show, watched for hot reload. */
+  /** Where an install or update of each named package would show. */
   readonly installPlaces: ReadonlyArray<InstallPlace & { readonly package: string }>;
 }
 
-/**
- * Reads one `plugins` entry: an existing path, or anything written as one (absolute, or
- * starting with `.`), is a path; any other name a package may have is a package name. A
- * folder `plugins` in the project wins over a package of that name.
- */
+/** Reads one `plugins` entry: an existing path or one written as a path is a path (a folder wins over a package of its name), else a package name. */
 export function readPluginEntry(entry: string, projectRoot: string): PluginEntrySpec {
   const resolved = path.resolve(projectRoot, entry);
   const isWrittenAsPath = path.isAbsolute(entry) || entry.startsWith(".") || entry.includes("\\");
@@ -50,7 +51,7 @@ export function readPluginEntry(entry: string, projectRoot: string): PluginEntry
   return { kind: "package", name: entry };
 }
 
-/** Finds the plugins of every entry; see `readPluginEntry` for what an entry is. */
+/** Finds the plugins of every entry. */
 export function findPlugins(entries: readonly string[], projectRoot: string, hostVersion: string | undefined): FoundPlugins {
   const plugins: FoundPlugin[] = [];
   const packages: PluginPackage[] = [];

@@ -1,7 +1,5 @@
-// Owns one plugin generation's activation: check the definition and its config,
-// run `setup` in a fresh Scope with its own awilix scope, and collect the Context
-// Sources it declares. Nothing here touches the registry: the host swaps a
-// generation in only when activation succeeded.
+// Owns one plugin generation's activation: check the definition and its config, run `setup`
+// in a fresh Scope with its own awilix scope, and collect the Context Sources it declares.
 
 import { type AwilixContainer, asValue } from "awilix";
 import type { TSchema } from "typebox";
@@ -57,13 +55,12 @@ export class SourceDeclaredAfterSetup extends ContextHostError {
 export interface ActivationInput {
   readonly exports: Record<string, unknown>;
   readonly generation: number;
-  /** The host's root awilix container: clock, logger, location. */
+  /** The services a plugin resolves: clock, logger, location. */
   readonly container: AwilixContainer;
-  /** The host's settings for plugins, by plugin name. */
+  /** Plugin settings by plugin name. */
   readonly settings: Readonly<Record<string, unknown>>;
-  /** How long `setup` may run. */
   readonly setupDeadlineMs: number;
-  /** Namespaces of the host's core sources; no plugin may take them. */
+  /** Namespaces no plugin may take (the host's core sources'). */
   readonly reservedNamespaces?: ReadonlySet<string>;
 }
 
@@ -97,10 +94,8 @@ export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet
 function checkConfig(plugin: Plugin, raw: unknown): unknown {
   const schema = plugin.config as TSchema | undefined;
   if (schema === undefined) return raw;
-  // Defaults are a convenience for settings; nothing else is converted.
-  const given = structuredClone(raw);
-  let value = Default(schema, given);
-  // No settings at all: an object schema whose fields all have defaults still works.
+  // Defaults fill in what is not given (no settings at all: an object of defaults); nothing is converted.
+  let value = Default(schema, structuredClone(raw));
   if (value === undefined) value = Default(schema, {});
   // Checked once: interpreted, not compiled (compiling costs a worker's start-up more).
   if (!Check(schema, value)) {
@@ -114,10 +109,7 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
   return value;
 }
 
-/**
- * Runs `setup` of a plugin in a fresh scope. On failure the scope is closed (so a
- * half-built generation releases what it took) and an `ActivationFailed` thrown.
- */
+/** Runs `setup` of a plugin in a fresh scope; on failure the scope is closed (a half-built generation releases what it took). */
 export async function activateGeneration(input: ActivationInput): Promise<ActivatedGeneration> {
   const plugin = pluginOf(input.exports, input.reservedNamespaces);
   const config = checkConfig(plugin, input.settings[plugin.name]);

@@ -1,11 +1,9 @@
 // Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
-// carries it: its worker thread, or the host's own thread. It loads generations (bundled
-// here with esbuild, then evaluated and set up in the runner: one tagged result), observes
-// a generation's sources with one message per boundary (an unchanged source costs its
-// runner a load and a comparison: its texts are held here), disposes generations, and,
-// when a worker stops (a missed deadline, a crash, an exit, out of memory), reports it and
-// restarts the worker with the last good generation, backing off, until the plugin crashes
-// too often and is disabled until its file changes.
+// carries it. It loads generations (bundled here, evaluated and set up in the runner),
+// observes a generation's sources with one message per boundary (an unchanged source costs
+// its runner a load and a comparison: its texts are held here), disposes generations, and
+// restarts a stopped worker with the last good generation, backing off, until the plugin
+// stops too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -25,7 +23,7 @@ import type { ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
 import { type PluginTransport, PluginWorkerFault, type PluginWorkerStopped } from "./transport.ts";
-import { sanitizeLocation } from "./worker/plugin-worker.ts";
+import { sanitizeFault, sanitizeLocation } from "./worker/plugin-worker.ts";
 import type { Activated, Evaluated, Observed, WorkerFault, WorkerObservation, WorkerText } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
@@ -48,27 +46,24 @@ export function locatedInRunner(error: unknown): Location | undefined {
 }
 
 export interface HostedPluginOptions {
+  /** The plugin's file; plugin settings by plugin name; the namespaces no plugin may take. */
+  readonly file: string;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly reserved: readonly string[];
   readonly limits: PluginLimits;
-  /** The host's clock reading, sent with each request (a worker reading the host's clock uses it). */
+  /** The host's clock reading, sent with each request. */
   now(): number;
   /** Starts the plugin's transport: a worker thread, or the host's own thread. */
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
-  /** A problem of the plugin's worker (a stop, a restart that failed, the plugin disabled). */
+  /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
 }
 
-/** One load's request: which file, as which generation, under which settings, started when (`performance.now()`). */
+/** One load's request; `attemptedHash`: of the last bundle attempted (identical content is not loaded again); `ownDependenciesFirst`: a package's plugin (decision 131). */
 export interface LoadRequest {
-  readonly file: string;
   readonly generation: number;
-  /** Hash of the last bundle a load was attempted with: identical content is not loaded again. */
   readonly attemptedHash: string | undefined;
-  /** The plugin came from a package: its imports resolve from the package first (decision 131). */
-  readonly ownDependenciesFirst?: boolean;
-  /** Plugin settings by plugin name, and the namespaces no plugin may take. */
-  readonly settings: Readonly<Record<string, unknown>>;
-  readonly reserved: readonly string[];
-  readonly startedAt: number;
+  readonly ownDependenciesFirst: boolean;
 }
 
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
@@ -92,7 +87,7 @@ export type Loaded =
       readonly inputs: readonly string[];
       readonly hash: string;
       readonly loaded: HostedGeneration;
-      /** When this load started and when its generation was ready, `performance.now()`. */
+      /** `performance.now()` at the load's start and when its generation was ready. */
       readonly startedAt: number;
       readonly readyAt: number;
       readonly bundleMs: number;
@@ -109,9 +104,8 @@ interface Recipe {
 }
 
 /**
- * The texts of the last observation of one source in one env that arrived from a transport,
- * and the admitted value known to be that observation's (the very object the snapshot holds):
- * while it is admitted, the runner is not sent it again.
+ * The texts of the last observation of one source in one env, and the admitted value known
+ * to be that observation's (the very object the snapshot holds): the runner is not sent it again.
  */
 interface Held {
   arrival:
@@ -133,6 +127,12 @@ interface Waiting {
   readonly resolve: (observation: PrerenderedObservation) => void;
 }
 
+interface Batch {
+  readonly env: SourceEnv;
+  readonly generation: number;
+  readonly waiting: Waiting[];
+}
+
 const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "unavailable" });
 
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
@@ -144,49 +144,51 @@ export class HostedPlugin {
   #starting: Promise<PluginTransport | undefined> | undefined;
   /** Generations living in the current worker, with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
-  /** Loads in flight; a restart due meanwhile waits for them (`#isRestartDue`). */
+  /** Loads in flight; a restart due meanwhile waits for them. */
   #loads = 0;
   #isRestartDue = false;
   #restarting: Promise<void> | undefined;
-  /** The generation swapped in, as the worker must rebuild it after a restart. */
+  /** The generation swapped in, as a restarted worker rebuilds it. */
   #active: Recipe | undefined;
   readonly #crashes: number[] = [];
   #isDisabled = false;
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
   readonly #recipes = new WeakMap<Scope, Recipe>();
-  readonly #batches = new Map<string, { env: SourceEnv; generation: number; waiting: Waiting[] }>();
+  readonly #batches = new Map<string, Batch>();
 
   constructor(options: HostedPluginOptions) {
     this.#options = options;
   }
 
-  /** Starts the transport now, if none runs, so that it starts while the plugin is bundled. */
+  /** Starts the transport now, so that it starts while the plugin is bundled. */
   warm(): void {
     void this.#current().catch(() => undefined);
   }
 
   /**
-   * One load of the plugin: bundle here (esbuild), stopping there when the bundle failed or
-   * is the one last attempted; then, once `turn` (when given) has come, evaluate and `setup`
-   * in the runner. A plugin disabled by crashes is enabled again (its file changed).
+   * One load: bundle here, stopping there when that failed or gave the bundle last attempted;
+   * then, once `turn` has come, evaluate and set up in the runner. A plugin disabled by stops
+   * is enabled again (its file changed).
    */
   async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
+    const startedAt = performance.now();
+    const { file } = this.#options;
     let bundle: PluginBundle;
     try {
-      bundle = await bundlePlugin(request.file, { ownDependenciesFirst: request.ownDependenciesFirst === true });
+      bundle = await bundlePlugin(file, { ownDependenciesFirst: request.ownDependenciesFirst });
     } catch (error) {
       const failure = error instanceof BundleFailed ? error : undefined;
       const location = failure?.location;
       return {
         kind: "bundle-failed",
-        inputs: failure?.inputs ?? [request.file],
+        inputs: failure?.inputs ?? [file],
         fault: { phase: "bundle", message: messageOf(error), ...(location === undefined ? {} : { location }) },
       };
     }
     const { inputs, hash } = bundle;
     if (request.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
-    const bundleMs = performance.now() - request.startedAt;
+    const bundleMs = performance.now() - startedAt;
     await turn;
     if (this.#isDisabled) {
       this.#isDisabled = false;
@@ -194,30 +196,17 @@ export class HostedPlugin {
     }
     this.#loads++;
     try {
-      // A restart under way rebuilds the active generation first; this load follows it, so
-      // the newer code is set up last.
+      // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#restarting;
-      const first = await this.#loadIn(bundle, request);
-      // The worker stopped for something else than this load (a displaced generation's
-      // disposer missed its deadline, say): this load was a bystander; try it once more in a
-      // fresh worker.
-      const outcome = first.kind === "bystander" ? await this.#loadIn(bundle, request, true) : first;
-      if (outcome.kind === "activated")
-        return { ...outcome, inputs, hash, startedAt: request.startedAt, readyAt: performance.now(), bundleMs };
-      const fault =
-        outcome.kind === "failed"
-          ? outcome.fault
-          : { phase: "evaluate" as const, message: "the plugin's worker stopped twice while loading it" };
-      return { kind: "failed", inputs, hash, fault };
+      const outcome = await this.#loadIn(bundle, request);
+      if (outcome.kind === "failed") return { kind: "failed", inputs, hash, fault: outcome.fault };
+      return { ...outcome, inputs, hash, startedAt, readyAt: performance.now(), bundleMs };
     } finally {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
         this.#isRestartDue = false;
-        // After the caller swapped in (or dropped) what it loaded: the restart rebuilds only what is not living.
-        this.#restartTimer = setTimeout(() => {
-          this.#restartTimer = undefined;
-          void this.#restart();
-        }, 0);
+        // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt.
+        this.#scheduleRestart(0);
       }
     }
   }
@@ -229,7 +218,6 @@ export class HostedPlugin {
   ): Promise<
     | { readonly kind: "activated"; readonly loaded: HostedGeneration; readonly evaluateMs: number; readonly setupMs: number }
     | { readonly kind: "failed"; readonly fault: WorkerFault }
-    | { readonly kind: "bystander" }
   > {
     let worker: PluginTransport | undefined;
     try {
@@ -238,7 +226,8 @@ export class HostedPlugin {
       return { kind: "failed", fault: { phase: "evaluate", message: messageOf(error) } };
     }
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
-    const { generation, settings, reserved } = request;
+    const { generation } = request;
+    const { settings, reserved } = this.#options;
     let phase: DiagnosticPhase = "evaluate";
     try {
       const startedAt = performance.now();
@@ -257,19 +246,21 @@ export class HostedPlugin {
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
       const stopped = error as PluginWorkerStopped;
+      // The worker stopped for something else (a displaced generation's disposer, say): this
+      // load was a bystander, tried once more in a fresh worker.
       const isOwn = stopped.phase === undefined || stopped.phase === phase || stopped.phase === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return { kind: "bystander" };
+      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
       return { kind: "failed", fault: { phase: stopped.phase ?? phase, message: messageOf(error) } };
     }
   }
 
-  /** `scope`'s generation is the active one now: a restarted worker rebuilds it. */
+  /** `scope`'s generation is the active one now. */
   swappedIn(scope: Scope): void {
     const recipe = this.#recipes.get(scope);
     if (recipe !== undefined) this.#active = recipe;
   }
 
-  /** The registration of one source of a generation: its observations come from the runner, pre-rendered. */
+  /** The registration of one source of a generation, observed pre-rendered by the runner. */
   registration(
     generation: number,
     key: string,
@@ -294,30 +285,24 @@ export class HostedPlugin {
   async close(): Promise<void> {
     this.#isClosed = true;
     clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
     this.#active = undefined;
-    const starting = this.#starting;
-    this.#starting = undefined;
-    const worker = this.#worker ?? (await starting?.catch(() => undefined));
+    const worker = this.#worker ?? (await this.#starting?.catch(() => undefined));
     this.#worker = undefined;
     await worker?.terminate();
   }
 
-  // ── the worker ──────────────────────────────────────────────────────────
-
-  /** The running worker, started if there is none (after a stop: a fresh one, without the old generations). */
-  async #current(): Promise<PluginTransport | undefined> {
-    if (this.#isClosed) return undefined;
-    if (this.#worker !== undefined && this.#worker.stopped === undefined) return this.#worker;
-    if (this.#starting !== undefined) return this.#starting;
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
-    this.#starting = this.#start();
-    try {
-      return await this.#starting;
-    } finally {
-      this.#starting = undefined;
+  /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
+  #current(): Promise<PluginTransport | undefined> {
+    if (this.#isClosed) return Promise.resolve(undefined);
+    if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
+    if (this.#starting === undefined) {
+      clearTimeout(this.#restartTimer);
+      this.#restartTimer = undefined;
+      this.#starting = this.#start().finally(() => {
+        this.#starting = undefined;
+      });
     }
+    return this.#starting;
   }
 
   async #start(): Promise<PluginTransport | undefined> {
@@ -355,25 +340,20 @@ export class HostedPlugin {
       ...(stopped.key === undefined ? {} : { key: stopped.key }),
     });
     if (this.#active === undefined) return;
-    if (count >= maxCrashes) {
-      this.#isDisabled = true;
-      return;
-    }
-    const wait = stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0);
+    if (count >= maxCrashes) this.#isDisabled = true;
+    else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
+  }
+
+  /** In `wait` ms, a fresh worker with the active generation rebuilt in it. */
+  #scheduleRestart(wait: number) {
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
-      void this.#restart();
+      const restarting = this.#rebuild().finally(() => {
+        if (this.#restarting === restarting) this.#restarting = undefined;
+      });
+      this.#restarting = restarting;
     }, wait);
-  }
-
-  /** A fresh worker with the active generation rebuilt in it. */
-  #restart(): Promise<void> {
-    const restarting = this.#rebuild().finally(() => {
-      if (this.#restarting === restarting) this.#restarting = undefined;
-    });
-    this.#restarting = restarting;
-    return restarting;
   }
 
   async #rebuild(): Promise<void> {
@@ -389,13 +369,10 @@ export class HostedPlugin {
       await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
       await this.#activate(worker, recipe.generation, recipe.config);
     } catch (error) {
-      // A stop is reported by `#stopped`; a fault of a generation that loaded before is reported here.
+      // A stop is reported by `#stopped`, a fault here.
       if (error instanceof PluginWorkerFault) {
-        this.#options.report({
-          phase: error.fault.phase,
-          message: `after a restart: ${error.fault.message}`,
-          ...(error.fault.location === undefined ? {} : { location: error.fault.location }),
-        });
+        const { phase, message, location } = error.fault;
+        this.#options.report({ phase, message: `after a restart: ${message}`, ...(location === undefined ? {} : { location }) });
       }
     }
   }
@@ -407,18 +384,11 @@ export class HostedPlugin {
     reserved: readonly string[],
   ): Promise<Evaluated> {
     const ms = this.#options.limits.setupDeadlineMs;
+    const { code, entry, baseDir, ownDependenciesFirst } = bundle;
     const evaluated = await worker.request<Evaluated>(
-      {
-        type: "evaluate",
-        generation,
-        code: bundle.code,
-        entry: bundle.entry,
-        baseDir: bundle.baseDir,
-        ...(bundle.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}),
-        reserved,
-      },
+      { type: "evaluate", generation, code, entry, baseDir, ...(ownDependenciesFirst ? { ownDependenciesFirst } : {}), reserved },
       ms + graceMs,
-      () => ({ what: `the module code of ${bundle.entry}`, phase: "evaluate", ms }),
+      () => ({ what: `the module code of ${entry}`, phase: "evaluate", ms }),
     );
     if (typeof evaluated?.name !== "string")
       throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
@@ -427,7 +397,7 @@ export class HostedPlugin {
 
   /** Sets the generation up; its sources' keys, in the order `setup` declared them. */
   async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<string[]> {
-    const ms = this.#options.limits.setupDeadlineMs;
+    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
@@ -435,18 +405,15 @@ export class HostedPlugin {
     );
     const deadlines = new Map<string, number>();
     for (const source of Array.isArray(activated?.sources) ? activated.sources : []) {
-      if (typeof source?.key !== "string") continue;
-      const own = source.deadlineMs;
-      deadlines.set(
-        source.key,
-        typeof own === "number" && Number.isFinite(own) && own > 0 ? own : this.#options.limits.deadlineMs,
-      );
+      const own = source?.deadlineMs;
+      if (typeof source?.key === "string")
+        deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
     }
     this.#living.set(generation, deadlines);
     return [...deadlines.keys()];
   }
 
-  /** The host-side scope of a generation: closing it runs the generation's disposers in the worker. */
+  /** The host-side scope of a generation: closing it runs its disposers in the worker. */
   #scopeOf(name: string, recipe: Recipe): Scope {
     const scope = new Scope(`plugin ${name} generation ${recipe.generation}`);
     this.#recipes.set(scope, recipe);
@@ -455,21 +422,17 @@ export class HostedPlugin {
       const worker = this.#worker;
       if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(recipe.generation)) return;
       const ms = this.#options.limits.disposeDeadlineMs;
+      const what = `disposers of ${scope.name}`;
       try {
-        await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({
-          what: `disposers of ${scope.name}`,
-          phase: "dispose",
-        }));
+        await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({ what, phase: "dispose" }));
       } catch (error) {
         if (error instanceof PluginWorkerFault) throw new PluginCodeFault({ message: error.fault.message });
-        // The worker was stopped: its stop was reported, and it restarts with the active generation.
-        throw new DeadlineExceeded({ what: `disposers of ${scope.name}`, ms });
+        // The worker was stopped: that was reported, and it restarts with the active generation.
+        throw new DeadlineExceeded({ what, ms });
       }
     });
     return scope;
   }
-
-  // ── observations, one message per generation and env ────────────────────
 
   #observe(
     generation: number,
@@ -487,7 +450,7 @@ export class HostedPlugin {
     const batchId = `${generation}\u0000${env.location}\u0000${env.sessionId ?? ""}`;
     let batch = this.#batches.get(batchId);
     if (batch === undefined) {
-      const created = { env, generation, waiting: [] as Waiting[] };
+      const created: Batch = { env, generation, waiting: [] };
       batch = created;
       this.#batches.set(batchId, created);
       // Every source of a boundary is asked for in the same turn: one message carries them all.
@@ -502,14 +465,10 @@ export class HostedPlugin {
     });
   }
 
-  async #flush(
-    worker: PluginTransport,
-    batch: { env: SourceEnv; generation: number; waiting: Waiting[] },
-    observed: (key: string, kind: ObservedKind) => void,
-  ): Promise<void> {
+  async #flush(worker: PluginTransport, batch: Batch, observed: (key: string, kind: ObservedKind) => void): Promise<void> {
     const { waiting } = batch;
-    const loaderMs = Math.max(...waiting.map((w) => w.deadlineMs));
-    const ms = loaderMs + this.#options.limits.renderDeadlineMs;
+    const { deadlineMs, renderDeadlineMs } = this.#options.limits;
+    const ms = Math.max(...waiting.map((w) => w.deadlineMs)) + renderDeadlineMs;
     let result: Observed;
     try {
       result = await worker.request<Observed>(
@@ -518,7 +477,7 @@ export class HostedPlugin {
           generation: batch.generation,
           env: batch.env,
           now: this.#options.now(),
-          deadlineMs: this.#options.limits.deadlineMs,
+          deadlineMs,
           ...asked(worker, waiting, this.#living.get(batch.generation)),
         },
         ms + graceMs,
@@ -537,9 +496,13 @@ export class HostedPlugin {
     }
     const observations = Array.isArray(result?.observations) ? result.observations : [];
     const faults = Array.isArray(result?.faults) ? result.faults : [];
-    const faulted = new Set<string>();
-    for (const fault of faults) if (typeof fault?.key === "string") faulted.add(fault.key);
-    this.#reportFaults(faults);
+    const faulted = new Set(faults.map((fault) => fault?.key));
+    for (const fault of faults.slice(0, 64)) {
+      if (typeof fault !== "object" || fault === null) continue;
+      // A fault of one of its sources: never another plugin's name.
+      const { plugin: _, ...sanitized } = sanitizeFault(fault);
+      this.#options.report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
+    }
     const again: Waiting[] = [];
     waiting.forEach((w, i) => {
       const arrived = observations[i];
@@ -555,59 +518,32 @@ export class HostedPlugin {
     });
     if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
   }
-
-  #reportFaults(faults: readonly WorkerFault[]) {
-    for (const fault of faults.slice(0, 64)) {
-      if (typeof fault !== "object" || fault === null) continue;
-      const location = sanitizeLocation(fault.location);
-      this.#options.report({
-        phase: fault.phase === "value" ? "value" : "load",
-        message: typeof fault.message === "string" ? fault.message.slice(0, 4096) : "a fault without a message",
-        ...(typeof fault.key === "string" ? { key: fault.key } : {}),
-        ...(location === undefined ? {} : { location }),
-      });
-    }
-  }
 }
 
-/** What arrived for one source, as a pre-rendered observation; the texts of a present one are held for later boundaries. */
+/** What arrived for one source; the texts of a present one are held for later boundaries. */
 function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
   if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
   if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
   if (arrived.kind === "unchanged") {
-    // The value is the admitted one (the very object: it needs no check again) and the texts are held.
+    // The admitted value (the very object: no check again) with the held texts.
     const arrival = waiting.held.arrival;
     if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
     waiting.held.admitted = waiting.stored;
-    return {
-      kind: "present",
-      value: waiting.stored,
-      baseline: arrival.baseline,
-      ...(arrival.removed === undefined ? {} : { removed: arrival.removed }),
-    };
+    const { baseline, removed } = arrival;
+    return { kind: "present", value: waiting.stored, baseline, ...(removed === undefined ? {} : { removed }) };
   }
   if (arrived.kind !== "present") return unavailableObservation;
   const baseline = textOf(arrived.baseline);
   const removed = arrived.removed === undefined ? undefined : textOf(arrived.removed);
+  const texts = { baseline, ...(removed === undefined ? {} : { removed }) };
   if (typeof arrived.number === "number") {
-    waiting.held.arrival = { number: arrived.number, transport, baseline, ...(removed === undefined ? {} : { removed }) };
+    waiting.held.arrival = { number: arrived.number, transport, ...texts };
     waiting.held.admitted = undefined;
   }
   const previous = arrived.previous;
-  return {
-    kind: "present",
-    value: arrived.value,
-    baseline,
-    ...(removed === undefined ? {} : { removed }),
-    ...(typeof previous === "object" && previous !== null
-      ? {
-          previous: {
-            decodes: previous.decodes === true,
-            ...(previous.update === undefined ? {} : { update: textOf(previous.update) }),
-          },
-        }
-      : {}),
-  };
+  if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
+  const update = previous.update === undefined ? {} : { update: textOf(previous.update) };
+  return { kind: "present", value: arrived.value, ...texts, previous: { decodes: previous.decodes === true, ...update } };
 }
 
 /** The sources of one observe request, by column. */

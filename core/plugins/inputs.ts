@@ -1,27 +1,21 @@
-// Owns the plugins' watched inputs: which files each plugin's last load read, keeping the
-// watcher on exactly those files, and when a changed file reloads every plugin that read it.
-// Watchers report a write before it finished and drop repeated writes without a trailing
-// event (MEASURED.md), so a plugin reloads on the first event of a burst and is checked once
-// more when the burst is quiet; the bundle hash makes an unchanged re-check cheap. The
-// plugin set says what a load read; this says when to reload.
+// Owns the plugins' watched inputs: which files each plugin's last load read (the watcher
+// kept on exactly those), and when a change reloads the plugins that read it. Watchers report
+// a write before it finished and drop repeated writes without a trailing event (MEASURED.md),
+// so a plugin reloads on the first event of a burst and once more when the burst is quiet;
+// the bundle hash makes an unchanged re-check cheap.
 
 import type { PluginWatcher } from "./watching.ts";
 
 /** Why a reload runs: the first event of a burst (provisional: the write may be unfinished), or the burst went quiet. */
 export type ReloadCause = "first-event" | "quiet";
 
-/**
- * One plugin's watched inputs and its reload schedule: at once on the first event of a burst,
- * and once more `quietMs` after the last event. The quiet re-check is what catches a write
- * the watcher coalesced away or reported before it finished.
- */
+/** One plugin's watched inputs and its reload schedule: at once on the first event of a burst, and once more `quietMs` after the last. */
 export class TrackedInputs {
-  /** Files the last bundle attempt read: a change to any of them reloads the plugin. */
+  /** Files the last bundle attempt read. */
   files: readonly string[];
   #timer: NodeJS.Timeout | undefined;
   #isCancelled: boolean;
 
-  /** Nothing reloads a plugin of a set that does not watch (`isWatching` false). */
   constructor(
     file: string,
     isWatching: boolean,
@@ -32,12 +26,10 @@ export class TrackedInputs {
     this.#isCancelled = !isWatching;
   }
 
-  /** Whether a quiet re-check is still due. */
   get isPending(): boolean {
     return this.#timer !== undefined;
   }
 
-  /** A file of the plugin changed. */
   changed(): void {
     if (this.#isCancelled) return;
     const isFirst = this.#timer === undefined;
@@ -45,7 +37,7 @@ export class TrackedInputs {
     if (isFirst) this.reload("first-event");
   }
 
-  /** Checks the plugin once more after the quiet time, without a reload now (a file may have changed unseen). */
+  /** Checks the plugin once more after the quiet time (a file may have changed unseen). */
   recheck(): void {
     if (!this.#isCancelled && this.#timer === undefined) this.#quietCheck();
   }
@@ -72,45 +64,38 @@ export class WatchedInputs {
   #watcher: PluginWatcher | undefined;
   #isClosed = false;
 
-  /**
-   * `isWatching`: plugins reload on changes (through the watcher `watchWith` gives, once it is
-   * up); `quietMs`: the quiet time after a burst of changes before a plugin is checked once more.
-   */
   constructor(
     readonly isWatching: boolean,
     readonly quietMs: number,
   ) {}
 
-  /** Watches through `watcher` from now on (loads read files only after this: none is re-checked). */
+  /** Watches through `watcher` from now on (loads read files only after this). */
   watchWith(watcher: PluginWatcher): void {
     this.#watcher = watcher;
     watcher.watchExactly(this.#wanted());
   }
 
-  /** Tracks one plugin whose entry file is `file`; `reload` runs when its schedule says so. */
+  /** Tracks one plugin whose entry file is `file`. */
   track(file: string, reload: (cause: ReloadCause) => void): TrackedInputs {
     const tracked = new TrackedInputs(file, this.isWatching, this.quietMs, reload);
     this.#tracked.add(tracked);
     return tracked;
   }
 
-  /** The files a load of the plugin read; the watcher follows. */
   set(plugin: TrackedInputs, files: readonly string[]): void {
     plugin.files = files;
     this.watch();
   }
 
-  /** The plugin is gone: its files are no longer wanted (the watcher follows at the next `watch`). */
+  /** The plugin is gone (the watcher follows at the next `watch`). */
   forget(plugin: TrackedInputs): void {
     this.#tracked.delete(plugin);
   }
 
-  /** A watched file changed: every plugin that read it reloads. */
   changed(file: string): void {
     for (const tracked of this.#tracked) if (tracked.files.includes(file)) tracked.changed();
   }
 
-  /** Whether any plugin's quiet re-check is still due. */
   get isPending(): boolean {
     for (const tracked of this.#tracked) if (tracked.isPending) return true;
     return false;
@@ -121,7 +106,7 @@ export class WatchedInputs {
     if (this.#watcher === undefined || this.#isClosed) return;
     const unseen = this.#watcher.watchExactly(this.#wanted());
     if (unseen.size === 0) return;
-    // A file not covered yet may have changed after the load read it: check once more.
+    // A file not covered yet may have changed after the load read it.
     for (const tracked of this.#tracked) if (tracked.files.some((input) => unseen.has(input))) tracked.recheck();
   }
 
@@ -131,7 +116,7 @@ export class WatchedInputs {
     return wanted;
   }
 
-  /** No reload runs any more and the watcher is left alone. */
+  /** No reload runs any more. */
   close(): void {
     this.#isClosed = true;
     for (const tracked of this.#tracked) tracked.cancel();

@@ -1,9 +1,6 @@
-// Owns the limits a plugin runs under: deadlines, sizes, its worker's heap and how often it
-// may crash. They are resolved once, from these defaults and the host's options, into one
-// frozen object that every layer reads (the plugin set, the runner, the transports and the
-// arrival checks): no other file defaults a limit.
+// Owns the limits a plugin runs under (decision 161), resolved once from these defaults and
+// the host's options into one frozen object that every layer reads: no other file defaults a limit.
 
-/** The limits every plugin of a host runs under. */
 export interface PluginLimits {
   /** A loader's deadline, unless its source sets its own (`deadlineMs`). */
   readonly deadlineMs: number;
@@ -32,7 +29,6 @@ export interface PluginLimits {
   readonly pluginsPerWorker: number;
 }
 
-/** The defaults of every limit. */
 export const pluginLimitDefaults: PluginLimits = Object.freeze({
   deadlineMs: 2000,
   setupDeadlineMs: 10_000,
@@ -49,7 +45,7 @@ export const pluginLimitDefaults: PluginLimits = Object.freeze({
   pluginsPerWorker: 8,
 });
 
-/** A limit given that is not a positive number, named with the value given. */
+/** A limit given that is not a positive number. */
 export class PluginLimitInvalid extends RangeError {
   readonly limit: string;
   constructor(limit: string, value: unknown) {
@@ -58,7 +54,7 @@ export class PluginLimitInvalid extends RangeError {
   }
 }
 
-/** The limits: each one given (undefined: its default), checked, in one frozen object. */
+/** The limits given (undefined: the default), checked, in one frozen object. */
 export function resolvePluginLimits(
   given: { readonly [K in keyof PluginLimits]?: PluginLimits[K] | undefined } = {},
 ): PluginLimits {

@@ -1,10 +1,8 @@
-// Owns where one plugin file's loads stand, as explicit states and the transitions between
-// them (decision 162). The plugin set holds one per file and moves it only through these
-// functions; which states are legal, and what each event does in each, is stated here.
+// Owns where one plugin file's loads stand, as explicit states and their transitions
+// (decision 162): the plugin set moves a file's state only through these functions.
 
 import type { Loaded } from "./hosted-plugin.ts";
 
-/** Where the loads of one plugin file stand. */
 export type LoadState =
   /** Every change has been seen by a load. */
   | { readonly kind: "idle" }
@@ -20,7 +18,6 @@ export type LoadState =
   | { readonly kind: "removed" };
 
 export const idle: LoadState = Object.freeze({ kind: "idle" });
-/** The file left: nothing loads any more. */
 export const removed: LoadState = Object.freeze({ kind: "removed" });
 
 /** A file changed. A provisional change does not demote a final one that is still due. */
@@ -37,12 +34,11 @@ export function changed(state: LoadState, isProvisional: boolean): LoadState {
   }
 }
 
-/** A scan found the file: its first load is due, and already runs. */
+/** A scan found the file: its first load is due, and already runs (so setups run concurrently). */
 export function discovered(preload: Promise<Loaded>): LoadState {
   return { kind: "due", isProvisional: false, preload };
 }
 
-/** A load begins; only a due state begins one. */
 export function began(state: LoadState): LoadState {
   if (state.kind !== "due") throw new Error(`a load cannot begin in state ${state.kind}`);
   return { kind: "loading" };
@@ -54,7 +50,7 @@ export function finished(state: LoadState): LoadState {
   return state.change === undefined ? idle : { kind: "due", isProvisional: state.change.isProvisional };
 }
 
-/** Whether what the running load produces must not be swapped in (a change arrived, or the file left). */
+/** Whether what the running load produces must not be swapped in. */
 export function isStale(state: LoadState): boolean {
   return state.kind === "removed" || (state.kind === "loading" && state.change !== undefined);
 }

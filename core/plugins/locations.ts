@@ -1,5 +1,5 @@
-// Owns the locations of plugin diagnostics: they come from esbuild or from the bundle's
-// inline source map, so they point at the plugin author's own file and line.
+// Owns the locations of plugin diagnostics, from esbuild or the bundle's inline source map:
+// the plugin author's own file and line.
 
 import { readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
@@ -40,11 +40,7 @@ export class BundleLocations {
     return this.#parsed;
   }
 
-  /**
-   * The original location of the first stack frame inside the bundle, if any. An error
-   * made by the host about the plugin's code (a `RenderFailed` around what a renderer
-   * threw) is located by its `cause`.
-   */
+  /** The original location of the first stack frame inside the bundle; an error without one is located by its `cause`. */
   locate(error: unknown, depth = 0): Location | undefined {
     const stack = error instanceof Error ? (error.stack ?? "") : "";
     const escaped = this.bundleName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

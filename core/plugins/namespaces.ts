@@ -5,7 +5,6 @@
 /** Orders text by UTF-16 code units, as plugin names and paths sort everywhere in the set. */
 export const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** What a claim of a namespace decided. */
 export type Claim =
   /** `file` holds the name now; `displaced` is the file that held it before, if another did. */
   | { readonly kind: "granted"; readonly displaced: string | undefined }
@@ -18,7 +17,7 @@ export class Namespaces {
   /** File that lost its namespace → the file it lost it to. */
   readonly #displaced = new Map<string, string>();
 
-  /** Whether `file` may hold `name`, given who holds it now. Changes nothing. */
+  /** Whether `file` may hold `name`, given who holds it now. */
   check(name: string, file: string): Claim {
     const holder = this.#holders.get(name);
     if (holder === undefined || holder === file) return { kind: "granted", displaced: undefined };
@@ -38,14 +37,14 @@ export class Namespaces {
     if (claim.displaced !== undefined) this.#displaced.set(claim.displaced, file);
   }
 
-  /** `file` holds no namespace any more. Returns the files that lost theirs to it, to revive. */
+  /** `file` holds no namespace any more; returns the files that lost theirs to it. */
   release(file: string): string[] {
     for (const [name, holder] of this.#holders) if (holder === file) this.#holders.delete(name);
     this.#displaced.delete(file);
     return this.takeWaiters(file);
   }
 
-  /** The files that lost their namespace to `file` (it let go of it: removed or renamed); they try again. */
+  /** The files that lost their namespace to `file`, which let go of it: they try again. */
   takeWaiters(file: string): string[] {
     const waiting = [...this.#displaced].filter(([, to]) => to === file).map(([waiter]) => waiter);
     for (const waiter of waiting) this.#displaced.delete(waiter);

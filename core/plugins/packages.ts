@@ -1,21 +1,48 @@
-// Owns plugin packages (decision 130): a package is found by name the way Node resolves
-// packages from the host project, declares its plugin modules in its package.json
-// (`"context-host": { "plugins": [...] }`), and is loaded only when its peer range of
-// context-host admits the host's version. What it finds is plain data; the plugin set
-// decides what to load and what to report.
+// Owns which files are plugins: those of a plugin folder, and plugin packages (decision 130),
+// found by name the way Node resolves packages from the host project, declaring their plugin
+// modules in their package.json (`"context-host": { "plugins": [...] }`), loaded only when
+// their peer range of context-host admits the host's version. What it finds is plain data;
+// the plugin set decides what to load and what to report.
 
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import semver from "semver";
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { messageOf } from "../base/errors.ts";
-import { discoverPlugins, type PluginEntryFile } from "./discover.ts";
 
-/** The package.json field a plugin package declares its plugin modules in. */
-export const pluginsField = "context-host";
+/** A plugin file; `id` (file or folder name) orders loading. */
+export interface PluginEntryFile {
+  readonly id: string;
+  readonly file: string;
+}
+
+const pluginFile = /^[^._][^/]*\.(ts|js)$/;
+const notPlugin = /\.(d|test|spec)\.(ts|js)$/;
+
+/** The plugins of one folder, sorted: `.ts`/`.js` files, and folders with an `index.ts` (or `index.js`). A missing folder has none. */
+export function discoverPlugins(folder: string): PluginEntryFile[] {
+  if (!existsSync(folder)) return [];
+  const found: PluginEntryFile[] = [];
+  for (const dirent of readdirSync(folder, { withFileTypes: true })) {
+    const name = dirent.name;
+    if (name.startsWith(".") || name.startsWith("_") || name === "node_modules") continue;
+    const full = path.join(folder, name);
+    if (dirent.isFile() && pluginFile.test(name) && !notPlugin.test(name)) {
+      found.push({ id: name.replace(/\.(ts|js)$/, ""), file: full });
+    } else if (dirent.isDirectory()) {
+      const index = indexOf(full);
+      if (index !== undefined) found.push({ id: name, file: index });
+    }
+  }
+  return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.file < b.file ? -1 : 1));
+}
+
+const indexOf = (folder: string) => ["index.ts", "index.js"].map((f) => path.join(folder, f)).find((f) => existsSync(f));
+
+const pluginsField = "context-host";
 
 /** What a plugin package is, once found. */
 export interface PluginPackage {
@@ -23,9 +50,8 @@ export interface PluginPackage {
   readonly version: string;
   /** The package's folder (symbolic links resolved, as Node resolves it). */
   readonly root: string;
-  /** Its package.json. */
+  /** Its package.json, and the hash of its text: a change (an `npm update`) reloads its plugins. */
   readonly manifest: string;
-  /** Hash of its package.json text: a change (an `npm update`) reloads its plugins. */
   readonly manifestHash: string;
   /** Its `peerDependencies["context-host"]`, when it declares one. */
   readonly peerRange: string | undefined;
@@ -33,32 +59,28 @@ export interface PluginPackage {
 
 /**
  * Where an install, update or removal of a package shows: the entry `entry` of `folder`
- * (`tides` in node_modules, or `@moon` in node_modules until node_modules/@moon exists;
- * `package.json` in the package's own folder). npm replaces a package's folder whole, with
- * files as old as the tarball's, so watching these folders is what sees an update
- * (decision 131).
+ * (`tides` in node_modules, or `@moon` until node_modules/@moon exists; `package.json` in
+ * the package's own folder). npm replaces a package's folder whole, with files as old as the
+ * tarball's, so watching these folders is what sees an update (decision 131).
  */
 export interface InstallPlace {
   readonly folder: string;
   readonly entry: string;
 }
 
-/** What looking a package up found: its plugins, and the problems that keep some or all of them out. */
-export type PackageLookup =
-  /** Not installed where Node looks, or its package.json is unreadable: `file` is where it was looked for. */
-  (
-    | { readonly kind: "missing"; readonly name: string; readonly file: string; readonly problem: string }
-    /** Found; `plugins` are what it declares and has, `problems` what is wrong (an incompatible peer range loads nothing). */
-    | {
-        readonly kind: "found";
-        readonly package: PluginPackage;
-        readonly plugins: readonly PluginEntryFile[];
-        readonly problems: readonly string[];
-      }
-  ) & {
-    /** Where an install or update of it would show; none when no folder Node looks in exists. */
-    readonly installPlaces: readonly InstallPlace[];
-  };
+/** What looking a package up found: its plugins and the problems that keep some or all out, or where it was looked for in vain. */
+export type PackageLookup = (
+  | { readonly kind: "missing"; readonly name: string; readonly file: string; readonly problem: string }
+  | {
+      readonly kind: "found";
+      readonly package: PluginPackage;
+      readonly plugins: readonly PluginEntryFile[];
+      readonly problems: readonly string[];
+    }
+) & {
+  /** Where an install or update of it would show; none when no folder Node looks in exists. */
+  readonly installPlaces: readonly InstallPlace[];
+};
 
 // The fields of a plugin package's package.json the host reads; the rest is npm's.
 const PluginManifest = Type.Object({
@@ -73,16 +95,12 @@ const manifestValidator = Compile(PluginManifest);
 
 const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
 
-/** Whether `text` can name an npm package (`name` or `@scope/name`). */
+/** Whether `text` can name an npm package. */
 export function isPackageName(text: string): boolean {
   return text.length <= 214 && packageName.test(text);
 }
 
-/**
- * Looks package `name` up from `projectRoot` as Node would (`require.resolve` of its
- * package.json from there, each `node_modules` up the tree), reads what it declares and
- * checks its peer range of context-host against `hostVersion`.
- */
+/** Looks package `name` up from `projectRoot` as Node would, reads what it declares and checks its peer range against `hostVersion`. */
 export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): PackageLookup {
   const installPlaces = installPlacesOf(name, projectRoot);
   const missing = (file: string, problem: string): PackageLookup => ({ kind: "missing", name, file, problem, installPlaces });
@@ -143,9 +161,8 @@ export function lookUpPackage(name: string, projectRoot: string, hostVersion: st
 }
 
 /**
- * Why `hostVersion` does not satisfy a package's peer range of context-host, or undefined
- * when it does (or the package declares none). A prerelease of the host counts as its
- * version (`includePrerelease`): a host at 0.2.0-rc.1 satisfies `>=0.1`.
+ * Why `hostVersion` does not satisfy a package's peer range of context-host (none: it does,
+ * or there is none). A prerelease of the host counts as its version: 0.2.0-rc.1 satisfies `>=0.1`.
  */
 export function checkPeerRange(range: string | undefined, hostVersion: string | undefined): string | undefined {
   if (range === undefined || hostVersion === undefined) return undefined;
@@ -163,16 +180,12 @@ function pluginsAt(file: string): PluginEntryFile[] | undefined {
     return undefined;
   }
   if (isFile) return [{ id: path.basename(file).replace(/\.(ts|js|mts|mjs|cts|cjs)$/, ""), file }];
-  const index = ["index.ts", "index.js"].map((f) => path.join(file, f)).find((f) => existsSync(f));
+  const index = indexOf(file);
   if (index !== undefined) return [{ id: path.basename(file), file: index }];
   return discoverPlugins(file);
 }
 
-/**
- * Where package `name` is installed as Node looks for it from `projectRoot` (else where
- * `npm i` would put it): its entry in that folder, and its package.json in its own folder
- * when that exists (npm may write it after making the folder).
- */
+/** Where package `name` is installed as Node looks for it (else where `npm i` would put it), and its package.json when its folder exists. */
 function installPlacesOf(name: string, projectRoot: string): InstallPlace[] {
   const folders = createRequire(path.join(projectRoot, "package.json")).resolve.paths(name) ?? [];
   const base = folders.find((folder) => existsSync(path.join(folder, name))) ?? folders.find((folder) => existsSync(folder));
@@ -198,11 +211,7 @@ export function installedManifest(name: string, projectRoot: string): string | u
   }
 }
 
-/**
- * The version of the running context-host: the nearest package.json named context-host up
- * from this file (core/plugins/ in the repository, dist/core/plugins/ in an install), or
- * undefined when there is none (a host bundled into one file): peer ranges then go unchecked.
- */
+/** The version of the running context-host: the nearest package.json named context-host up from here (none in a host bundled into one file). */
 export function hostPackageVersion(from: string = import.meta.dirname): string | undefined {
   for (let folder = from; ; folder = path.dirname(folder)) {
     const file = path.join(folder, "package.json");

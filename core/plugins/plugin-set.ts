@@ -1,9 +1,7 @@
-// Owns the plugin set: one entry per discovered plugin file, each with its own queue of
-// loads and its load state (`load-state.ts`), the swap of a loaded generation into the
-// registry, and the events the host hears. Loading (`hosted-plugin.ts`: bundled here, set
-// up in the plugin's runner behind its transport), watching (`watching.ts`), the watched inputs of each plugin
-// (`inputs.ts`) and namespace ownership (`namespaces.ts`) live beside it. A plugin never takes the host down: every failure
-// becomes a diagnostic and the last good generation stays active.
+// Owns the plugin set: one entry per discovered plugin file, each with its own queue of loads
+// and its load state (`load-state.ts`), the swap of a loaded generation into the registry, and
+// the events the host hears. A plugin never takes the host down: every failure becomes a
+// diagnostic and the last good generation stays active.
 
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
@@ -15,7 +13,7 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
-import { type FoundPlugins, findPlugins, type PackageProblem, readPluginEntry } from "./find.ts";
+import { type FoundPlugins, findPlugins, readPluginEntry } from "./find.ts";
 import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
 import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
@@ -25,19 +23,17 @@ import { compareText, Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher } from "./watching.ts";
-import { type PluginWorkerOptions, PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
+import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
-export interface PluginSetOptions {
-  /**
-   * Where the plugins are: folders of plugins, plugin files (absolute or relative to
-   * `projectRoot`), and names of installed plugin packages (decisions 130, 131).
-   */
+/** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
+export interface PluginSetOptions extends Partial<PluginLimits> {
+  /** Folders of plugins, plugin files (absolute or relative to `projectRoot`), names of installed plugin packages (decisions 130, 131). */
   readonly folders: readonly string[];
-  /** The host project: relative entries and package names resolve from here (default: the `location` service, else the working folder). */
+  /** Where relative entries and package names resolve from (default: the `location` service, else the working folder). */
   readonly projectRoot?: string;
-  /** The host's version that packages' peer ranges of context-host are checked against (default: this package's version; none known: unchecked). */
+  /** The version packages' peer ranges of context-host are checked against (default: this package's; none known: unchecked). */
   readonly hostVersion?: string;
   readonly registry: Registry;
   /** The host's awilix container with `clock`, `logger` and `location` registered. */
@@ -46,60 +42,23 @@ export interface PluginSetOptions {
   readonly settings?: Readonly<Record<string, unknown>>;
   /** Hot reload on file changes (default true). */
   readonly watch?: boolean;
-  /**
-   * Quiet time after the last change of a burst before the plugin is checked once more
-   * (default 50 ms). The first change of a burst reloads at once.
-   */
+  /** Quiet time after a burst of changes before the plugin is checked once more (default 50 ms); the first change reloads at once. */
   readonly debounceMs?: number;
-  /** Default loader deadline (default in `limits.ts`, as for every limit here); a source may set its own. */
-  readonly deadlineMs?: number;
-  /** Longest accepted rendering. */
-  readonly maxTextLength?: number;
-  /** How long a plugin's module code and `setup` may run. */
-  readonly setupDeadlineMs?: number;
-  /** How long a generation's disposers may run before it is given up on. */
-  readonly disposeDeadlineMs?: number;
-  /**
-   * Namespaces of the host's core sources (`core` always): a plugin may not take them, so a
-   * plugin key can never collide with a core source at composition.
-   */
+  /** Namespaces of the host's core sources (`core` always): no plugin may take them, so no plugin key collides with a core source. */
   readonly reservedNamespaces?: readonly string[];
   /** The host's diagnostics channel (a new one when not given). */
   readonly diagnostics?: Diagnostics;
-  /**
-   * Where plugin code runs (decision 060): `worker` (the default), each plugin in its own
-   * worker thread with a heap limit, deadlines kept by the host; `none`, in the host's own
-   * process and realm, for trusted first-party plugins and comparison benchmarks.
-   */
+  /** Where plugin code runs (decision 060): each plugin in its own worker thread (default), or in the host's own thread (`none`: trusted code, comparisons). */
   readonly isolation?: Isolation;
-  /** Heap limit of each plugin's worker, MiB. */
-  readonly workerHeapMb?: number;
-  /** Time a plugin's renderers may take at one boundary, besides its loaders' deadline. */
-  readonly renderDeadlineMs?: number;
-  /** Largest accepted source value, in UTF-8 bytes of its JSON. */
-  readonly maxValueBytes?: number;
-  /** Stops of a worker within `crashWindowMs` that disable its plugin until its file changes. */
-  readonly maxCrashes?: number;
-  readonly crashWindowMs?: number;
-  /** Plugins that get a worker of their own (default 32); those beyond share workers, each in its realm (decision 185). */
-  readonly dedicatedWorkers?: number;
-  /** Plugins sharing one worker beyond `dedicatedWorkers` (default 8). */
-  readonly pluginsPerWorker?: number;
 }
 
-/** Where plugin code runs: in its own worker thread (default), or in the host's process. */
 export type Isolation = "worker" | "none";
 
 const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 
-/** The generation of a plugin that is swapped in. */
-interface Active {
-  readonly name: string;
-  readonly generation: number;
-  /** Hash of the bundle it was loaded from. */
+/** The generation of a plugin that is swapped in, and the hash of the bundle it was loaded from. */
+interface Active extends HostedGeneration {
   readonly hash: string;
-  readonly scope: Scope;
-  readonly keys: readonly string[];
   readonly loadMs: number;
 }
 
@@ -117,7 +76,7 @@ interface PluginEntry {
   readonly hosted: HostedPlugin;
   load: LoadState;
   active: Active | undefined;
-  /** The last load attempt failed (its diagnostic was emitted). */
+  /** Why the last load failed (its diagnostic was emitted). */
   failed: Diagnostic | undefined;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
   attemptedHash: string | undefined;
@@ -130,9 +89,8 @@ interface PluginEntry {
   /** What each source's loader returned at its last observation without a fault. */
   readonly observed: Map<string, ObservedKind>;
   /**
-   * Identities of the diagnostics this file reported since its problems were last resolved:
-   * what a reload or removal of this file clears. Not the plugin name: a file that lost the
-   * name to another still has its problem when the other reloads.
+   * Identities of the diagnostics this file reported since its problems were last resolved.
+   * Not by plugin name: a file that lost the name to another still has its problem when the other reloads.
    */
   readonly reported: Set<string>;
   /** This file's work, one task after another: loads, swaps, closes of its generations. */
@@ -144,14 +102,13 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
-  /** The `plugins` entries as given; `#folders` the paths among them, which the watcher watches. */
-  readonly #entrySpecs: readonly string[];
+  /** The paths among the `plugins` entries, which the watcher watches. */
   readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
-  /** The packages the last scan found (their package.json's hash and folder), by name: a change reloads their plugins. */
+  /** The hash of the package.json and the folder of each package the last scan found, by name. */
   #packages = new Map<string, string>();
-  /** Packages whose installed folder changed since the last quiet re-check: their plugins are checked again. */
+  /** Packages whose installed folder changed since the last quiet re-check. */
   readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
   #packageProblems = new Map<string, Diagnostic>();
@@ -160,61 +117,57 @@ export class PluginSet {
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #inputs: WatchedInputs;
-  readonly #settings: Readonly<Record<string, unknown>>;
-  /** Namespaces no plugin may take (`core` and the host's core sources'). */
   readonly #reserved: readonly string[];
-  readonly #isolation: Isolation;
   readonly #limits: PluginLimits;
-  readonly #workers: PluginWorkers;
+  /** Where plugin code runs; none: the host's own thread. */
+  readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
-  readonly #logger: Logger | undefined;
-  readonly #location: string;
-  readonly #container: AwilixContainer;
-  /** Tasks queued on entries and not yet ended: the set is settled only when none is left. */
+  /** Tasks queued on entries and not yet ended. */
   #tasks = 0;
-  /** Who waits in `settled()`. */
   #settledWaiters: Array<() => void> = [];
   #watcher: PluginWatcher | undefined;
   #rescanTimer: NodeJS.Timeout | undefined;
-  /** The quiet re-check after a package's package.json changed. */
   #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
-  /** Closes of displaced holders' scopes still under way (an entry may leave before its close ends). */
+  /** Closes of displaced holders' generations under way (an entry may leave before its close ends). */
   readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
-    const container = options.container;
+    const { container } = options;
     const service = <T>(name: string, fallback: T): T =>
       container.hasRegistration(name) ? (container.resolve(name) as T) : fallback;
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
-    this.#container = container;
-    this.#clock = service<Clock>("clock", systemClock);
-    this.#logger = service<Logger | undefined>("logger", undefined);
-    this.#location = String(service("location", process.cwd()));
-    this.#projectRoot = path.resolve(options.projectRoot ?? this.#location);
+    const clock = service<Clock>("clock", systemClock);
+    const logger = service<Logger | undefined>("logger", undefined);
+    const location = String(service("location", process.cwd()));
+    this.#clock = clock;
+    this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
-    this.#entrySpecs = [...options.folders];
     this.#folders = options.folders.flatMap((entry) => {
       const spec = readPluginEntry(entry, this.#projectRoot);
       return spec.kind === "path" ? [spec.path] : [];
     });
-    this.#settings = options.settings ?? {};
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
-    this.#isolation = options.isolation ?? "worker";
-    this.#limits = resolvePluginLimits({ ...options, heapMb: options.workerHeapMb });
-    this.#workers = new PluginWorkers(this.#limits);
+    this.#limits = resolvePluginLimits(options);
+    const { maxDepth, maxValueBytes } = this.#limits;
+    const init = { location, clock: clock === systemClock ? ("system" as const) : ("host" as const), maxDepth, maxValueBytes };
+    // A plugin's printed and logged lines reach the host's logger with control characters escaped.
+    const log = (level: "info" | "warn" | "error", message: string) => {
+      try {
+        logger?.[level](escapeControl(message));
+      } catch {
+        // A failing logger must not break the host.
+      }
+    };
+    this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits, init, log);
     this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
   }
 
-  /**
-   * Discovers and loads every plugin (sorted by name) once the watcher is up, so no change to
-   * a file a load reads is missed. The workers' program is prepared while the watcher comes
-   * up (decision 190).
-   */
+  /** Loads every plugin (by name) once the watcher is up, so no change is missed; the workers' program is built meanwhile (decision 190). */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
-    if (set.#isolation === "worker") void workerProgram().catch(() => {});
+    if (set.#workers !== undefined) void workerProgram().catch(() => {});
     if (options.watch ?? true) {
       set.#watcher = await PluginWatcher.start({
         folders: set.#folders,
@@ -224,18 +177,18 @@ export class PluginSet {
           set.#replacedPackages.add(name);
           set.#packageChanged();
         },
-        // A watcher error (a folder gone, a limit reached) is reported; watching goes on where it can.
-        onError: (error) =>
-          set.#emit({
-            kind: "diagnostic",
-            diagnostic: {
-              origin: "watcher",
-              plugin: "host",
-              file: set.#folders.join(", "),
-              phase: "watch",
-              message: `watcher: ${messageOf(error)}`,
-            },
-          }),
+        // A folder gone, a limit reached: reported; watching goes on where it can.
+        onError: (error) => {
+          const message = `watcher: ${messageOf(error)}`;
+          const diagnostic = {
+            origin: "watcher",
+            plugin: "host",
+            file: set.#folders.join(", "),
+            phase: "watch",
+            message,
+          } as const;
+          set.#emit({ kind: "diagnostic", diagnostic });
+        },
       });
       set.#inputs.watchWith(set.#watcher);
     }
@@ -255,49 +208,27 @@ export class PluginSet {
     return this.#diagnostics.history;
   }
 
-  /** The limits every plugin of this set runs under. */
-  get limits(): PluginLimits {
-    return this.#limits;
-  }
-
   /** Active plugins in name order. */
   plugins(): PluginInfo[] {
     const infos: PluginInfo[] = [];
-    for (const entry of this.#entries.values()) {
-      const active = entry.active;
-      if (active !== undefined)
-        infos.push({
-          name: active.name,
-          file: entry.file,
-          origin: entry.origin,
-          generation: active.generation,
-          keys: active.keys,
-          observed: Object.fromEntries(
-            active.keys.flatMap((key) => {
-              const kind = entry.observed.get(key);
-              return kind === undefined ? [] : [[key, kind]];
-            }),
-          ),
-          loadMs: active.loadMs,
-        });
+    for (const { active, file, origin, observed } of this.#entries.values()) {
+      if (active === undefined) continue;
+      const { name, generation, keys, loadMs } = active;
+      const kinds = keys.flatMap((key) => (observed.has(key) ? [[key, observed.get(key)]] : []));
+      infos.push({ name, file, origin, generation, keys, observed: Object.fromEntries(kinds), loadMs });
     }
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
-  /**
-   * Plugin files whose latest load failed, with the diagnostic that says why, and plugin
-   * packages that are not loaded (not installed, incompatible), by their package.json.
-   */
+  /** Plugin files whose latest load failed, and packages not loaded (not installed, incompatible), each with why. */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    return [
-      ...[...this.#entries.values()]
-        .filter((entry) => entry.failed !== undefined)
-        .map((entry) => ({ file: entry.file, diagnostic: entry.failed as Diagnostic })),
-      ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic })),
-    ];
+    const failed = [...this.#entries.values()].flatMap(({ file, failed }) =>
+      failed === undefined ? [] : [{ file, diagnostic: failed }],
+    );
+    return [...failed, ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }))];
   }
 
-  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them). */
+  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them, no polling). */
   settled(): Promise<void> {
     if (this.#isSettled()) return Promise.resolve();
     return new Promise((resolve) => this.#settledWaiters.push(resolve));
@@ -310,13 +241,12 @@ export class PluginSet {
     return true;
   }
 
-  /** Something ended: whoever waits in `settled()` is told when nothing is left. */
   #checkSettled() {
     if (this.#settledWaiters.length === 0 || !this.#isSettled()) return;
     for (const resolve of this.#settledWaiters.splice(0)) resolve();
   }
 
-  /** Queues `task` on the entry's queue, after what it holds; the set is busy until it ends. */
+  /** Queues `task` on the entry's queue (after `after`); the set is busy until it ends. */
   #enqueue(entry: PluginEntry, task: () => Promise<void>, after: Promise<unknown> = entry.queue): Promise<void> {
     this.#tasks++;
     const queued = after
@@ -333,8 +263,7 @@ export class PluginSet {
   /** Reloads one plugin (by entry file) now, bypassing the watcher. */
   reload(file: string): Promise<void> {
     const entry = this.#entries.get(path.resolve(file));
-    if (entry === undefined) return Promise.resolve();
-    return this.#markDirty(entry, false);
+    return entry === undefined ? Promise.resolve() : this.#markDirty(entry, false);
   }
 
   /** Stops watching and closes every generation; releases every watcher, timer and scope. */
@@ -347,18 +276,13 @@ export class PluginSet {
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
     await this.#watcher?.close();
-    for (const entry of this.#entries.values()) entry.load = removed;
-    await Promise.all([...this.#entries.values()].map((entry) => entry.queue));
+    const entries = [...this.#entries.values()];
+    for (const entry of entries) entry.load = removed;
+    await Promise.all(entries.map((entry) => entry.queue));
     // A load that displaced a holder left its close on the holder's queue.
     await Promise.all(this.#closing);
-    // Each plugin's disposers run in its runner, within the dispose deadline; then its worker
-    // is stopped, whatever it still runs (a leaked timer, a loop).
-    await Promise.all(
-      [...this.#entries.values()].map(async (entry) => {
-        await this.#deactivate(entry);
-        await entry.hosted.close();
-      }),
-    );
+    // Disposers run within the dispose deadline; then the worker stops, whatever it still runs.
+    await Promise.all(entries.map((entry) => this.#deactivate(entry).then(() => entry.hosted.close())));
     this.#entries.clear();
     this.#listeners.clear();
     for (const resolve of this.#settledWaiters.splice(0)) resolve();
@@ -376,7 +300,7 @@ export class PluginSet {
     }
   }
 
-  /** Reports a problem of the entry's file: its own plugin and file unless the problem names others. */
+  /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */
   #diagnose(
     entry: PluginEntry,
     problem: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string; location?: Location },
@@ -394,30 +318,28 @@ export class PluginSet {
     return diagnostic;
   }
 
-  // ── discovery ────────────────────────────────────────────────────────────
-
   #rescan() {
     if (this.#isClosed) return;
     const seen = new Set<string>();
     const created = new Set<PluginEntry>();
-    const found = findPlugins(this.#entrySpecs, this.#projectRoot, this.#hostVersion);
+    const found = findPlugins(this.#options.folders, this.#projectRoot, this.#hostVersion);
     const updated = this.#notePackages(found);
     for (const plugin of found.plugins) {
       seen.add(plugin.file);
       const known = this.#entries.get(plugin.file);
-      if (known !== undefined) {
-        known.origin = plugin.origin;
-        const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
-        if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
-          // An updated package reloads its plugins even when their bundles are byte for byte the
-          // same (its dependencies may have changed); a replaced one is loaded again if they differ.
-          if (updated.has(name)) known.attemptedHash = undefined;
-          void this.#markDirty(known, false);
-        }
-      } else {
+      if (known === undefined) {
         const entry = this.#newEntry(plugin.id, plugin.file, plugin.origin);
         this.#entries.set(plugin.file, entry);
         created.add(entry);
+        continue;
+      }
+      known.origin = plugin.origin;
+      const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
+      if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
+        // An updated package reloads its plugins even when their bundles are byte for byte the
+        // same (its dependencies may have changed); a replaced one is loaded again if they differ.
+        if (updated.has(name)) known.attemptedHash = undefined;
+        void this.#markDirty(known, false);
       }
     }
     // New plugins load one after another in sorted order of name, so their setups, events and
@@ -425,23 +347,18 @@ export class PluginSet {
     const entries = [...this.#entries.values()].sort((a, b) => compareText(a.id, b.id) || compareText(a.file, b.file));
     let previous: Promise<void> = Promise.resolve();
     for (const entry of entries) {
-      if (!seen.has(entry.file)) {
-        this.#remove(entry);
-      } else if (created.has(entry)) {
+      if (!seen.has(entry.file)) this.#remove(entry);
+      else if (created.has(entry)) {
         // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
         // costs start-up one deadline); in the host's thread their setups take turns in name
         // order, so their side effects come in that order. They are swapped in in name order.
-        entry.load = discovered(this.#load(entry, this.#isolation === "worker" ? undefined : previous));
+        entry.load = discovered(this.#load(entry, this.#workers === undefined ? previous : undefined));
         previous = this.#drain(entry, previous);
       }
     }
   }
 
-  /**
-   * Records the packages a scan found: where they are installed is watched, their problems
-   * reported (and earlier ones that no longer hold resolved). Returns the names of packages
-   * whose package.json changed since the last scan.
-   */
+  /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
   #notePackages(found: FoundPlugins): Set<string> {
     const packages = new Map(found.packages.map((found) => [found.name, `${found.manifestHash} ${found.root}`]));
     const updated = new Set(
@@ -449,28 +366,20 @@ export class PluginSet {
     );
     this.#packages = packages;
     this.#watcher?.watchInstallPlaces(found.installPlaces);
-    this.#reportPackageProblems(found.problems);
+    const known = this.#packageProblems;
+    this.#packageProblems = new Map(
+      found.problems.map(({ package: plugin, file, message }) => {
+        const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
+        return [diagnosticIdentity(diagnostic), diagnostic];
+      }),
+    );
+    const gone = new Set([...known.keys()].filter((id) => !this.#packageProblems.has(id)));
+    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
+    for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
     return updated;
   }
 
-  #reportPackageProblems(problems: readonly PackageProblem[]) {
-    const next = new Map<string, Diagnostic>();
-    for (const { package: plugin, file, message } of problems) {
-      const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
-      next.set(diagnosticIdentity(diagnostic), diagnostic);
-    }
-    const gone = new Set([...this.#packageProblems.keys()].filter((id) => !next.has(id)));
-    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
-    const known = this.#packageProblems;
-    this.#packageProblems = next;
-    for (const [id, diagnostic] of next) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
-  }
-
-  /**
-   * A package was installed, replaced (`npm update` replaces its folder) or removed, or its
-   * package.json changed: look the packages up again now, and once more when the burst is
-   * quiet, since the files may still be being written.
-   */
+  /** A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written). */
   #packageChanged() {
     this.#scheduleRescan();
     clearTimeout(this.#packageRecheckTimer);
@@ -482,18 +391,12 @@ export class PluginSet {
     }, this.#inputs.quietMs);
   }
 
-  /** Whether package `name`, looked up now, is compatible and declares the entry's file. */
-  #isStillDeclared(entry: PluginEntry, name: string): boolean {
-    const lookup = lookUpPackage(name, this.#projectRoot, this.#hostVersion);
-    return lookup.kind === "found" && lookup.plugins.some((plugin) => plugin.file === entry.file);
-  }
-
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const entry: PluginEntry = {
       id,
       file,
       origin,
-      hosted: this.#hostedFor(() => entry),
+      hosted: this.#hostedFor(file, () => entry),
       load: idle,
       active: undefined,
       failed: undefined,
@@ -533,97 +436,65 @@ export class PluginSet {
     });
   }
 
-  // ── loads, one plugin at a time ─────────────────────────────────────────
-
-  /** A change no load has seen yet; a provisional one (first event of a burst) does not demote a final one. */
   #markDirty(entry: PluginEntry, isProvisional: boolean): Promise<void> {
     entry.load = changed(entry.load, isProvisional);
     return this.#drain(entry);
   }
 
-  /** Runs loads of one plugin one at a time until no change is left unseen (after `after`, by default its queue). */
+  /** Runs loads of one plugin one at a time until no change is left unseen. */
   #drain(entry: PluginEntry, after?: Promise<unknown>): Promise<void> {
-    return this.#enqueue(
-      entry,
-      async () => {
-        while (entry.load.kind === "due" && !this.#isClosed) {
-          const { isProvisional, preload } = entry.load;
-          entry.load = began(entry.load);
-          try {
-            await this.#loadOnce(entry, isProvisional, preload);
-          } finally {
-            entry.load = finished(entry.load);
-          }
+    const drain = async () => {
+      while (entry.load.kind === "due" && !this.#isClosed) {
+        const { isProvisional, preload } = entry.load;
+        entry.load = began(entry.load);
+        try {
+          await this.#loadOnce(entry, isProvisional, preload);
+        } finally {
+          entry.load = finished(entry.load);
         }
-      },
-      after,
-    );
+      }
+    };
+    return this.#enqueue(entry, drain, after);
   }
 
-  /** One load of a plugin: bundle, then evaluate and set up where its code runs. Never rejects. */
+  /** One load of a plugin, never rejecting. */
   async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
-    // A package may have been replaced since it was looked up (an update to a version this
-    // host is not for): its code is not run; the scan that follows says why.
-    if (entry.origin.kind === "package" && !this.#isStillDeclared(entry, entry.origin.name)) {
-      this.#scheduleRescan();
-      // No content was bundled: no hash that could match the active generation's (nothing is restored).
-      return { kind: "unchanged", inputs: entry.inputs.files, hash: "" };
+    const { origin, inputs } = entry;
+    // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
+    if (origin.kind === "package") {
+      const lookup = lookUpPackage(origin.name, this.#projectRoot, this.#hostVersion);
+      if (lookup.kind !== "found" || !lookup.plugins.some((plugin) => plugin.file === entry.file)) {
+        this.#scheduleRescan();
+        // No content was bundled: no hash that could match the active generation's (nothing is restored).
+        return { kind: "unchanged", inputs: inputs.files, hash: "" };
+      }
     }
     const request = {
-      file: entry.file,
       generation: entry.attempts + 1,
       attemptedHash: entry.attemptedHash,
-      ...(entry.origin.kind === "package" ? { ownDependenciesFirst: true } : {}),
-      settings: this.#settings,
-      reserved: this.#reserved,
-      startedAt: performance.now(),
+      ownDependenciesFirst: origin.kind === "package",
     };
     try {
       return await entry.hosted.load(request, turn);
     } catch (error) {
-      return { kind: "bundle-failed", inputs: entry.inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
+      return { kind: "bundle-failed", inputs: inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
   }
 
-  /**
-   * The handle on one plugin's runner, behind the set's transport: its stops and faults become
-   * the entry's diagnostics. `entryOf` is read only when something is reported.
-   */
-  #hostedFor(entryOf: () => PluginEntry): HostedPlugin {
+  /** The handle on one plugin's runner: its stops and faults become the entry's diagnostics. */
+  #hostedFor(file: string, entryOf: () => PluginEntry): HostedPlugin {
+    const { container } = this.#options;
     const limits = this.#limits;
     const clock = this.#clock;
-    const logger = this.#logger;
-    const location = this.#location;
-    const container = this.#container;
-    const isSystemClock = clock === systemClock;
-    // A plugin's printed and logged lines reach the host's logger with control characters escaped.
-    const log = (level: "info" | "warn" | "error", message: string) => {
-      try {
-        logger?.[level](escapeControl(message));
-      } catch {
-        // A failing logger must not break the host.
-      }
-    };
-    const startTransport =
-      this.#isolation === "none"
-        ? async () => new InThreadTransport({ container, limits })
-        : (onStopped: PluginWorkerOptions["onStopped"]) =>
-            this.#workers.start({
-              plugin: entryOf().file,
-              init: {
-                location,
-                clock: isSystemClock ? "system" : "host",
-                maxDepth: limits.maxDepth,
-                maxValueBytes: limits.maxValueBytes,
-              },
-              heapMb: limits.heapMb,
-              log,
-              onStopped,
-            });
+    const workers = this.#workers;
     return new HostedPlugin({
+      file,
+      settings: this.#options.settings ?? {},
+      reserved: this.#reserved,
       limits,
       now: () => clock.now(),
-      startTransport,
+      startTransport: async (onStopped) =>
+        workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
       report: (problem) => {
         const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);
@@ -637,8 +508,7 @@ export class PluginSet {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
       this.#inputs.set(entry.inputs, result.inputs);
-      // Exactly the active generation's content again after a failed load (an editor's undo,
-      // or a comment added: esbuild leaves comments out): the failure no longer holds.
+      // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
       if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
         entry.failed = undefined;
@@ -654,9 +524,8 @@ export class PluginSet {
       return;
     }
     this.#inputs.set(entry.inputs, result.inputs);
-    // A module that fails on the first event of a burst may be a write seen half done (an
-    // editor truncates, then writes): nothing is recorded, so the quiet re-check loads
-    // the content again and decides, and a save in place takes no generation.
+    // A failure on the first event of a burst may be a write seen half done: the quiet
+    // re-check decides, and a save in place takes no generation.
     if (result.kind === "failed" && isProvisional) return;
     const generation = ++entry.attempts;
     if (result.kind === "failed") {
@@ -664,8 +533,7 @@ export class PluginSet {
       entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    // A change arrived while this generation was being built: it is stale, the next load wins
-    // (and may load the same content again: it was never swapped in).
+    // A change arrived meanwhile: the next load wins (and may load the same content again).
     if (isStale(entry.load) || this.#isClosed) {
       await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
       return;
@@ -676,10 +544,10 @@ export class PluginSet {
   }
 
   /**
-   * Swaps a generation in: its registrations replace those of the generation it follows
-   * (and of a file whose namespace it takes) in one registry version. Returns the generation
-   * of this file it displaced, for the caller to close; a refused generation displaces
-   * itself. A displaced holder's scope is closed on the holder's own queue, its faults its own.
+   * Swaps a generation in: its registrations replace those of the one it follows (and of a
+   * file whose namespace it takes) in one registry version. Returns the generation of this
+   * file it displaced, for the caller to close (a refused one: itself); a displaced holder's
+   * is closed on the holder's own queue.
    */
   #swap(
     entry: PluginEntry,
@@ -707,7 +575,7 @@ export class PluginSet {
         for (const registration of registrations) batch.register(next.scope, registration);
       });
     } catch (error) {
-      // A key the host already registers (a core source): nothing of this generation is applied.
+      // A key the host already registers: nothing of this generation is applied.
       entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
       return next;
     }
@@ -721,26 +589,22 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      this.#closeOnQueue(holder, held.name, held.scope);
+      const closing = this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
+      this.#closing.add(closing);
+      void closing.then(() => this.#closing.delete(closing));
     }
-    entry.active = {
-      name: next.name,
-      generation,
-      scope: next.scope,
-      keys: registrations.map((r) => r.key),
-      hash: load.hash,
-      loadMs: Math.round(load.readyAt - load.startedAt),
-    };
+    const { startedAt, readyAt } = load;
+    entry.active = { ...next, generation, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.faulted.clear();
     const now = performance.now();
     const timings: LoadTimings = {
-      loadMs: hundredths(now - load.startedAt),
+      loadMs: hundredths(now - startedAt),
       bundleMs: hundredths(load.bundleMs),
       evaluateMs: hundredths(load.evaluateMs),
       setupMs: hundredths(load.setupMs),
-      swapMs: hundredths(now - load.readyAt),
+      swapMs: hundredths(now - readyAt),
     };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
@@ -772,24 +636,16 @@ export class PluginSet {
     return next.keys.map((key) => entry.hosted.registration(next.generation, key, report, observed));
   }
 
-  /** Closes another entry's generation (one this load displaced) after what its queue already holds. */
-  #closeOnQueue(owner: PluginEntry, plugin: string, scope: Scope) {
-    const closing = this.#enqueue(owner, () => this.#closeScope(owner, plugin, scope));
-    this.#closing.add(closing);
-    void closing.then(() => this.#closing.delete(closing));
-  }
-
-  /** Closes a generation's scope within the dispose deadline; a failure or a miss is a diagnostic. */
+  /** Closes a generation within the dispose deadline; a failure or a miss is a diagnostic. */
   async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
-    const ms = this.#limits.disposeDeadlineMs;
     try {
-      await withinDeadline(() => scope.close(), ms, `disposers of ${scope.name}`);
+      await withinDeadline(() => scope.close(), this.#limits.disposeDeadlineMs, `disposers of ${scope.name}`);
     } catch (error) {
       this.#diagnose(entry, { plugin, phase: "dispose", message: messageOf(error) });
     }
   }
 
-  /** Removes an entry's generation (closing its scope removes its registrations) and emits `removed`. */
+  /** Removes an entry's generation and emits `removed`. */
   async #deactivate(entry: PluginEntry) {
     const active = entry.active;
     if (active === undefined) return;
@@ -801,9 +657,7 @@ export class PluginSet {
 
   /**
    * A generation took over (or the plugin left): the problems this file reported no longer
-   * hold. Only its own: another file's problem under the same plugin name (one that lost the
-   * namespace to it, or that it displaced) holds until that file loads or leaves; and one
-   * identical problem another file reported too (a fault in a module both import) stays.
+   * hold, unless another file reported the same (a fault in a module both import).
    */
   #resolveProblems(entry: PluginEntry) {
     const mine = new Set(entry.reported);
@@ -813,17 +667,11 @@ export class PluginSet {
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
   }
 
-  /**
-   * The problems of this file's failed loads (bundle, module code, config, setup, namespace)
-   * no longer hold; those its active generation's sources reported at boundaries stay until
-   * they load again.
-   */
+  /** The problems of this file's failed loads no longer hold; its sources' boundary faults stay until they load again. */
   #resolveLoadProblems(entry: PluginEntry) {
-    this.#diagnostics.resolve((d) => {
-      if (d.origin !== "plugin" || boundaryPhases.has(d.phase)) return false;
-      const id = diagnosticIdentity(d);
-      return entry.reported.delete(id);
-    });
+    this.#diagnostics.resolve(
+      (d) => d.origin === "plugin" && !boundaryPhases.has(d.phase) && entry.reported.delete(diagnosticIdentity(d)),
+    );
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */

@@ -1,17 +1,18 @@
-// Owns the one plugin runner (decision 160): it evaluates each generation the host sends
-// (a fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
-// observations (loaders, codecs and renderers) and disposers. The same runner serves in
-// a plugin's worker thread and, with `isolation: "none"`, in the host's own thread; the
-// transport that carries its requests is the only difference. What it answers is plain
-// data the host checks on arrival.
+// Owns the one plugin runner (decision 160): it evaluates each generation the host sends (a
+// fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
+// observations (loaders, codecs and renderers) and disposers, in a plugin's worker thread or,
+// with `isolation: "none"`, in the host's own thread: the transport is the only difference.
+// What it answers is plain data the host checks on arrival.
 
 import type { AwilixContainer } from "awilix";
 import { withinDeadline } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
+import type { Renderer } from "../system-context/errors.ts";
 // From the modules themselves, not the layer's index: the worker evaluates only what it needs.
 import { isSameJson, type Json } from "../system-context/json.ts";
+import { arrivalChecks, type ValueLimits } from "../system-context/prerendered.ts";
 import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
 import type { PluginSource } from "./define.ts";
 import { evaluateBundle, locationsOf } from "./evaluate.ts";
@@ -24,7 +25,6 @@ import {
   type Observed,
   phaseCodes,
   progress,
-  type RunnerLimits,
   type RunnerReply,
   type WorkerFault,
   type WorkerObservation,
@@ -34,7 +34,8 @@ import {
 export interface RunnerOptions {
   /** The services a plugin's `api.services` resolves from: clock, logger, location. */
   readonly container: AwilixContainer;
-  readonly limits: RunnerLimits;
+  /** Values deeper or larger are not sent (a deep enough value cannot even be read by the host's thread). */
+  readonly limits: ValueLimits;
   /** Progress cells (`progress`): what the runner runs now, for whoever must say where it stopped. */
   readonly cells: Int32Array;
 }
@@ -47,11 +48,6 @@ interface Sent {
   readonly number: number;
 }
 
-interface HeldSource {
-  readonly source: PluginSource;
-  readonly codec: SourceCodec;
-}
-
 /** One generation living in this runner. */
 interface Living {
   readonly exports: Record<string, unknown>;
@@ -59,7 +55,7 @@ interface Living {
   readonly name: string;
   scope?: Scope;
   /** By key, in the order `setup` declared them. */
-  sources?: Map<string, HeldSource>;
+  sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec }>;
   /** By env, the value each source last sent with its texts, and that observation's number: what the host may hold. */
   readonly sent: Map<string, Map<string, Sent>>;
 }
@@ -68,6 +64,12 @@ interface Living {
 export interface PluginRunner {
   serve(request: HostRequest): Promise<RunnerReply>;
 }
+
+// One object for every such answer: a transport that clones sends it once per message.
+const unavailableObservation: WorkerObservation = Object.freeze({ kind: "unavailable" });
+const absentObservation: WorkerObservation = Object.freeze({ kind: "absent" });
+const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged" });
+const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
 
 export function createPluginRunner(options: RunnerOptions): PluginRunner {
   const { container, limits, cells } = options;
@@ -94,9 +96,9 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       mark(0, "idle");
     }
     try {
-      const plugin = pluginOf(exports, new Set(request.reserved));
-      generations.set(request.generation, { exports, locations, name: plugin.name, sent: new Map() });
-      return { ok: true, result: { name: plugin.name } satisfies Evaluated };
+      const { name } = pluginOf(exports, new Set(request.reserved));
+      generations.set(request.generation, { exports, locations, name, sent: new Map() });
+      return { ok: true, result: { name } satisfies Evaluated };
     } catch (error) {
       return { ok: false, fault: faultOf(error, locations, "evaluate") };
     }
@@ -120,11 +122,11 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       living.sources = new Map(
         activated.sources.map((source) => [
           source.key,
-          { source, codec: new SourceCodec(source as unknown as Source, Number.POSITIVE_INFINITY) },
+          { source, codec: new SourceCodec(source as unknown as Source, Infinity) },
         ]),
       );
-      const sources = activated.sources.map((source) =>
-        typeof source.deadlineMs === "number" ? { key: source.key, deadlineMs: source.deadlineMs } : { key: source.key },
+      const sources = activated.sources.map(({ key, deadlineMs }) =>
+        typeof deadlineMs === "number" ? { key, deadlineMs } : { key },
       );
       return { ok: true, result: { sources } satisfies Activated };
     } catch (error) {
@@ -132,27 +134,6 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       return { ok: false, fault: faultOf(error, living.locations, "setup") };
     } finally {
       mark(0, "idle");
-    }
-  }
-
-  function text(
-    id: number,
-    index: number,
-    codec: SourceCodec,
-    renderer: "baseline" | "update" | "removed",
-    current: unknown,
-    previous: unknown,
-    locations: BundleLocations,
-  ): WorkerText {
-    mark(id, renderer, index);
-    try {
-      const rendering = codec.render(renderer, current, previous);
-      if (rendering.ok) return { ok: true, text: rendering.text };
-      const location = locate(locations, rendering.error);
-      const reason = rendering.error.message.replace(/^Context Source "[^"]*": renderer "[a-z]+" /, "");
-      return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
-    } catch (error) {
-      return { ok: false, reason: `threw: ${messageOf(error)}` };
     }
   }
 
@@ -175,109 +156,98 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     const env = Object.freeze({ ...request.env });
     const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
     const keys = request.keys ?? [...sources.keys()];
+    const storedAt = new Map(request.stored);
     const faults: WorkerFault[] = [];
-    const { locations } = living;
+    const faulty = (error: unknown, phase: "load" | "value", key: string) => {
+      faults.push({ ...faultOf(error, living.locations, phase), phase, key });
+      return unavailableObservation;
+    };
     // Every loader starts before any is awaited, as in the host: sources are observed
     // concurrently. A loader that returns at once costs no promise.
     const settled: Array<PromiseSettledResult<unknown>> = [];
     const pending: Array<Promise<void>> = [];
-    const storedAt = new Map(request.stored);
     keys.forEach((key, index) => {
       const held = sources.get(key);
-      if (held === undefined) {
-        settled[index] = { status: "fulfilled", value: unavailable };
-        return;
-      }
+      if (held === undefined) return;
       mark(request.id, "load", index);
       try {
         const loaded = held.source.load(env);
-        if (!(loaded instanceof Promise)) {
-          settled[index] = { status: "fulfilled", value: loaded };
-          return;
-        }
-        const ms = held.source.deadlineMs ?? request.deadlineMs;
-        pending.push(
-          withinDeadline(() => loaded, ms, `loader ${key}`).then(
-            (value) => {
-              settled[index] = { status: "fulfilled", value };
-            },
-            (reason) => {
-              settled[index] = { status: "rejected", reason };
-            },
-          ),
-        );
+        if (!(loaded instanceof Promise)) settled[index] = { status: "fulfilled", value: loaded };
+        else
+          pending.push(
+            withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`).then(
+              (value) => {
+                settled[index] = { status: "fulfilled", value };
+              },
+              (reason) => {
+                settled[index] = { status: "rejected", reason };
+              },
+            ),
+          );
       } catch (reason) {
         settled[index] = { status: "rejected", reason };
       }
     });
     mark(request.id, "idle");
     if (pending.length > 0) await Promise.all(pending);
-    const observations: WorkerObservation[] = settled.map((outcome, index) => {
-      const key = keys[index] as string;
+    const observations = keys.map((key, index): WorkerObservation => {
       const heldNumber = request.held[index] ?? 0;
-      let stored = storedAt.get(index) as Json | undefined;
-      const isStoredHeld = heldNumber > 0 && stored === undefined;
       const last = sent.get(key);
+      let stored = storedAt.get(index) as Json | undefined;
+      // Held with no value sent: the admitted value is that observation's, if this runner still has it.
+      const isStoredHeld = heldNumber > 0 && stored === undefined;
       if (isStoredHeld) {
-        if (last === undefined || last.number !== heldNumber) return askAgain;
+        if (last?.number !== heldNumber) return askAgain;
         stored = last.value;
       }
       const held = sources.get(key);
-      if (held === undefined) return { kind: "unavailable" };
-      if (outcome.status === "rejected") {
-        faults.push({ ...faultOf(outcome.reason, locations, "load"), phase: "load", key });
-        return { kind: "unavailable" };
-      }
+      const outcome = settled[index];
+      if (held === undefined || outcome === undefined) return unavailableObservation;
+      if (outcome.status === "rejected") return faulty(outcome.reason, "load", key);
       const loaded = outcome.value;
-      if (loaded === unavailable) return { kind: "unavailable" };
-      if (loaded === absent) return { kind: "absent" };
+      if (loaded === unavailable) return unavailableObservation;
+      if (loaded === absent) return absentObservation;
       const { codec, source } = held;
       let value: Json;
-      let isStored = false;
       mark(request.id, "value", index);
       try {
         const encoded = codec.encode(loaded);
         // The admitted value again (the common case): it was plain and within the limits when admitted.
-        isStored = stored !== undefined && isSameJson(stored, encoded);
-        if (isStored) value = stored as Json;
-        else {
-          value = codec.plain(encoded);
-          const oversize = oversized(value, limits);
-          if (oversize !== undefined) throw new Error(`loaded value rejected: ${oversize}`);
-        }
+        value = stored !== undefined && isSameJson(stored, encoded) ? stored : arrivalChecks.value(key, encoded, limits);
       } catch (error) {
-        faults.push({ ...faultOf(error, locations, "value"), phase: "value", key });
-        return { kind: "unavailable" };
+        return faulty(error, "value", key);
       }
+      const isStored = value === stored;
       // Unchanged since admission, and the host holds its texts: a load and a comparison, nothing rendered.
       if (isStored && last !== undefined && heldNumber === last.number && (isStoredHeld || isSameJson(last.value, value)))
         return unchangedObservation;
       const number = ++sentCount;
       sent.set(key, { value, number });
-      const baseline = text(request.id, index, codec, "baseline", loaded, undefined, locations);
-      const removed =
-        source.removed === undefined ? undefined : text(request.id, index, codec, "removed", loaded, undefined, locations);
-      let previous: { decodes: boolean; update?: WorkerText } | undefined;
-      // A stored value is decoded (and an update rendered) only when the value changed.
-      if (stored !== undefined && !isStored) {
-        mark(request.id, "value", index);
-        let decoded: { readonly value: unknown } | undefined;
+      const render = (renderer: Renderer, previous?: unknown): WorkerText => {
+        mark(request.id, renderer, index);
         try {
-          decoded = codec.decodeStored(stored);
-        } catch {
-          decoded = undefined;
+          const rendering = codec.render(renderer, loaded, previous);
+          if (rendering.ok) return { ok: true, text: rendering.text };
+          const location = locate(living.locations, rendering.error);
+          const reason = rendering.error.message.replace(/^Context Source "[^"]*": renderer "[a-z]+" /, "");
+          return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
+        } catch (error) {
+          return { ok: false, reason: `threw: ${messageOf(error)}` };
         }
-        previous = { decodes: decoded !== undefined };
-        if (decoded !== undefined) previous.update = text(request.id, index, codec, "update", loaded, decoded.value, locations);
-      }
-      return {
-        kind: "present",
-        value,
-        number,
-        baseline,
-        ...(removed === undefined ? {} : { removed }),
-        ...(previous === undefined ? {} : { previous }),
       };
+      const baseline = render("baseline");
+      const removed = source.removed === undefined ? {} : { removed: render("removed") };
+      if (stored === undefined || isStored) return { kind: "present", value, number, baseline, ...removed };
+      // A stored value is decoded (and an update rendered) only when the value changed.
+      mark(request.id, "value", index);
+      let decoded: { readonly value: unknown } | undefined;
+      try {
+        decoded = codec.decodeStored(stored);
+      } catch {
+        decoded = undefined;
+      }
+      const previous = decoded === undefined ? { decodes: false } : { decodes: true, update: render("update", decoded.value) };
+      return { kind: "present", value, number, baseline, ...removed, previous };
     });
     mark(0, "idle");
     return { ok: true, result: { observations, faults } satisfies Observed };
@@ -299,23 +269,13 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
 
   return {
     serve(request) {
-      switch (request.type) {
-        case "evaluate":
-          return evaluate(request);
-        case "activate":
-          return activate(request);
-        case "observe":
-          return observe(request);
-        case "dispose":
-          return dispose(request);
-      }
+      if (request.type === "evaluate") return evaluate(request);
+      if (request.type === "activate") return activate(request);
+      if (request.type === "observe") return observe(request);
+      return dispose(request);
     },
   };
 }
-
-// One object for every such answer: a transport that clones sends it once per message.
-const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged" });
-const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
 
 function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
   const failure = error instanceof ActivationFailed ? error : undefined;
@@ -336,30 +296,4 @@ function locate(locations: BundleLocations | undefined, error: unknown): Locatio
   } catch {
     return undefined;
   }
-}
-
-/**
- * Why a value must not be sent, if it must not: deeper than the limit (a deep enough value
- * cannot even be read by the host's thread) or larger (a rough count of its JSON text).
- */
-function oversized(value: Json, limits: RunnerLimits): string | undefined {
-  let left = limits.maxValueBytes;
-  const pending: Array<[Json, number]> = [[value, 0]];
-  while (pending.length > 0) {
-    const [item, depth] = pending.pop() as [Json, number];
-    if (typeof item === "string") left -= item.length + 3;
-    else if (item === null || typeof item !== "object") left -= 8;
-    else {
-      if (depth >= limits.maxDepth) return `nested deeper than the limit of ${limits.maxDepth}`;
-      left -= 3;
-      if (Array.isArray(item)) for (const inner of item) pending.push([inner, depth + 1]);
-      else
-        for (const key of Object.keys(item)) {
-          left -= key.length + 4;
-          pending.push([item[key] as Json, depth + 1]);
-        }
-    }
-    if (left < 0) return `larger than the limit of ${limits.maxValueBytes} bytes`;
-  }
-  return undefined;
 }

@@ -3,14 +3,14 @@
 // thread (trusted first-party plugins, comparisons). The other one, a worker thread per
 // plugin (beyond a bound, a realm on a shared one: decision 185), is `worker/plugin-worker.ts`.
 
-import { threadId } from "node:worker_threads";
 import type { AwilixContainer } from "awilix";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { ContextHostError } from "../base/errors.ts";
+import type { ValueLimits } from "../system-context/prerendered.ts";
 import { createPluginRunner, type PluginRunner } from "./runner.ts";
-import { type HostRequestBody, progress, type RunnerLimits, type WorkerFault } from "./worker/protocol.ts";
+import { type HostRequestBody, progress, type WorkerFault } from "./worker/protocol.ts";
 
-/** What a request was doing when its transport stopped: the phase running and the source's index in the request. */
+/** What a request was doing when its transport stopped, from the phase running and the source's index in the request. */
 export type Describe = (
   phase: DiagnosticPhase | undefined,
   index: number,
@@ -55,8 +55,6 @@ export class PluginWorkerFault extends ContextHostError {
 
 /** Carries requests to one plugin's runner. Once stopped it stays stopped: a restart is a new transport. */
 export interface PluginTransport {
-  /** The thread the plugin's code runs on. */
-  readonly threadId: number;
   /** Whether the transport has stopped (and why). */
   readonly stopped: PluginWorkerStopped | undefined;
   /**
@@ -76,26 +74,15 @@ export interface PluginTransport {
  */
 export class InThreadTransport implements PluginTransport {
   readonly #runner: PluginRunner;
+  readonly stopped = undefined;
   #nextId = 1;
 
-  constructor(options: { readonly container: AwilixContainer; readonly limits: RunnerLimits }) {
-    this.#runner = createPluginRunner({
-      container: options.container,
-      limits: options.limits,
-      cells: new Int32Array(progress.length),
-    });
-  }
-
-  get threadId(): number {
-    return threadId;
-  }
-
-  get stopped(): undefined {
-    return undefined;
+  constructor(options: { readonly container: AwilixContainer; readonly limits: ValueLimits }) {
+    this.#runner = createPluginRunner({ ...options, cells: new Int32Array(progress.length) });
   }
 
   async request<T>(request: HostRequestBody, _ms: number, _describe: Describe): Promise<T> {
-    const reply = await this.#runner.serve({ ...request, id: this.#nextId++ } as Parameters<PluginRunner["serve"]>[0]);
+    const reply = await this.#runner.serve({ ...request, id: this.#nextId++ });
     if (!reply.ok) throw new PluginWorkerFault({ fault: reply.fault });
     return reply.result as T;
   }

@@ -1,6 +1,5 @@
 // Owns watching plugin files: one chokidar watcher over the plugin folders and every file a
-// plugin's bundle read, and plain watches of where plugin packages are installed. When a
-// change reloads a plugin is `inputs.ts`'s.
+// plugin's bundle read, and plain watches of where plugin packages are installed.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
@@ -8,22 +7,19 @@ import { type FSWatcher, watch } from "chokidar";
 
 export interface PluginWatcherOptions {
   readonly folders: readonly string[];
-  /** A file appeared or disappeared in a plugin folder: discovery should run again. */
+  /** A file appeared or disappeared in a plugin folder. */
   onFolderChange(): void;
-  /** A watched file changed (or appeared, or disappeared). */
   onFileChange(file: string): void;
-  /** The watcher failed; watching goes on where it can. */
   onError(error: unknown): void;
-  /** A plugin package was installed, replaced or removed where it is installed (`watchInstallPlaces`). */
+  /** A plugin package was installed, replaced or removed (`watchInstallPlaces`). */
   onPackageChange?(name: string): void;
 }
 
-/** The plugin folders and the files plugins read, watched with chokidar. */
 export class PluginWatcher {
   readonly #options: PluginWatcherOptions;
   readonly #watcher: FSWatcher;
   #watched = new Set<string>();
-  /** The folders plugin packages are installed in, each watched for the entries of those packages. */
+  /** The folders plugin packages are installed in, each watched for those packages' entries. */
   #installFolders = new Map<
     string,
     { readonly watch: FolderWatch; readonly inode: number; entries: Map<string, readonly string[]> }
@@ -41,7 +37,7 @@ export class PluginWatcher {
     this.#watcher.on("error", (error) => options.onError(error));
   }
 
-  /** Starts watching the folders; resolves once the watcher is ready. */
+  /** Resolves once the watcher is ready. */
   static async start(options: PluginWatcherOptions): Promise<PluginWatcher> {
     const watcher = new PluginWatcher(options);
     // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
@@ -49,10 +45,7 @@ export class PluginWatcher {
     return watcher;
   }
 
-  /**
-   * Keeps the watcher on exactly `files` (besides the folders). Returns the files it did
-   * not cover yet: one may have changed after a load read it and before its watch was up.
-   */
+  /** Keeps the watcher on exactly `files` (besides the folders); returns those it did not cover yet (changed unseen, maybe). */
   watchExactly(files: ReadonlySet<string>): ReadonlySet<string> {
     if (this.#isClosed) return new Set();
     const added = [...files].filter((file) => !this.#watched.has(file));
@@ -70,10 +63,8 @@ export class PluginWatcher {
   }
 
   /**
-   * Watches where plugin packages are installed: a new, replaced or removed entry of one of
-   * those folders calls `onPackageChange` with its package's name. A plain `fs.watch` of
-   * each folder: chokidar judges a file changed by its modification time, and npm's files
-   * all carry the same one, so a file watch misses an update.
+   * Watches where plugin packages are installed, with a plain `fs.watch` of each folder:
+   * chokidar judges a change by modification time, and npm's files all carry the same one.
    */
   watchInstallPlaces(places: ReadonlyArray<{ readonly folder: string; readonly entry: string; readonly package: string }>): void {
     if (this.#isClosed) return;
@@ -113,7 +104,6 @@ export class PluginWatcher {
     }
   }
 
-  /** Releases the watcher. */
   async close(): Promise<void> {
     this.#isClosed = true;
     for (const watched of this.#installFolders.values()) watched.watch.close();

@@ -1,9 +1,7 @@
-// Owns the inside of a plugin's worker (decision 060): the plugin runner (`../runner.ts`)
-// on the thread's port, with the services a plugin gets (a clock, a logger that posts its
-// lines, the host's working folder). Whatever plugin code does here (a loop, an exit, a
-// changed prototype, a leaked timer) stays in this thread; the host checks what it sends.
-// The same program runs a shared worker (decision 185): there it opens one realm per plugin
-// (`realms.ts`) and runs again inside each, where it serves that plugin's runner only.
+// Owns the inside of a plugin's worker (decision 060): the plugin runner on the thread's port,
+// with the services a plugin gets. Whatever plugin code does here (a loop, an exit, a changed
+// prototype, a leaked timer) stays in this thread; the host checks what it sends. In a shared
+// worker (decision 185) it opens a realm per plugin (`realms.ts`) and runs again in each.
 
 import { parentPort, workerData } from "node:worker_threads";
 import { asValue, createContainer } from "awilix";
@@ -12,7 +10,7 @@ import { createPluginRunner } from "../runner.ts";
 import type { HostRequest, RealmHooks, WorkerInit, WorkerReply } from "./protocol.ts";
 import { serveRealms } from "./realms.ts";
 
-/** Serves one plugin's runner: requests in, replies and log lines out through `post`. */
+/** Serves one plugin's runner: requests in, replies and log lines out. */
 function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (request: HostRequest) => void {
   // Taken before any plugin code runs: a plugin cannot swap them for its own.
   const { now: dateNow } = Date;
@@ -32,11 +30,7 @@ function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (req
     logger: asValue(freeze({ info: send("info"), warn: send("warn"), error: send("error") })),
     location: asValue(init.location),
   });
-  const runner = createPluginRunner({
-    container,
-    limits: { maxDepth: init.maxDepth, maxValueBytes: init.maxValueBytes },
-    cells: new Int32Array(init.progress),
-  });
+  const runner = createPluginRunner({ container, limits: init, cells: new Int32Array(init.progress) });
   return (request) => {
     if ("now" in request) hostNow = request.now;
     void runner.serve(request).then((reply) => {
@@ -61,11 +55,7 @@ if (realm !== undefined) {
   const post = port.postMessage.bind(port);
   const data = workerData as WorkerInit | { readonly shared: true };
   if ("shared" in data) serveRealms(port, post);
-  else {
-    const serve = serveRunner(data, post);
-    port.on("message", serve);
-  }
-  // The host starts its requests' deadlines from here: a worker's start-up (slow on a loaded
-  // machine) never counts against a plugin's module, setup or loader deadline.
+  else port.on("message", serveRunner(data, post));
+  // Deadlines start from here: a slow start-up never counts against a plugin's own.
   post({ type: "ready" } satisfies WorkerReply);
 }

@@ -1,8 +1,6 @@
-// Owns the host's side of one plugin worker (decision 060): starting the thread with a
-// heap limit, requests with deadlines kept by the host's own clock, and the end of the
-// thread, whatever ends it (a missed deadline, `process.exit`, an uncaught exception or
-// unhandled rejection, running out of memory). Nothing here interprets a plugin. Beyond
-// `dedicatedWorkers` plugins, threads are shared, a realm per plugin (decision 185).
+// Owns the host's side of plugin worker threads (decisions 060, 185): the worker's program,
+// threads with a heap limit (beyond `dedicatedWorkers` plugins, shared: a realm per plugin),
+// requests with deadlines kept by the host's clock, and a thread's end, whatever ends it.
 
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +9,7 @@ import { Worker } from "node:worker_threads";
 import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { messageOf } from "../../base/errors.ts";
+import type { PluginLimits } from "../limits.ts";
 import type { Location } from "../locations.ts";
 import { type Describe, type PluginTransport, PluginWorkerFault, PluginWorkerStopped } from "../transport.ts";
 import { cachedProgram } from "./program-cache.ts";
@@ -27,33 +26,25 @@ import {
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
 const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
 
+/** A worker's program, and what a worker is sent: its bytes (one-byte text) and V8's code cache, in shared memory (nothing copied, little compiled). */
+export interface WorkerProgram {
+  readonly source: string;
+  readonly shared: { readonly bytes: SharedArrayBuffer; readonly sourceLength: number; readonly filename: string };
+}
+
 let workerCode: Promise<WorkerProgram> | undefined;
 
 /**
- * The worker's program as one script: the entry bundled with everything it imports
- * (TypeBox, awilix, the plugin API), built once per host process with esbuild. One
- * script starts faster than a tree of modules, runs the same from TypeScript sources
- * (no loader in the worker) and from the compiled package, and gives every plugin of a
- * worker one copy of TypeBox and the plugin API.
+ * The worker's program as one script, built once per host process: it starts faster than a
+ * tree of modules, runs the same from TypeScript sources and the package, and gives every
+ * plugin of a worker one copy of TypeBox and the plugin API.
  */
 export function workerProgram(): Promise<WorkerProgram> {
-  workerCode ??= buildProgram().then(withCodeCache, (error) => {
+  workerCode ??= bundleWorkerProgram(entryFile).then(withCodeCache, (error) => {
     workerCode = undefined;
     throw error;
   });
   return workerCode;
-}
-
-/** A worker's program, and V8's code cache of it (compiled once here, so each worker skips most of its parse and compile). */
-export interface WorkerProgram {
-  readonly source: string;
-  readonly filename: string;
-  readonly cache: Buffer;
-  /**
-   * What a worker is sent: the source's bytes (it is one-byte text) then the cache, in
-   * shared memory, so that starting a worker copies neither through a message.
-   */
-  readonly shared: { readonly bytes: SharedArrayBuffer; readonly sourceLength: number; readonly filename: string };
 }
 
 function withCodeCache(source: string): WorkerProgram {
@@ -66,15 +57,13 @@ function withCodeCache(source: string): WorkerProgram {
   const view = Buffer.from(bytes);
   view.write(source, 0, "latin1");
   cache.copy(view, source.length);
-  return { source, filename, cache, shared: { bytes, sourceLength: source.length, filename } };
+  return { source, shared: { bytes, sourceLength: source.length, filename } };
 }
 
 /**
- * What a worker runs first: the program, compiled with its code cache, both read from the
- * shared bytes. The reference to them is dropped from `workerData` before the program runs
- * (no plugin code can reach memory every worker reads) and the rest are a function's locals,
- * not a script's top-level constants that would live as long as the worker: V8 keeps the
- * program's text for lazy compilation and nothing else.
+ * What a worker runs first: the program compiled with its cache, read from the shared bytes,
+ * whose reference leaves `workerData` before the program runs (no plugin reaches memory every
+ * worker reads); the rest are a function's locals, so V8 keeps only the program's text.
  */
 const bootstrap = `"use strict";
 (() => {
@@ -101,92 +90,62 @@ const withoutGlob: esbuild.Plugin = {
   },
 };
 
-async function buildProgram(): Promise<string> {
-  return bundleWorkerProgram(entryFile);
-}
-
 /**
- * A worker entry as one script for `new Worker(program, { eval: true })`: bundled with what
- * it imports except `external` packages, which its `require` resolves from the entry's folder.
+ * A worker entry as one script, bundled with what it imports but `external` packages (its
+ * `require` resolves them from the entry's folder). Cached on disk (decision 092): its inputs
+ * are the files esbuild read and this file, whose options and wrapper shape the program.
  */
 export async function bundleWorkerProgram(entry: string, external: readonly string[] = []): Promise<string> {
-  // Cached on disk (decision 092): the build's inputs are the files esbuild read and this
-  // file, whose options and wrapper below shape the program.
   const key = JSON.stringify({ entry, external, esbuild: esbuild.version, node: process.version });
   return cachedProgram(key, async () => {
-    const built = await buildWorkerProgram(entry, external);
-    return { text: built.program, inputs: [...built.inputs, fileURLToPath(import.meta.url)] };
-  });
-}
-
-async function buildWorkerProgram(entry: string, external: readonly string[]): Promise<{ program: string; inputs: string[] }> {
-  const result = await esbuild.build({
-    entryPoints: [entry],
-    bundle: true,
-    write: false,
-    format: "cjs",
-    platform: "node",
-    target: "node20",
-    logLevel: "silent",
-    external: [...external],
-    // The worker's own `require` (for a plugin's packages) resolves from the entry's folder.
-    define: { "import.meta.url": "__workerEntryUrl" },
-    // awilix needs fast-glob only for `loadModules`, which the worker never calls; leaving
-    // it out takes a third off the program and ~35 ms off every worker's start (decision 060).
-    plugins: [withoutGlob],
-    // Without comments and whitespace the program is a quarter smaller, and one-byte: a
-    // comment's single non-Latin-1 character made V8 keep the whole text, in every worker,
-    // as a two-byte string (1 MiB instead of 0.4). Names stay (error names come from them).
-    minifyWhitespace: true,
-    minifySyntax: true,
-    legalComments: "none",
-    metafile: true,
-  });
-  const body = result.outputFiles[0]?.text;
-  if (body === undefined) throw new Error("esbuild produced no worker program");
-  const url = new URL(`file://${entry}`).href;
-  // Inputs are relative to the working folder; a plugin's namespaced ones (`without-glob:`) are no files.
-  const inputs = Object.keys(result.metafile.inputs)
-    .filter((input) => !input.includes(":"))
-    .map((input) => path.resolve(input));
-  const program = `"use strict";
-const __workerEntryUrl = ${JSON.stringify(url)};
+    const result = await esbuild.build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      format: "cjs",
+      platform: "node",
+      target: "node20",
+      logLevel: "silent",
+      external: [...external],
+      // The worker's own `require` (for a plugin's packages) resolves from the entry's folder.
+      define: { "import.meta.url": "__workerEntryUrl" },
+      // awilix needs fast-glob only for `loadModules`, which the worker never calls; leaving
+      // it out takes a third off the program and ~35 ms off every worker's start (decision 060).
+      plugins: [withoutGlob],
+      // Without comments and whitespace the program is a quarter smaller, and one-byte: a
+      // comment's single non-Latin-1 character made V8 keep the whole text, in every worker,
+      // as a two-byte string (1 MiB instead of 0.4). Names stay (error names come from them).
+      minifyWhitespace: true,
+      minifySyntax: true,
+      legalComments: "none",
+      metafile: true,
+    });
+    const body = result.outputFiles[0]?.text;
+    if (body === undefined) throw new Error("esbuild produced no worker program");
+    const text = `"use strict";
+const __workerEntryUrl = ${JSON.stringify(new URL(`file://${entry}`).href)};
 (function (require, module, exports) {
 ${body}
 })(globalThis.__contextHostRealm?.require ?? process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entry)}), { exports: {} }, {});
 `;
-  return { program, inputs };
-}
-
-/** A request the worker did not answer in time; the worker was stopped. */
-export class PluginWorkerDeadlineExceeded extends PluginWorkerStopped {
-  readonly ms: number;
-  constructor(options: {
-    readonly what: string;
-    readonly ms: number;
-    readonly phase?: DiagnosticPhase | undefined;
-    readonly key?: string | undefined;
-  }) {
-    super({
-      reason: `${options.what} missed its deadline of ${options.ms} ms; the plugin's worker was stopped`,
-      phase: options.phase,
-      key: options.key,
-    });
-    this.ms = options.ms;
-  }
+    // Inputs are relative to the working folder; a plugin's namespaced ones (`without-glob:`) are no files.
+    const inputs = Object.keys(result.metafile.inputs)
+      .filter((input) => !input.includes(":"))
+      .map((input) => path.resolve(input));
+    return { text, inputs: [...inputs, fileURLToPath(import.meta.url)] };
+  });
 }
 
 export interface PluginWorkerOptions {
-  readonly init: Omit<WorkerInit, "progress">;
-  /** Heap limit of the worker's old generation, MiB. */
-  readonly heapMb: number;
-  /** How long the worker may take to start, ms (default 10 s); plugin deadlines start after it. */
-  readonly startDeadlineMs?: number;
+  /** The plugin's file: named to its thread mates when it stops a shared worker. */
+  readonly plugin: string;
   /** A line the plugin logged or printed. */
   log(level: "info" | "warn" | "error", message: string): void;
   /** The worker ended without being asked to; `stopped` says why. */
   onStopped(stopped: PluginWorkerStopped): void;
 }
+
+type Log = PluginWorkerOptions["log"];
 
 interface Pending {
   readonly resolve: (value: unknown) => void;
@@ -195,23 +154,19 @@ interface Pending {
   readonly describe: Describe;
 }
 
+const startDeadlineMs = 10_000;
+
 /**
- * A worker's young generation, MiB: V8 makes it three semi-spaces, so this is one of 1 MiB,
- * V8's smallest. With the 32 MiB it had (semi-spaces growing to ~10 MiB) a plugin that allocates as
- * it loads grew its worker's young generation by a resident MiB or more that an idle
- * worker kept (measured, decision 061); a smaller one only scavenges more often.
+ * A worker's young generation, MiB: three semi-spaces of 1 MiB, V8's smallest. A larger one
+ * kept a resident MiB or more of what a plugin allocated as it loaded (decision 061); a
+ * smaller one only scavenges more often.
  */
 const youngGenerationMb = 3;
 
-/** Longest line of worker output kept (longer lines are cut). */
+/** Longest line of worker output kept. */
 const maxLogLine = 4096;
 
-type Log = PluginWorkerOptions["log"];
-
-/**
- * One worker thread of plugin code: a plugin's own (the default), or one that several
- * plugins share, each in its own realm (decision 185). Whatever stops it stops every plugin on it.
- */
+/** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
   readonly #worker: Worker;
   readonly #heapMb: number;
@@ -219,43 +174,38 @@ class PluginThread {
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
   readonly plugins = new Map<number, PluginWorker>();
   #nextTag = 1;
-  /** Set once it is being ended (stopped or closed): nothing more is placed on it. */
+  /** Being ended: nothing more is placed on it. */
   isEnding = false;
   #lastError: unknown;
   #markReady: (() => void) | undefined;
-  readonly #onCulprits: ((plugins: readonly string[]) => void) | undefined;
+  /** Told the plugins that were running when it stopped (they run alone from then on). */
+  readonly #onCulprits: (plugins: readonly string[]) => void;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
+  /** `init`: the worker's one plugin's; without it the thread is shared, realms opened by request. */
   constructor(
     program: WorkerProgram,
-    options: {
-      readonly heapMb: number;
-      readonly data: object;
-      readonly startDeadlineMs?: number | undefined;
-      readonly log: Log;
-      /** Plugins that were running when it stopped or crashed (decision 185: they run alone from then on). */
-      readonly onCulprits?: (plugins: readonly string[]) => void;
-    },
+    heapMb: number,
+    init: WorkerInit | undefined,
+    log: Log,
+    onCulprits: (plugins: readonly string[]) => void,
   ) {
-    this.#heapMb = options.heapMb;
-    this.isShared = "shared" in options.data;
-    this.#onCulprits = options.onCulprits;
+    this.#heapMb = heapMb;
+    this.isShared = init === undefined;
+    this.#onCulprits = onCulprits;
     this.#worker = new Worker(bootstrap, {
       eval: true,
-      workerData: { ...options.data, program: program.shared },
-      resourceLimits: {
-        maxOldGenerationSizeMb: options.heapMb,
-        maxYoungGenerationSizeMb: Math.min(youngGenerationMb, options.heapMb / 4),
-      },
+      workerData: { ...(init ?? { shared: true }), program: program.shared },
+      resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: Math.min(youngGenerationMb, heapMb / 4) },
       execArgv: [],
       env: { ...process.env },
       stdout: true,
       stderr: true,
       name: this.isShared ? "context-host plugins" : "context-host plugin",
     });
-    this.#forward(this.#worker.stdout, "info", options.log);
-    this.#forward(this.#worker.stderr, "warn", options.log);
+    this.#forward(this.#worker.stdout, "info", log);
+    this.#forward(this.#worker.stderr, "warn", log);
     this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
     this.#worker.on("error", (error) => {
       this.#lastError = error;
@@ -265,10 +215,10 @@ class PluginThread {
       this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
       void this.#worker.terminate().catch(() => {});
     });
-    const ms = options.startDeadlineMs ?? 10_000;
-    const timer = setTimeout(() => {
-      this.#stopAll(`the plugin's worker did not start within ${ms} ms`);
-    }, ms);
+    const timer = setTimeout(
+      () => this.#stopAll(`the plugin's worker did not start within ${startDeadlineMs} ms`),
+      startDeadlineMs,
+    );
     this.ready = new Promise((resolve) => {
       this.#markReady = () => {
         clearTimeout(timer);
@@ -283,10 +233,6 @@ class PluginThread {
         resolve();
       });
     });
-  }
-
-  get threadId(): number {
-    return this.#worker.threadId;
   }
 
   /** Places a plugin here; returns its tag (a dedicated thread: 0). */
@@ -304,7 +250,7 @@ class PluginThread {
   stopFor(culprit: PluginWorker, stopped: PluginWorkerStopped, missedId: number): void {
     this.isEnding = true;
     culprit.stop(stopped, missedId);
-    if (this.isShared && culprit.plugin !== undefined) this.#onCulprits?.([culprit.plugin]);
+    if (this.isShared) this.#onCulprits([culprit.plugin]);
     this.#stopAll(
       `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
       true,
@@ -334,11 +280,10 @@ class PluginThread {
 
   /** Stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
   #stopAll(reason: string, forAnother = false) {
-    // Plugins running code when the thread stopped are its culprits; when one is known (or it
-    // stopped `forAnother`), its mates stop for it (collateral: no stop of their own), else
-    // every plugin's stop counts.
+    // Plugins running code when it stopped are culprits; when one is known (or it stopped
+    // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
     const culprits = [...this.plugins.values()].flatMap((plugin) =>
-      plugin.stopped === undefined && plugin.running().phase !== undefined && plugin.plugin !== undefined ? [plugin.plugin] : [],
+      plugin.stopped === undefined && plugin.running().phase !== undefined ? [plugin.plugin] : [],
     );
     for (const plugin of this.plugins.values()) {
       if (plugin.stopped !== undefined) {
@@ -349,7 +294,7 @@ class PluginThread {
       const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running.phase === undefined;
       plugin.stop(new PluginWorkerStopped({ reason, ...running, isCollateral }));
     }
-    if (this.isShared && culprits.length > 0) this.#onCulprits?.(culprits);
+    if (this.isShared && culprits.length > 0) this.#onCulprits(culprits);
     if (!this.isEnding) {
       this.isEnding = true;
       void this.#worker.terminate().catch(() => {});
@@ -358,11 +303,8 @@ class PluginThread {
 
   #receive(message: WorkerReply) {
     if (typeof message !== "object" || message === null) return;
-    if (message.type === "ready") {
-      this.#markReady?.();
-      return;
-    }
-    this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
+    if (message.type === "ready") this.#markReady?.();
+    else this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
   }
 
   #why(code: number): string {
@@ -386,85 +328,51 @@ class PluginThread {
   }
 }
 
-/**
- * One plugin's transport to its worker thread, the default: the thread is its own, or (beyond
- * the bound of decision 185) shared, the plugin in its own realm there. Once stopped it stays
- * stopped: a restart is a new `PluginWorker`.
- */
+/** One plugin's transport to its worker thread (own or shared). Once stopped it stays stopped: a restart is a new one. */
 export class PluginWorker implements PluginTransport {
   readonly #thread: PluginThread;
   readonly #tag: number;
   readonly #cells: Int32Array;
-  readonly #progress: SharedArrayBuffer;
   readonly #pending = new Map<number, Pending>();
   readonly #options: PluginWorkerOptions;
-  /** The plugin's file: named to its thread mates when it stops a shared worker. */
-  readonly plugin: string | undefined;
   #nextId = 1;
   #stopped: PluginWorkerStopped | undefined;
   #isOpen = false;
   #isClosing = false;
 
-  private constructor(thread: PluginThread, progressCells: SharedArrayBuffer, options: PluginWorkerOptions, plugin?: string) {
+  private constructor(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions) {
     this.#thread = thread;
-    this.#progress = progressCells;
-    this.#cells = new Int32Array(progressCells);
+    this.#cells = new Int32Array(init.progress);
     this.#options = options;
-    this.plugin = plugin;
     this.#tag = thread.place(this);
   }
 
-  /**
-   * Starts a worker of its own (its program is built on first use) and resolves once it is
-   * ready to serve requests; rejects with `PluginWorkerStopped` if it ends first or does not
-   * start within `options.startDeadlineMs` (no plugin code runs before that).
-   */
-  static async start(options: PluginWorkerOptions): Promise<PluginWorker> {
-    const program = await workerProgram();
-    const progressCells = newProgressCells();
-    const data = { ...(options.init satisfies Omit<WorkerInit, "progress">), progress: progressCells };
-    const thread = new PluginThread(program, {
-      heapMb: options.heapMb,
-      data,
-      startDeadlineMs: options.startDeadlineMs,
-      log: options.log,
-    });
-    const worker = new PluginWorker(thread, progressCells, options);
+  /** Opens the plugin on `thread` once ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
+  static async open(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions): Promise<PluginWorker> {
+    const worker = new PluginWorker(thread, init, options);
     await Promise.race([thread.ready, thread.exited]);
+    if (thread.isShared) {
+      try {
+        await worker.request({ type: "open", init }, startDeadlineMs, () => ({
+          what: "opening the plugin's realm",
+          phase: "evaluate",
+        }));
+      } catch (error) {
+        await worker.terminate();
+        throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });
+      }
+    }
     if (worker.#stopped !== undefined) throw worker.#stopped;
     worker.#isOpen = true;
     return worker;
   }
 
-  /** Opens the plugin's realm on a shared thread (decision 185); rejects with `PluginWorkerStopped` like `start`. */
-  static async open(thread: PluginThread, options: PluginWorkerOptions & { readonly plugin: string }): Promise<PluginWorker> {
-    const worker = new PluginWorker(thread, newProgressCells(), options, options.plugin);
-    const init = { ...options.init, progress: worker.#progress };
-    await Promise.race([thread.ready, thread.exited]);
-    const ms = options.startDeadlineMs ?? 10_000;
-    try {
-      await worker.#send({ type: "open", init }, ms, () => ({ what: "opening the plugin's realm", phase: "evaluate" }));
-    } catch (error) {
-      await worker.terminate();
-      throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });
-    }
-    worker.#isOpen = true;
-    return worker;
+  get plugin(): string {
+    return this.#options.plugin;
   }
 
-  /** The worker's thread id (the same across the reloads it serves). */
-  get threadId(): number {
-    return this.#thread.threadId;
-  }
-
-  /** Whether the worker has stopped (and why). */
   get stopped(): PluginWorkerStopped | undefined {
     return this.#stopped;
-  }
-
-  /** Resolves when its thread has ended. */
-  get ended(): Promise<void> {
-    return this.#thread.exited;
   }
 
   /** Whether a request of this plugin is waiting for its answer. */
@@ -472,16 +380,8 @@ export class PluginWorker implements PluginTransport {
     return this.#pending.size > 0;
   }
 
-  /**
-   * Sends one request; resolves with the worker's result, rejects with `PluginWorkerFault`
-   * (the worker answered with a fault), `PluginWorkerDeadlineExceeded` (no answer within `ms`: the
-   * worker is stopped) or `PluginWorkerStopped` (the worker ended meanwhile).
-   */
-  request<T>(request: HostRequestBody, ms: number, describe: Describe): Promise<T> {
-    return this.#send(request, ms, describe);
-  }
-
-  #send<T>(request: object, ms: number, describe: Describe): Promise<T> {
+  /** As `PluginTransport.request`: a request that misses `ms` stops the worker. */
+  request<T>(request: HostRequestBody | { readonly type: "open"; readonly init: WorkerInit }, ms: number, describe: Describe) {
     if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
@@ -506,17 +406,15 @@ export class PluginWorker implements PluginTransport {
   #missed(id: number, ms: number) {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
-    const isThisRequest = Atomics.load(this.#cells, progress.request) === id;
-    const code = Atomics.load(this.#cells, progress.phase);
-    const running = isThisRequest && code > 0 ? (phaseCodes[code] as DiagnosticPhase | undefined) : undefined;
+    const running = Atomics.load(this.#cells, progress.request) === id ? this.#phase() : undefined;
     const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
-    const missed = new PluginWorkerDeadlineExceeded({
-      what: described.what,
-      ms: described.ms ?? ms,
-      phase: described.phase,
-      key: described.key,
-    });
-    this.#thread.stopFor(this, missed, id);
+    const reason = `${described.what} missed its deadline of ${described.ms ?? ms} ms; the plugin's worker was stopped`;
+    this.#thread.stopFor(this, new PluginWorkerStopped({ reason, phase: described.phase, key: described.key }), id);
+  }
+
+  #phase(): DiagnosticPhase | undefined {
+    const code = Atomics.load(this.#cells, progress.phase);
+    return code > 0 ? (phaseCodes[code] as DiagnosticPhase) : undefined;
   }
 
   /** A reply or a log line of this plugin's runner. */
@@ -537,10 +435,10 @@ export class PluginWorker implements PluginTransport {
 
   /** Which phase and source the plugin's code was in, from the progress cells and the request running. */
   running(): { phase?: DiagnosticPhase; key?: string | undefined } {
-    const code = Atomics.load(this.#cells, progress.phase);
+    const phase = this.#phase();
     const pending = this.#pending.get(Atomics.load(this.#cells, progress.request));
-    if (code <= 0 || pending === undefined) return {};
-    const described = pending.describe(phaseCodes[code] as DiagnosticPhase, Atomics.load(this.#cells, progress.source));
+    if (phase === undefined || pending === undefined) return {};
+    const described = pending.describe(phase, Atomics.load(this.#cells, progress.source));
     return { phase: described.phase, key: described.key };
   }
 
@@ -548,76 +446,63 @@ export class PluginWorker implements PluginTransport {
   stop(stopped: PluginWorkerStopped, missedId?: number) {
     const isFirst = this.#stopped === undefined;
     this.#stopped ??= stopped;
-    const missed = missedId === undefined ? undefined : this.#pending.get(missedId);
-    if (missed !== undefined) {
-      this.#pending.delete(missedId as number);
-      clearTimeout(missed.timer);
-      missed.reject(stopped);
+    const missed = this.#pending.get(missedId ?? 0);
+    for (const pending of new Set([missed, ...this.#pending.values()])) {
+      clearTimeout(pending?.timer);
+      pending?.reject(pending === missed ? stopped : this.#stopped);
     }
-    for (const [id, pending] of this.#pending) {
-      clearTimeout(pending.timer);
-      this.#pending.delete(id);
-      pending.reject(this.#stopped);
-    }
+    this.#pending.clear();
     // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
     if (isFirst && this.#isOpen && !this.#isClosing) this.#options.onStopped(stopped);
   }
 }
 
-function newProgressCells(): SharedArrayBuffer {
-  return new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT);
-}
-
 /**
  * Where plugins' code runs (decision 185): a worker of its own for each plugin up to
- * `dedicatedWorkers`, beyond them shared workers of up to `pluginsPerWorker` plugins, each in
- * its realm. A plugin that stopped a shared worker (a missed deadline, or running when it
- * crashed) gets a worker of its own from then on, so it cannot stop its mates again.
+ * `dedicatedWorkers`, beyond them shared workers of `pluginsPerWorker`. A plugin that stopped
+ * a shared worker gets one of its own from then on, so it cannot stop its mates again.
  */
 export class PluginWorkers {
-  readonly #limits: { readonly dedicatedWorkers: number; readonly pluginsPerWorker: number };
   #dedicated = 0;
   readonly #shared = new Set<PluginThread>();
   readonly #alone = new Set<string>();
 
-  constructor(limits: { readonly dedicatedWorkers: number; readonly pluginsPerWorker: number }) {
-    this.#limits = limits;
-  }
+  /** `init`: what every plugin's runner starts with; `log`: a line a plugin logged or printed. */
+  constructor(
+    readonly limits: PluginLimits,
+    readonly init: Omit<WorkerInit, "progress">,
+    readonly log: Log,
+  ) {}
 
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
-  async start(options: PluginWorkerOptions & { readonly plugin: string }): Promise<PluginWorker> {
-    const { dedicatedWorkers, pluginsPerWorker } = this.#limits;
-    if (this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(options.plugin)) {
-      this.#dedicated++;
-      const started = PluginWorker.start(options);
-      void started.then(
-        (worker) => worker.ended.then(() => this.#dedicated--),
-        () => this.#dedicated--,
-      );
-      return started;
-    }
-    // The program first: from here to placing the plugin nothing awaits, so plugins starting
-    // together fill one shared thread before another is made.
+  async start(plugin: string, onStopped: PluginWorkerOptions["onStopped"]): Promise<PluginWorker> {
+    // From the program to placing the plugin nothing awaits: plugins starting together are
+    // counted in order and fill one shared thread before another is made.
     const program = await workerProgram();
-    let thread = [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
+    const { heapMb, dedicatedWorkers, pluginsPerWorker } = this.limits;
+    const init = { ...this.init, progress: new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT) };
+    const isDedicated = this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
+    let thread = isDedicated
+      ? undefined
+      : [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
-      const created = new PluginThread(program, {
-        heapMb: options.heapMb,
-        data: { shared: true },
-        startDeadlineMs: options.startDeadlineMs,
-        log: options.log,
-        onCulprits: (plugins) => {
-          for (const plugin of plugins) this.#alone.add(plugin);
-        },
+      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, (plugins) => {
+        for (const plugin of plugins) this.#alone.add(plugin);
       });
-      this.#shared.add(created);
-      void created.exited.then(() => this.#shared.delete(created));
+      if (isDedicated) {
+        this.#dedicated++;
+        void created.exited.then(() => this.#dedicated--);
+      } else {
+        this.#shared.add(created);
+        void created.exited.then(() => this.#shared.delete(created));
+      }
       thread = created;
     }
-    return PluginWorker.open(thread, options);
+    return PluginWorker.open(thread, init, { plugin, log: this.log, onStopped });
   }
 }
-/** The phases a worker's fault may name: those the progress cells track, and the checks of a definition. */
+
+/** The phases a worker's fault may name. */
 const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
 
 /** A location as the worker sent it, if it is one. */
@@ -635,7 +520,7 @@ export function sanitizeLocation(location: unknown): Location | undefined {
 }
 
 /** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
-function sanitizeFault(fault: unknown): WorkerFault {
+export function sanitizeFault(fault: unknown): WorkerFault {
   const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
   const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
   const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";

@@ -1,40 +1,24 @@
 // Owns the messages between the host and a plugin's runner (decision 060), whichever
-// transport carries them: a worker thread (structured clone) or the host's own thread.
-// Everything that crosses is plain data: code and settings in, encoded JSON values,
-// rendered texts and faults out. Nothing the runner sends is trusted: the host checks it
-// on arrival.
+// transport carries them: plain data (code and settings in; values, texts, faults out),
+// none of it trusted by the host before its arrival checks.
 
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
+import type { ValueLimits } from "../../system-context/prerendered.ts";
 import type { Location } from "../locations.ts";
 
-/** Values deeper or larger than this are not sent (the host checks again on arrival). */
-export interface RunnerLimits {
-  readonly maxDepth: number;
-  readonly maxValueBytes: number;
-}
-
-/** What the worker is started with (`workerData`). */
-export interface WorkerInit extends RunnerLimits {
+/** What a plugin's runner is started with (a dedicated worker's `workerData`); values beyond its limits are not sent. */
+export interface WorkerInit extends ValueLimits {
   /** The host's working folder: `api.services.location`. */
   readonly location: string;
   /** `system`: the worker reads its own clock; `host`: the host's clock reading sent with each request. */
   readonly clock: "system" | "host";
-  /** Shared progress cells: what the worker is running now (see `progress`). */
+  /** Shared progress cells: what the runner runs now (`progress`). */
   readonly progress: SharedArrayBuffer;
 }
 
-/** Indices into the progress cells (an `Int32Array`). */
-export const progress = {
-  /** The id of the request being served (0: none). */
-  request: 0,
-  /** The phase code running (`phaseCodes`). */
-  phase: 1,
-  /** The index of the source (in the request's list) whose code runs. */
-  source: 2,
-  length: 3,
-} as const;
+/** Indices into the progress cells (an `Int32Array`): the request served (0: none), its phase code, the source's index in it. */
+export const progress = { request: 0, phase: 1, source: 2, length: 3 } as const;
 
-/** Phase codes of the progress cells, in order. */
 export const phaseCodes: readonly (DiagnosticPhase | "idle")[] = [
   "idle",
   "evaluate",
@@ -56,21 +40,20 @@ export interface WorkerFault {
   readonly location?: Location;
 }
 
-/** A rendering made in the worker. */
+/** A rendering made in the runner. */
 export type WorkerText =
   | { readonly ok: true; readonly text: string }
   | { readonly ok: false; readonly reason: string; readonly location?: Location };
 
-/** One source's observation made in the worker. */
+/** One source's observation made in the runner. */
 export type WorkerObservation =
-  | { readonly kind: "unavailable" }
-  | { readonly kind: "absent" }
+  | { readonly kind: "unavailable" | "absent" }
   /**
    * The encoded value is the `stored` one the source was asked with, and the one of the
    * observation the host said it holds (`held`): the host has its texts, nothing was rendered.
    */
   | { readonly kind: "unchanged" }
-  /** Asked with `storedIsHeld`, the runner no longer had that observation's value: ask with the value. */
+  /** Asked with a held value not sent, the runner no longer had that observation's value: ask with the value. */
   | { readonly kind: "ask-again" }
   | {
       readonly kind: "present";
@@ -82,10 +65,9 @@ export type WorkerObservation =
       readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
     };
 
-export type HostRequest =
+export type HostRequest = { readonly id: number } & (
   | {
       readonly type: "evaluate";
-      readonly id: number;
       readonly generation: number;
       readonly code: string;
       readonly entry: string;
@@ -96,7 +78,6 @@ export type HostRequest =
     }
   | {
       readonly type: "activate";
-      readonly id: number;
       readonly generation: number;
       readonly config: unknown;
       readonly now: number;
@@ -104,7 +85,6 @@ export type HostRequest =
     }
   | {
       readonly type: "observe";
-      readonly id: number;
       readonly generation: number;
       readonly env: { readonly location: string; readonly sessionId?: string };
       readonly now: number;
@@ -121,9 +101,10 @@ export type HostRequest =
       readonly stored: ReadonlyArray<readonly [index: number, value: unknown]>;
       readonly held: Float64Array;
     }
-  | { readonly type: "dispose"; readonly id: number; readonly generation: number };
+  | { readonly type: "dispose"; readonly generation: number }
+);
 
-/** A request as the host writes it; the worker handle numbers it. */
+/** A request before the transport numbers it. */
 export type HostRequestBody = HostRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
 /** A runner's answer to one request. */
@@ -155,17 +136,13 @@ export interface RealmHooks {
   serve?: (request: HostRequest) => void;
 }
 
-/** The result of `evaluate`. */
+/** The results of `evaluate`, `activate` (the generation's sources) and `observe` (one observation per source asked, and the faults met). */
 export interface Evaluated {
   readonly name: string;
 }
-
-/** The result of `activate`: the generation's sources. */
 export interface Activated {
   readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[];
 }
-
-/** The result of `observe`: one observation per requested source, and the faults met. */
 export interface Observed {
   readonly observations: readonly WorkerObservation[];
   readonly faults: readonly WorkerFault[];

@@ -1,8 +1,7 @@
 // Owns the inside of a shared plugin worker (decision 185): one realm (a `node:vm` context)
-// per plugin, each running the worker's program again for that plugin's runner alone. A
-// realm has its own globals and built-in prototypes, so what one plugin changes there its
-// thread mates never see; what the thread itself holds (`process`, Node's built-in modules,
-// packages required at run time) they share. A realm's timers are closed with it.
+// per plugin, running the worker's program again for that plugin's runner alone. What one
+// plugin changes of its globals and prototypes its thread mates never see; what the thread
+// holds (`process`, built-in modules, packages) they share. A realm's timers close with it.
 
 import { format } from "node:util";
 import vm from "node:vm";
@@ -119,7 +118,7 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
   };
 }
 
-/** A realm's console: its lines go to the host as the plugin's, as a dedicated worker's output does. */
+/** A realm's console: its lines reach the host as the plugin's. */
 function consoleFor(tag: number, post: Post): Record<string, (...args: unknown[]) => void> {
   const line =
     (level: "info" | "warn") =>
