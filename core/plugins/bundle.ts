@@ -53,6 +53,14 @@ const keptBundles = 256;
 /** This file: its build options shape every bundle. */
 const ownFile = fileURLToPath(import.meta.url);
 const isRelative = (specifier: string) => /^\.\.?(\/|$)/.test(specifier) || path.isAbsolute(specifier);
+/** Whether a tsconfig.json extends another (a chain not fingerprinted); one that cannot be read has a fingerprint that says so. */
+function isExtending(config: string): boolean {
+  try {
+    return readFileSync(config, "utf8").includes('"extends"');
+  } catch {
+    return false;
+  }
+}
 
 /** Bundles one plugin entry, or takes its cached bundle. Throws `BundleFailed` with the location of the first error. */
 export async function bundlePlugin(
@@ -66,25 +74,17 @@ export async function bundlePlugin(
   return { entry, code, hash, inputs, baseDir, ...(options.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}) };
 }
 
-/**
- * esbuild's bundle of `entry`, with a fingerprint of everything that decided it, each taken
- * before esbuild read it (decision 191): every file it loaded, the folders each relative
- * import was looked up in, and every package.json, tsconfig.json and jsconfig.json above them.
- */
+/** esbuild's bundle of `entry`, with fingerprints of all that decided it, each taken before esbuild read it (decision 191). */
 async function build(entry: string): Promise<Built<{ code: string; inputs: string[] }>> {
   const baseDir = path.dirname(entry);
   const taken = new Map<string, string>([[ownFile, fingerprint(ownFile)]]);
   const entryFolder = fingerprint(baseDir);
   let isConfigExtended = false;
-  const take = (file: string) => {
-    if (!taken.has(file)) taken.set(file, fingerprint(file));
-  };
+  const take = (file: string) => taken.has(file) || taken.set(file, fingerprint(file));
   const takeConfigs = (folder: string) => {
     for (let dir = folder; !taken.has(path.join(dir, "package.json")); dir = path.dirname(dir)) {
       for (const name of ["package.json", "tsconfig.json", "jsconfig.json"]) take(path.join(dir, name));
-      for (const name of ["tsconfig.json", "jsconfig.json"])
-        if (taken.get(path.join(dir, name)) !== "absent")
-          isConfigExtended ||= readFileSync(path.join(dir, name), "utf8").includes('"extends"');
+      for (const name of ["tsconfig.json", "jsconfig.json"]) isConfigExtended ||= isExtending(path.join(dir, name));
       if (path.dirname(dir) === dir) return;
     }
   };
@@ -99,12 +99,8 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
           take(target);
           takeConfigs(taken.get(target)?.startsWith("folder ") ? target : path.dirname(target));
         }
-        return undefined;
       });
-      build.onLoad({ filter: /.*/, namespace: "file" }, (args) => {
-        take(args.path);
-        return undefined;
-      });
+      build.onLoad({ filter: /.*/, namespace: "file" }, (args) => void take(args.path));
     },
   };
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
@@ -151,14 +147,12 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
   const inputs = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes(":"))
     .map((input) => path.resolve(baseDir, input));
-  // Kept only when each local file was reached by a relative import (not tsconfig `paths`,
-  // package `imports` or a glob, whose other candidates are not fingerprinted) and nothing
-  // taken changed while esbuild ran.
-  const isResolvedRelatively = Object.values(result.metafile.inputs).every((input) =>
-    input.imports.every((i) => !i.path.includes("*") && (i.external === true || isRelative(i.original ?? i.path))),
-  );
+  // Stored only if every local file came by a relative import (not tsconfig `paths`, package
+  // `imports` or a glob: their other candidates are not fingerprinted) and nothing changed meanwhile.
   const isCacheable =
-    isResolvedRelatively &&
+    Object.values(result.metafile.inputs).every((input) =>
+      input.imports.every((i) => !i.path.includes("*") && (i.external === true || isRelative(i.original ?? i.path))),
+    ) &&
     !isConfigExtended &&
     fingerprint(baseDir) === entryFolder &&
     [...taken].every(([file, print]) => fingerprint(file) === print);

@@ -131,15 +131,14 @@ export async function cachedBuild<T>(
   kept: number,
   key: string,
   build: () => Promise<Built<T>>,
-  dir: string | undefined = programCacheDir(),
+  dir = programCacheDir(),
 ): Promise<T> {
   if (dir === undefined) return (await build()).text;
-  const prefix = `${kind}-`;
-  const file = path.join(dir, `${prefix}${hashOf(key).slice(0, 32)}.json`);
+  const file = path.join(dir, `${kind}-${hashOf(key).slice(0, 32)}.json`);
   const cached = read<T>(dir, file, key);
   if (cached !== undefined) return cached;
   const built = await build();
-  if (built.isCacheable !== false) write(dir, file, key, built, prefix, kept);
+  if (built.isCacheable !== false) write(dir, file, key, built, `${kind}-`, kept);
   return built.text;
 }
 
