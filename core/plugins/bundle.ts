@@ -88,12 +88,13 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
       if (path.dirname(dir) === dir) return;
     }
   };
+  takeConfigs(baseDir);
   const fingerprints: esbuild.Plugin = {
     name: "fingerprints",
     setup(build) {
-      build.onResolve({ filter: /.*/ }, (args) => {
-        if (args.kind === "entry-point") takeConfigs(baseDir);
-        else if (isRelative(args.path) && args.resolveDir !== "") {
+      // Relative and absolute paths only: a package import (external) costs no round trip to this thread.
+      build.onResolve({ filter: /^(\.\.?([\\/]|$)|[\\/]|[a-zA-Z]:[\\/])/ }, (args) => {
+        if (args.kind !== "entry-point" && isRelative(args.path) && args.resolveDir !== "") {
           const target = path.resolve(args.resolveDir, args.path);
           take(path.dirname(target));
           take(target);
@@ -149,10 +150,11 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
     .map((input) => path.resolve(baseDir, input));
   // Stored only if every local file came by a relative import (not tsconfig `paths`, package
   // `imports` or a glob: their other candidates are not fingerprinted) and nothing changed meanwhile.
-  const isCacheable =
-    Object.values(result.metafile.inputs).every((input) =>
-      input.imports.every((i) => !i.path.includes("*") && (i.external === true || isRelative(i.original ?? i.path))),
-    ) &&
+  const isResolvedRelatively = Object.values(result.metafile.inputs).every((input) =>
+    input.imports.every((i) => !i.path.includes("*") && (i.external === true || isRelative(i.original ?? i.path))),
+  );
+  const isCacheable = () =>
+    isResolvedRelatively &&
     !isConfigExtended &&
     fingerprint(baseDir) === entryFolder &&
     [...taken].every(([file, print]) => fingerprint(file) === print);

@@ -8,7 +8,14 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { BundleFailed, bundlePlugin, type PluginBundle } from "../../core/plugins/bundle.ts";
+import { BundleFailed, bundlePlugin as bundleNow, type PluginBundle } from "../../core/plugins/bundle.ts";
+
+/** The bundle, once it is stored (a bundle is stored just after the caller gets it). */
+async function bundlePlugin(...args: Parameters<typeof bundleNow>): Promise<PluginBundle> {
+  const bundle = await bundleNow(...args);
+  await new Promise((resolve) => setImmediate(resolve));
+  return bundle;
+}
 
 const fromCache = "\n// from the cache\n";
 

@@ -32,8 +32,8 @@ export interface Built<T> {
   readonly inputs: readonly string[];
   /** Fingerprints taken before the build read each input; the others are taken when it is stored. */
   readonly fingerprints?: ReadonlyMap<string, string>;
-  /** False when the build depends on something the inputs cannot vouch for: it is not stored. */
-  readonly isCacheable?: boolean;
+  /** False when the build depends on something the inputs cannot vouch for (asked after the build): it is not stored. */
+  readonly isCacheable?: () => boolean;
 }
 export type BuiltProgram = Built<string>;
 
@@ -138,7 +138,8 @@ export async function cachedBuild<T>(
   const cached = read<T>(dir, file, key);
   if (cached !== undefined) return cached;
   const built = await build();
-  if (built.isCacheable !== false) write(dir, file, key, built, `${kind}-`, kept);
+  // Stored once the caller has its result: a reload does not wait for the check and the write.
+  setImmediate(() => built.isCacheable?.() !== false && write(dir, file, key, built, `${kind}-`, kept));
   return built.text;
 }
 
