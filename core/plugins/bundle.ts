@@ -1,12 +1,16 @@
 // Owns the first seam of plugin loading: transform. esbuild bundles a plugin entry
 // with its local imports into one CommonJS text with an inline source map; packages
-// stay external (they resolve to the host's single copy at evaluation).
+// stay external (they resolve to the host's single copy at evaluation). Bundles are cached
+// on disk with what decides them, so a restart with unchanged plugins starts no esbuild (decision 191).
 
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { ContextHostError } from "../base/errors.ts";
 import type { Location } from "./locations.ts";
+import { type Built, cachedBuild, fingerprint } from "./worker/program-cache.ts";
 
 /** A bundled plugin generation, not yet evaluated. */
 export interface PluginBundle {
@@ -44,15 +48,66 @@ export class BundleFailed extends ContextHostError {
   }
 }
 
-/** Bundles one plugin entry. Throws `BundleFailed` with the location of the first error. */
+/** How many plugin bundles the cache keeps: each entry file has its own. */
+const keptBundles = 256;
+/** This file: its build options shape every bundle. */
+const ownFile = fileURLToPath(import.meta.url);
+const isRelative = (specifier: string) => /^\.\.?(\/|$)/.test(specifier) || path.isAbsolute(specifier);
+/** Whether a tsconfig.json extends another (a chain not fingerprinted); one that cannot be read has a fingerprint that says so. */
+function isExtending(config: string): boolean {
+  try {
+    return readFileSync(config, "utf8").includes('"extends"');
+  } catch {
+    return false;
+  }
+}
+
+/** Bundles one plugin entry, or takes its cached bundle. Throws `BundleFailed` with the location of the first error. */
 export async function bundlePlugin(
   entry: string,
   options: { readonly ownDependenciesFirst?: boolean } = {},
 ): Promise<PluginBundle> {
+  const key = JSON.stringify({ entry, esbuild: esbuild.version, node: process.version });
+  const { code, inputs } = await cachedBuild("plugin-bundle", keptBundles, key, () => build(entry));
+  const hash = createHash("sha256").update(code).digest("hex");
   const baseDir = path.dirname(entry);
+  return { entry, code, hash, inputs, baseDir, ...(options.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}) };
+}
+
+/** esbuild's bundle of `entry`, with fingerprints of all that decided it, each taken before esbuild read it (decision 191). */
+async function build(entry: string): Promise<Built<{ code: string; inputs: string[] }>> {
+  const baseDir = path.dirname(entry);
+  const taken = new Map<string, string>([[ownFile, fingerprint(ownFile)]]);
+  const entryFolder = fingerprint(baseDir);
+  let isConfigExtended = false;
+  const take = (file: string) => taken.has(file) || taken.set(file, fingerprint(file));
+  const takeConfigs = (folder: string) => {
+    for (let dir = folder; !taken.has(path.join(dir, "package.json")); dir = path.dirname(dir)) {
+      for (const name of ["package.json", "tsconfig.json", "jsconfig.json"]) take(path.join(dir, name));
+      for (const name of ["tsconfig.json", "jsconfig.json"]) isConfigExtended ||= isExtending(path.join(dir, name));
+      if (path.dirname(dir) === dir) return;
+    }
+  };
+  takeConfigs(baseDir);
+  const fingerprints: esbuild.Plugin = {
+    name: "fingerprints",
+    setup(build) {
+      // Relative and absolute paths only: a package import (external) costs no round trip to this thread.
+      build.onResolve({ filter: /^(\.\.?([\\/]|$)|[\\/]|[a-zA-Z]:[\\/])/ }, (args) => {
+        if (args.kind !== "entry-point" && isRelative(args.path) && args.resolveDir !== "") {
+          const target = path.resolve(args.resolveDir, args.path);
+          take(path.dirname(target));
+          take(target);
+          takeConfigs(taken.get(target)?.startsWith("folder ") ? target : path.dirname(target));
+        }
+      });
+      build.onLoad({ filter: /.*/, namespace: "file" }, (args) => void take(args.path));
+    },
+  };
   let result: esbuild.BuildResult<{ write: false; metafile: true }>;
   try {
     result = await esbuild.build({
+      plugins: [fingerprints],
       entryPoints: [entry],
       absWorkingDir: baseDir,
       outfile: path.join(baseDir, "plugin.bundle.cjs"),
@@ -93,7 +148,15 @@ export async function bundlePlugin(
   const inputs = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes(":"))
     .map((input) => path.resolve(baseDir, input));
-  const code = output.text;
-  const hash = createHash("sha256").update(code).digest("hex");
-  return { entry, code, hash, inputs, baseDir, ...(options.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}) };
+  // Stored only if every local file came by a relative import (not tsconfig `paths`, package
+  // `imports` or a glob: their other candidates are not fingerprinted) and nothing changed meanwhile.
+  const isResolvedRelatively = Object.values(result.metafile.inputs).every((input) =>
+    input.imports.every((i) => !i.path.includes("*") && (i.external === true || isRelative(i.original ?? i.path))),
+  );
+  const isCacheable = () =>
+    isResolvedRelatively &&
+    !isConfigExtended &&
+    fingerprint(baseDir) === entryFolder &&
+    [...taken].every(([file, print]) => fingerprint(file) === print);
+  return { text: { code: output.text, inputs }, inputs: [...taken.keys()], fingerprints: taken, isCacheable };
 }

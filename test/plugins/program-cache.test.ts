@@ -6,7 +6,19 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { type BuiltProgram, cachedProgram, keptPrograms, programCacheDir } from "../../core/plugins/worker/program-cache.ts";
+import {
+  type BuiltProgram,
+  cachedProgram as cachedProgramNow,
+  keptPrograms,
+  programCacheDir,
+} from "../../core/plugins/worker/program-cache.ts";
+
+/** The program, once its build (if any) is stored: a build is stored just after the caller gets it. */
+async function cachedProgram(...args: Parameters<typeof cachedProgramNow>): Promise<string> {
+  const text = await cachedProgramNow(...args);
+  await new Promise((resolve) => setImmediate(resolve));
+  return text;
+}
 
 describe("worker program cache", () => {
   let folder: string;

@@ -9,7 +9,7 @@
 // a file there is read only when the folder and the file belong to this user and nobody
 // else can write them, since the program runs in every plugin worker. Any problem with the
 // cache (no home folder, a full disk, a damaged file) means a fresh build, never an error.
-// CONTEXT_HOST_CACHE=off turns the cache off.
+// CONTEXT_HOST_CACHE=off turns the cache off. Plugin bundles are kept here too (decision 191).
 
 import { createHash } from "node:crypto";
 import {
@@ -26,11 +26,16 @@ import {
 import os from "node:os";
 import path from "node:path";
 
-/** What a build produced: the program's text and the absolute paths of the files it read. */
-export interface BuiltProgram {
-  readonly text: string;
+/** What a build produced: its result and the absolute paths of the files (or folders) it depended on. */
+export interface Built<T> {
+  readonly text: T;
   readonly inputs: readonly string[];
+  /** Fingerprints taken before the build read each input; the others are taken when it is stored. */
+  readonly fingerprints?: ReadonlyMap<string, string>;
+  /** False when the build depends on something the inputs cannot vouch for (asked after the build): it is not stored. */
+  readonly isCacheable?: () => boolean;
 }
+export type BuiltProgram = Built<string>;
 
 /** The folder programs are cached in, or `undefined` when caching is off or there is no home folder. */
 export function programCacheDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -39,14 +44,27 @@ export function programCacheDir(env: NodeJS.ProcessEnv = process.env): string | 
   return base === undefined ? undefined : path.join(base, "context-host");
 }
 
-interface CacheFile {
+interface CacheFile<T> {
   readonly key: string;
-  /** Each input file and the SHA-256 of its contents when the program was built. */
+  /** Each input and its `fingerprint` when the result was built. */
   readonly inputs: ReadonlyArray<readonly [string, string]>;
-  readonly text: string;
+  readonly text: T;
 }
 
 const hashOf = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+
+/** A file's SHA-256, a folder's listing (names, folders marked), "absent", or why it cannot be read. */
+export function fingerprint(file: string): string {
+  try {
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (stat === undefined) return "absent";
+    if (!stat.isDirectory()) return hashOf(readFileSync(file));
+    const names = readdirSync(file, { withFileTypes: true }).map((e) => (e.isDirectory() ? `${e.name}/` : e.name));
+    return `folder ${hashOf(names.sort().join("\n"))}`;
+  } catch (error) {
+    return `unreadable ${(error as NodeJS.ErrnoException).code}`;
+  }
+}
 
 /** Whether `file` (a folder or a file) is this user's and writable by nobody else. */
 function isPrivate(file: string): boolean {
@@ -56,13 +74,13 @@ function isPrivate(file: string): boolean {
   return (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
 }
 
-/** The cached text for `key` if the file is there, private and built from inputs that have not changed. */
-function read(dir: string, file: string, key: string): string | undefined {
+/** The cached result for `key` if the file is there, private and built from inputs that have not changed. */
+function read<T>(dir: string, file: string, key: string): T | undefined {
   try {
     if (!isPrivate(dir) || !isPrivate(file)) return undefined;
-    const cached = JSON.parse(readFileSync(file, "utf8")) as CacheFile;
-    if (cached.key !== key || typeof cached.text !== "string" || !Array.isArray(cached.inputs)) return undefined;
-    for (const [input, hash] of cached.inputs) if (hashOf(readFileSync(input)) !== hash) return undefined;
+    const cached = JSON.parse(readFileSync(file, "utf8")) as CacheFile<T>;
+    if (cached.key !== key || cached.text === undefined || !Array.isArray(cached.inputs)) return undefined;
+    for (const [input, hash] of cached.inputs) if (fingerprint(input) !== hash) return undefined;
     const now = new Date();
     utimesSync(file, now, now); // recently used: kept when the folder is pruned
     return cached.text;
@@ -72,15 +90,15 @@ function read(dir: string, file: string, key: string): string | undefined {
 }
 
 /** Stores a build: written to a temp file, then renamed into place, so a reader never sees half of one. */
-function write(dir: string, file: string, key: string, built: BuiltProgram): void {
+function write<T>(dir: string, file: string, key: string, built: Built<T>, prefix: string, kept: number): void {
   const temp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (!isPrivate(dir)) return;
-    const inputs = built.inputs.map((input) => [input, hashOf(readFileSync(input))] as const);
-    writeFileSync(temp, JSON.stringify({ key, inputs, text: built.text } satisfies CacheFile), { mode: 0o600 });
+    const inputs = built.inputs.map((input) => [input, built.fingerprints?.get(input) ?? fingerprint(input)] as const);
+    writeFileSync(temp, JSON.stringify({ key, inputs, text: built.text } satisfies CacheFile<T>), { mode: 0o600 });
     renameSync(temp, file);
-    prune(dir);
+    prune(dir, prefix, kept);
   } catch {
     try {
       rmSync(temp, { force: true });
@@ -93,30 +111,38 @@ function write(dir: string, file: string, key: string, built: BuiltProgram): voi
 /** How many programs the folder keeps: each entry file (each install, each copy of the sources) has its own. */
 export const keptPrograms = 8;
 
-/** Removes all but the `keptPrograms` most recently used programs. */
-function prune(dir: string): void {
-  const programs = readdirSync(dir)
-    .filter((name) => name.startsWith("worker-program-") && name.endsWith(".json"))
+/** Removes all but the `kept` most recently used results of a kind (listed, not each looked at, while fewer). */
+function prune(dir: string, prefix: string, kept: number): void {
+  const names = readdirSync(dir).filter((name) => name.startsWith(prefix) && name.endsWith(".json"));
+  if (names.length <= kept) return;
+  const results = names
     .map((name) => ({ file: path.join(dir, name), used: statSync(path.join(dir, name)).mtimeMs }))
     .sort((a, b) => b.used - a.used);
-  for (const { file } of programs.slice(keptPrograms)) rmSync(file, { force: true });
+  for (const { file } of results.slice(kept)) rmSync(file, { force: true });
 }
 
 /**
- * The program for `key` (a description of everything but the input files' contents that
- * the build depends on): the cached one when its inputs are unchanged, else `build()`'s,
- * then cached.
+ * The result for `key` (a description of everything but the inputs' contents that the
+ * build depends on): the cached one when its inputs are unchanged, else `build()`'s, then
+ * cached as one of the `kept` most recently used of its `kind`.
  */
-export async function cachedProgram(
+export async function cachedBuild<T>(
+  kind: string,
+  kept: number,
   key: string,
-  build: () => Promise<BuiltProgram>,
-  dir: string | undefined = programCacheDir(),
-): Promise<string> {
+  build: () => Promise<Built<T>>,
+  dir = programCacheDir(),
+): Promise<T> {
   if (dir === undefined) return (await build()).text;
-  const file = path.join(dir, `worker-program-${hashOf(key).slice(0, 32)}.json`);
-  const cached = read(dir, file, key);
+  const file = path.join(dir, `${kind}-${hashOf(key).slice(0, 32)}.json`);
+  const cached = read<T>(dir, file, key);
   if (cached !== undefined) return cached;
   const built = await build();
-  write(dir, file, key, built);
+  // Stored once the caller has its result: a reload does not wait for the check and the write.
+  setImmediate(() => built.isCacheable?.() !== false && write(dir, file, key, built, `${kind}-`, kept));
   return built.text;
 }
+
+/** The worker program for `key`, cached (decision 092). */
+export const cachedProgram = (key: string, build: () => Promise<BuiltProgram>, dir: string | undefined = programCacheDir()) =>
+  cachedBuild("worker-program", keptPrograms, key, build, dir);
