@@ -12,7 +12,7 @@ import { messageOf } from "../../base/errors.ts";
 import type { PluginLimits } from "../limits.ts";
 import type { Location } from "../locations.ts";
 import { type Describe, type PluginTransport, PluginWorkerFault, PluginWorkerStopped } from "../transport.ts";
-import { cachedProgram } from "./program-cache.ts";
+import { cachedProgram, storedCodeCache } from "./program-cache.ts";
 import {
   type HostRequestBody,
   phaseCodes,
@@ -26,10 +26,21 @@ import {
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
 const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
 
-/** A worker's program, and what a worker is sent: its bytes (one-byte text) and V8's code cache, in shared memory (nothing copied, little compiled). */
+/**
+ * A worker's program, and what a worker is sent: its bytes (one-byte text) and V8's code
+ * cache, in shared memory (nothing copied, little compiled); where that cache is stored, and
+ * whether one of them must store it (`claim`: the cell the first to do it takes).
+ */
 export interface WorkerProgram {
   readonly source: string;
-  readonly shared: { readonly bytes: SharedArrayBuffer; readonly sourceLength: number; readonly filename: string };
+  readonly shared: {
+    readonly bytes: SharedArrayBuffer;
+    readonly sourceLength: number;
+    readonly filename: string;
+    readonly cacheFile: string | undefined;
+    readonly isStored: boolean;
+    readonly claim: SharedArrayBuffer;
+  };
 }
 
 let workerCode: Promise<WorkerProgram> | undefined;
@@ -52,12 +63,19 @@ function withCodeCache(source: string): WorkerProgram {
   // Latin-1 bytes carry one-byte text exactly; a wider character would be cut (and make V8
   // hold the text at two bytes a character in every worker).
   if (/[\u0100-\uffff]/.test(source)) throw new Error("the plugin worker's program is not one-byte text");
-  const cache = new vm.Script(source, { filename }).createCachedData();
+  // Stored by a worker once it has served a plugin (decision 193), so it holds the code that
+  // evaluating, setting up and observing compiled too; else made here (uncompiled functions only).
+  const stored = storedCodeCache(source);
+  const cache = stored.bytes ?? new vm.Script(source, { filename }).createCachedData();
   const bytes = new SharedArrayBuffer(source.length + cache.length);
   const view = Buffer.from(bytes);
   view.write(source, 0, "latin1");
   cache.copy(view, source.length);
-  return { source, shared: { bytes, sourceLength: source.length, filename } };
+  const claim = new SharedArrayBuffer(4);
+  return {
+    source,
+    shared: { bytes, sourceLength: source.length, filename, cacheFile: stored.file, isStored: stored.bytes !== undefined, claim },
+  };
 }
 
 /**
@@ -67,14 +85,40 @@ function withCodeCache(source: string): WorkerProgram {
  */
 const bootstrap = `"use strict";
 (() => {
-  const data = process.getBuiltinModule("node:worker_threads").workerData;
-  const { bytes, sourceLength, filename } = data.program;
+  const { workerData: data, parentPort: port, threadId } = process.getBuiltinModule("node:worker_threads");
+  const { bytes, sourceLength, filename, cacheFile, isStored, claim } = data.program;
   data.program = undefined;
   const all = Buffer.from(bytes);
   const source = all.toString("latin1", 0, sourceLength);
   const script = new (process.getBuiltinModule("node:vm").Script)(source, { filename, cachedData: all.subarray(sourceLength) });
   // A shared worker runs it again in each plugin's realm (decision 185).
   if (data.shared) data.script = script;
+  if (cacheFile !== undefined && (!isStored || script.cachedDataRejected)) {
+    // The first worker to answer an observation stores the code cache, which then holds what
+    // evaluating, setting up and observing compiled (decision 193). No failure is an error.
+    let observe;
+    let isDone = false;
+    const listen = (message) => {
+      if (message?.type === "observe") observe ??= { id: message.id, tag: message.tag };
+    };
+    port.on("message", listen);
+    const post = port.postMessage;
+    port.postMessage = function (message) {
+      post.apply(this, arguments);
+      if (isDone || observe === undefined || message?.id !== observe.id || message?.tag !== observe.tag) return;
+      isDone = true;
+      port.off("message", listen);
+      const fs = process.getBuiltinModule("node:fs");
+      const temp = cacheFile + "." + process.pid + "-" + threadId + ".tmp";
+      try {
+        if (Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
+        fs.writeFileSync(temp, script.createCachedData(), { mode: 0o600 });
+        fs.renameSync(temp, cacheFile);
+      } catch {
+        try { fs.rmSync(temp, { force: true }); } catch {}
+      }
+    };
+  }
   script.runInThisContext();
 })();
 `;

@@ -19,6 +19,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  type Stats,
   statSync,
   utimesSync,
   writeFileSync,
@@ -46,8 +47,8 @@ export function programCacheDir(env: NodeJS.ProcessEnv = process.env): string | 
 
 interface CacheFile<T> {
   readonly key: string;
-  /** Each input and its `fingerprint` when the result was built. */
-  readonly inputs: ReadonlyArray<readonly [string, string]>;
+  /** Each input, its `fingerprint` when the result was built and, when it had settled, its `identity` then. */
+  readonly inputs: ReadonlyArray<readonly [string, string, string?]>;
   readonly text: T;
 }
 
@@ -66,6 +67,15 @@ export function fingerprint(file: string): string {
   }
 }
 
+/**
+ * What vouches for an input without reading it (decision 193): any change to a file or a
+ * folder's entries moves its ctime, which no one can set back (npm sets mtimes, not ctimes).
+ */
+const identity = (stat: Stats) => `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
+
+/** How long ago an input's ctime must lie for its identity to be kept: a change within the file system's time step would not move it. */
+const settledMs = 2000;
+
 /** Whether `file` (a folder or a file) is this user's and writable by nobody else. */
 function isPrivate(file: string): boolean {
   const stat = lstatSync(file, { throwIfNoEntry: false });
@@ -80,7 +90,10 @@ function read<T>(dir: string, file: string, key: string): T | undefined {
     if (!isPrivate(dir) || !isPrivate(file)) return undefined;
     const cached = JSON.parse(readFileSync(file, "utf8")) as CacheFile<T>;
     if (cached.key !== key || cached.text === undefined || !Array.isArray(cached.inputs)) return undefined;
-    for (const [input, hash] of cached.inputs) if (fingerprint(input) !== hash) return undefined;
+    for (const [input, print, id] of cached.inputs) {
+      const stat = id === undefined ? undefined : statSync(input, { throwIfNoEntry: false });
+      if ((stat === undefined || identity(stat) !== id) && fingerprint(input) !== print) return undefined;
+    }
     const now = new Date();
     utimesSync(file, now, now); // recently used: kept when the folder is pruned
     return cached.text;
@@ -95,7 +108,14 @@ function write<T>(dir: string, file: string, key: string, built: Built<T>, prefi
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (!isPrivate(dir)) return;
-    const inputs = built.inputs.map((input) => [input, built.fingerprints?.get(input) ?? fingerprint(input)] as const);
+    const inputs = built.inputs.map((input) => {
+      // The identity is taken first: a change after it makes the contents read here disagree with it.
+      const stat = statSync(input, { throwIfNoEntry: false });
+      const print = fingerprint(input);
+      const taken = built.fingerprints?.get(input) ?? print;
+      const isSettled = stat !== undefined && stat.ctimeMs < Date.now() - settledMs && print === taken;
+      return isSettled ? ([input, print, identity(stat)] as const) : ([input, taken] as const);
+    });
     writeFileSync(temp, JSON.stringify({ key, inputs, text: built.text } satisfies CacheFile<T>), { mode: 0o600 });
     renameSync(temp, file);
     prune(dir, prefix, kept);
@@ -111,9 +131,9 @@ function write<T>(dir: string, file: string, key: string, built: Built<T>, prefi
 /** How many programs the folder keeps: each entry file (each install, each copy of the sources) has its own. */
 export const keptPrograms = 8;
 
-/** Removes all but the `kept` most recently used results of a kind (listed, not each looked at, while fewer). */
+/** Removes all but the `kept` most recently used results of a kind, and temp files a stopped writer left (listed, not each looked at, while fewer). */
 function prune(dir: string, prefix: string, kept: number): void {
-  const names = readdirSync(dir).filter((name) => name.startsWith(prefix) && name.endsWith(".json"));
+  const names = readdirSync(dir).filter((name) => name.startsWith(prefix));
   if (names.length <= kept) return;
   const results = names
     .map((name) => ({ file: path.join(dir, name), used: statSync(path.join(dir, name)).mtimeMs }))
@@ -141,6 +161,27 @@ export async function cachedBuild<T>(
   // Stored once the caller has its result: a reload does not wait for the check and the write.
   setImmediate(() => built.isCacheable?.() !== false && write(dir, file, key, built, `${kind}-`, kept));
   return built.text;
+}
+
+/**
+ * Where V8's code cache of the worker program `source` is kept (decision 193), and its bytes
+ * when a private one is there. The name binds it to the source and this V8; V8 checks its
+ * own version and flags again and compiles afresh when they differ (no error).
+ */
+export function storedCodeCache(source: string, dir = programCacheDir()): { file?: string; bytes?: Buffer } {
+  if (dir === undefined) return {};
+  const file = path.join(dir, `code-cache-${hashOf(`${process.versions.v8}\n${source}`).slice(0, 32)}.bin`);
+  try {
+    if (!isPrivate(dir) || !isPrivate(file)) {
+      prune(dir, "code-cache-", keptPrograms);
+      return { file };
+    }
+    const now = new Date();
+    utimesSync(file, now, now);
+    return { file, bytes: readFileSync(file) };
+  } catch {
+    return { file };
+  }
 }
 
 /** The worker program for `key`, cached (decision 092). */
