@@ -2,7 +2,7 @@
 // again while every file it was built from is unchanged; anything wrong with the cache
 // means a fresh build, never an error and never a program from a folder others can write.
 
-import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -83,6 +83,37 @@ describe("worker program cache", () => {
     expect(readdirSync(dir)).to.have.length(keptPrograms);
     expect(await cachedProgram("key 0", build, dir)).to.equal("program 1");
     expect(await cachedProgram("key 1", build, dir)).to.equal(`program ${keptPrograms + 2}`);
+  });
+
+  it("vouches for a settled input by its stat, and reads the contents once that changed (decision 193)", async () => {
+    // Node's own folder changed long before this test: its ctime has settled. A file written
+    // just now has not, and is recorded without a stat (a change within the file system's
+    // time step could leave its stat as it was).
+    const settled = path.dirname(process.execPath);
+    const inputs = [settled, input];
+    const stored = () => {
+      const [file] = readdirSync(dir);
+      return path.join(dir, file as string);
+    };
+    expect(await cachedProgram("k", async () => ({ text: "built", inputs }), dir)).to.equal("built");
+    const cached = JSON.parse(readFileSync(stored(), "utf8")) as { inputs: string[][] };
+    expect(cached.inputs.map((entry) => entry.length)).to.deep.equal([3, 2]);
+    const rewrite = (print: string, stat: string) => {
+      const [, ...rest] = cached.inputs;
+      const entries = [[settled, print, stat], ...rest];
+      writeFileSync(stored(), JSON.stringify({ ...cached, inputs: entries }));
+    };
+    const [, print, stat] = cached.inputs[0] as [string, string, string];
+    const again = async () => ({ text: "rebuilt", inputs });
+    // The stat vouches: a stored fingerprint that no longer matches is not even compared.
+    rewrite("stale fingerprint", stat);
+    expect(await cachedProgram("k", again, dir)).to.equal("built");
+    // Another stat: the contents are read, and they still match.
+    rewrite(print, "another stat");
+    expect(await cachedProgram("k", again, dir)).to.equal("built");
+    // Another stat and contents that differ: built again.
+    rewrite("stale fingerprint", "another stat");
+    expect(await cachedProgram("k", again, dir)).to.equal("rebuilt");
   });
 
   it("a cache folder that cannot be made still gives a built program", async () => {
