@@ -5,9 +5,10 @@
 // `startContextSources`, so node's and tsx's start-up and the host's own module imports are
 // not counted (they do not depend on plugins). Median over runs, each in a fresh child
 // process (cold JIT). The disk caches are warm after the warm-up child, as after any first
-// start: the worker program's (decision 092) and the plugin bundles' (decision 191), so a
-// measured child starts no esbuild. `CONTEXT_HOST_CACHE=off` measures a first-ever start
-// (every program and bundle built, esbuild's service started in each child).
+// start: the worker program's (decision 092), its V8 code cache (decision 193) and the plugin
+// bundles' (decision 191), so a measured child starts no esbuild and compiles no program.
+// `CONTEXT_HOST_CACHE=off` measures a first-ever start (every program and bundle built,
+// esbuild's service started in each child).
 //
 // Baseline, in the same run: the same host, the same steps, the same child set-up, with
 // an empty plugin folder. The ratio is what the plugins cost relative to a host without
