@@ -94,20 +94,15 @@ const bootstrap = `"use strict";
   // A shared worker runs it again in each plugin's realm (decision 185).
   if (data.shared) data.script = script;
   if (cacheFile !== undefined && (!isStored || script.cachedDataRejected)) {
-    // The first worker to answer an observation stores the code cache, which then holds what
-    // evaluating, setting up and observing compiled (decision 193). No failure is an error.
-    let observe;
+    // The first worker to answer an observation (its reply has \`observations\`) stores the code
+    // cache, which then holds what evaluating, setting up and observing compiled (decision 193).
+    // No failure is an error.
     let isDone = false;
-    const listen = (message) => {
-      if (message?.type === "observe") observe ??= { id: message.id, tag: message.tag };
-    };
-    port.on("message", listen);
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
-      if (isDone || observe === undefined || message?.id !== observe.id || message?.tag !== observe.tag) return;
+      if (isDone || message?.result?.observations === undefined) return;
       isDone = true;
-      port.off("message", listen);
       const fs = process.getBuiltinModule("node:fs");
       const temp = cacheFile + "." + process.pid + "-" + threadId + ".tmp";
       try {
