@@ -27,9 +27,10 @@ function runHost(
   plugins: string,
   cacheHome: string,
   wait: boolean,
+  shared = false,
 ): Promise<{ plugins: number; failures: string[]; hasBaseline: boolean }> {
   return new Promise((resolve, reject) => {
-    const args = ["--import", "tsx", child, plugins, ...(wait ? ["wait"] : [])];
+    const args = ["--import", "tsx", child, plugins, ...(wait ? ["wait"] : []), ...(shared ? ["shared"] : [])];
     const env = { ...process.env, XDG_CACHE_HOME: cacheHome, CONTEXT_HOST_CACHE: "" };
     const proc = spawn(process.execPath, args, { cwd: projectRoot, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -83,6 +84,19 @@ describe("worker program code cache", () => {
     writeFileSync(file, "not a code cache");
     expect(await runHost(plugins, cacheHome, true)).to.deep.equal({ plugins: 1, failures: [], hasBaseline: true });
     expect(readFileSync(codeCacheFile()).toString()).to.not.equal("not a code cache");
+  });
+
+  it("is stored by a shared worker too (decision 185)", async function () {
+    this.timeout(60_000);
+    const plugins = path.join(folder, "plugins");
+    mkdirSync(plugins);
+    writeFileSync(path.join(plugins, "cached.ts"), plugin);
+    expect(await runHost(plugins, path.join(folder, "cache"), true, true)).to.deep.equal({
+      plugins: 1,
+      failures: [],
+      hasBaseline: true,
+    });
+    expect(readdirSync(dir).filter((name) => name.startsWith("code-cache-"))).to.have.length(1);
   });
 
   it("is found by the program's source and read only from a private file", () => {
