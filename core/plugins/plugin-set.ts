@@ -15,14 +15,13 @@ import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, readPluginEntry } from "./find.ts";
 import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
-import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
 import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
-import { PluginWatcher } from "./watching.ts";
+import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
@@ -83,7 +82,7 @@ interface PluginEntry {
   /** Generation numbers handed out so far. */
   attempts: number;
   /** Files the last bundle attempt read, and when they reload the plugin. */
-  readonly inputs: TrackedInputs;
+  readonly inputs: WatchedPlugin;
   /** Source keys whose faults are in the current diagnostics. */
   readonly faulted: Set<string>;
   /** What each source's loader returned at its last observation without a fault. */
@@ -102,8 +101,6 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
-  /** The paths among the `plugins` entries, which the watcher watches. */
-  readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
   /** The hash of the package.json and the folder of each package the last scan found, by name. */
@@ -116,16 +113,17 @@ export class PluginSet {
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
-  readonly #inputs: WatchedInputs;
   readonly #reserved: readonly string[];
   readonly #limits: PluginLimits;
   /** Where plugin code runs; none: the host's own thread. */
   readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
+  /** Quiet time after a burst of changes before a plugin or the packages are checked once more. */
+  readonly #quietMs: number;
   /** Tasks queued on entries and not yet ended. */
   #tasks = 0;
   #settledWaiters: Array<() => void> = [];
-  #watcher: PluginWatcher | undefined;
+  readonly #watcher: PluginWatcher;
   #rescanTimer: NodeJS.Timeout | undefined;
   #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
@@ -142,12 +140,9 @@ export class PluginSet {
     const logger = service<Logger | undefined>("logger", undefined);
     const location = String(service("location", process.cwd()));
     this.#clock = clock;
+    this.#quietMs = Math.max(100, (options.debounceMs ?? 50) * 2);
     this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
-    this.#folders = options.folders.flatMap((entry) => {
-      const spec = readPluginEntry(entry, this.#projectRoot);
-      return spec.kind === "path" ? [spec.path] : [];
-    });
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#limits = resolvePluginLimits(options);
     const { maxDepth, maxValueBytes } = this.#limits;
@@ -161,37 +156,34 @@ export class PluginSet {
       }
     };
     this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits, init, log);
-    this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
+    // The workers' program is built while the watcher starts (decision 190).
+    if (this.#workers !== undefined) void workerProgram().catch(() => {});
+    const folders = options.folders.flatMap((entry) => {
+      const spec = readPluginEntry(entry, this.#projectRoot);
+      return spec.kind === "path" ? [spec.path] : [];
+    });
+    this.#watcher = new PluginWatcher({
+      folders,
+      isWatching: options.watch ?? true,
+      quietMs: this.#quietMs,
+      onFolderChange: () => this.#scheduleRescan(),
+      onPackageChange: (name) => {
+        this.#replacedPackages.add(name);
+        this.#packageChanged();
+      },
+      // A folder gone, a limit reached: reported; watching goes on where it can.
+      onError: (error) => {
+        const message = `watcher: ${messageOf(error)}`;
+        const diagnostic = { origin: "watcher", plugin: "host", file: folders.join(", "), phase: "watch", message } as const;
+        this.#emit({ kind: "diagnostic", diagnostic });
+      },
+    });
   }
 
-  /** Loads every plugin (by name) once the watcher is up, so no change is missed; the workers' program is built meanwhile (decision 190). */
+  /** Loads every plugin (by name) once the watcher is up, so no change is missed. */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
-    if (set.#workers !== undefined) void workerProgram().catch(() => {});
-    if (options.watch ?? true) {
-      set.#watcher = await PluginWatcher.start({
-        folders: set.#folders,
-        onFolderChange: () => set.#scheduleRescan(),
-        onFileChange: (file) => set.#inputs.changed(file),
-        onPackageChange: (name) => {
-          set.#replacedPackages.add(name);
-          set.#packageChanged();
-        },
-        // A folder gone, a limit reached: reported; watching goes on where it can.
-        onError: (error) => {
-          const message = `watcher: ${messageOf(error)}`;
-          const diagnostic = {
-            origin: "watcher",
-            plugin: "host",
-            file: set.#folders.join(", "),
-            phase: "watch",
-            message,
-          } as const;
-          set.#emit({ kind: "diagnostic", diagnostic });
-        },
-      });
-      set.#inputs.watchWith(set.#watcher);
-    }
+    await set.#watcher.ready;
     set.#rescan();
     await set.settled();
     return set;
@@ -235,7 +227,7 @@ export class PluginSet {
   }
 
   #isSettled(): boolean {
-    if (this.#tasks > 0 || this.#inputs.isPending) return false;
+    if (this.#tasks > 0 || this.#watcher.isPending) return false;
     if (this.#rescanTimer !== undefined || this.#packageRecheckTimer !== undefined) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
@@ -270,12 +262,11 @@ export class PluginSet {
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
-    this.#inputs.close();
     clearTimeout(this.#rescanTimer);
     this.#rescanTimer = undefined;
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
-    await this.#watcher?.close();
+    await this.#watcher.close();
     const entries = [...this.#entries.values()];
     for (const entry of entries) entry.load = removed;
     await Promise.all(entries.map((entry) => entry.queue));
@@ -365,7 +356,7 @@ export class PluginSet {
       [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
     );
     this.#packages = packages;
-    this.#watcher?.watchInstallPlaces(found.installPlaces);
+    this.#watcher.watchInstallPlaces(found.installPlaces);
     const known = this.#packageProblems;
     this.#packageProblems = new Map(
       found.problems.map(({ package: plugin, file, message }) => {
@@ -388,7 +379,7 @@ export class PluginSet {
       this.#rescan();
       this.#replacedPackages.clear();
       this.#checkSettled();
-    }, this.#inputs.quietMs);
+    }, this.#quietMs);
   }
 
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
@@ -402,7 +393,7 @@ export class PluginSet {
       failed: undefined,
       attemptedHash: undefined,
       attempts: 0,
-      inputs: this.#inputs.track(file, (cause) => void this.#markDirty(entry, cause === "first-event")),
+      inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
       faulted: new Set(),
       observed: new Map(),
       reported: new Set(),
@@ -427,12 +418,11 @@ export class PluginSet {
     entry.inputs.cancel();
     void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
-      this.#inputs.forget(entry.inputs);
+      this.#watcher.forget(entry.inputs);
       await this.#deactivate(entry);
       await entry.hosted.close();
       this.#resolveProblems(entry);
       this.#revive(this.#namespaces.release(entry.file));
-      this.#inputs.watch();
     });
   }
 
@@ -507,7 +497,7 @@ export class PluginSet {
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
-      this.#inputs.set(entry.inputs, result.inputs);
+      this.#watcher.read(entry.inputs, result.inputs);
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
       if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
@@ -518,12 +508,12 @@ export class PluginSet {
       return;
     }
     if (result.kind === "bundle-failed") {
-      this.#inputs.set(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
+      this.#watcher.read(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    this.#inputs.set(entry.inputs, result.inputs);
+    this.#watcher.read(entry.inputs, result.inputs);
     // A failure on the first event of a burst may be a write seen half done: the quiet
     // re-check decides, and a save in place takes no generation.
     if (result.kind === "failed" && isProvisional) return;

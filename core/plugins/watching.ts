@@ -1,5 +1,8 @@
-// Owns watching plugin files: one chokidar watcher over the plugin folders and every file a
-// plugin's bundle read, and plain watches of where plugin packages are installed.
+// Owns watching plugin files: one chokidar watcher over the plugin folders and exactly the files
+// each plugin's last load read, plain watches of where plugin packages are installed, and when a
+// change reloads a plugin. Watchers report a write before it finished and drop repeated writes
+// without a trailing event (MEASURED.md), so a plugin reloads on the first event of a burst and
+// once more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
@@ -7,17 +10,65 @@ import { type FSWatcher, watch } from "chokidar";
 
 export interface PluginWatcherOptions {
   readonly folders: readonly string[];
+  /** False: nothing is watched, and no change reloads a plugin. */
+  readonly isWatching: boolean;
+  /** Quiet time after the last event of a burst before the plugin is checked once more. */
+  readonly quietMs: number;
   /** A file appeared or disappeared in a plugin folder. */
   onFolderChange(): void;
-  onFileChange(file: string): void;
-  onError(error: unknown): void;
   /** A plugin package was installed, replaced or removed (`watchInstallPlaces`). */
-  onPackageChange?(name: string): void;
+  onPackageChange(name: string): void;
+  onError(error: unknown): void;
+}
+
+/** One plugin's watched inputs and its reload schedule (`isProvisional`: the first event of a burst, the write may be unfinished). */
+export class WatchedPlugin {
+  /** Files the last bundle attempt read. */
+  files: readonly string[];
+  #timer: NodeJS.Timeout | undefined;
+  #isCancelled: boolean;
+
+  constructor(
+    file: string,
+    isWatching: boolean,
+    readonly quietMs: number,
+    readonly reload: (isProvisional: boolean) => void,
+  ) {
+    this.files = [file];
+    this.#isCancelled = !isWatching;
+  }
+
+  get isPending(): boolean {
+    return this.#timer !== undefined;
+  }
+
+  /** A file it read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
+  changed(isSeen: boolean): void {
+    const isFirst = this.#timer === undefined;
+    if (this.#isCancelled || !(isSeen || isFirst)) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (!this.#isCancelled) this.reload(false);
+    }, this.quietMs);
+    if (isSeen && isFirst) this.reload(true);
+  }
+
+  /** No reload runs any more (the plugin was removed, or the set closed). */
+  cancel(): void {
+    this.#isCancelled = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
 }
 
 export class PluginWatcher {
   readonly #options: PluginWatcherOptions;
-  readonly #watcher: FSWatcher;
+  /** Undefined when not watching. */
+  readonly #watcher: FSWatcher | undefined;
+  /** Resolves once the watcher is ready (loads read files only after this). */
+  readonly ready: Promise<void>;
+  readonly #plugins = new Set<WatchedPlugin>();
   #watched = new Set<string>();
   /** The folders plugin packages are installed in, each watched for those packages' entries. */
   #installFolders = new Map<
@@ -26,28 +77,53 @@ export class PluginWatcher {
   >();
   #isClosed = false;
 
-  private constructor(options: PluginWatcherOptions) {
+  constructor(options: PluginWatcherOptions) {
     this.#options = options;
-    this.#watcher = watch([...options.folders], { ignoreInitial: true, depth: 1, atomic: true });
-    this.#watcher.on("all", (event, changed) => {
+    const watcher = options.isWatching ? watch([...options.folders], { ignoreInitial: true, depth: 1, atomic: true }) : undefined;
+    this.#watcher = watcher;
+    watcher?.on("all", (event, changed) => {
       if (this.#isClosed) return;
       if (event === "add" || event === "unlink" || event === "addDir" || event === "unlinkDir") options.onFolderChange();
-      options.onFileChange(path.resolve(changed));
+      const file = path.resolve(changed);
+      for (const plugin of this.#plugins) if (plugin.files.includes(file)) plugin.changed(true);
     });
-    this.#watcher.on("error", (error) => options.onError(error));
-  }
-
-  /** Resolves once the watcher is ready. */
-  static async start(options: PluginWatcherOptions): Promise<PluginWatcher> {
-    const watcher = new PluginWatcher(options);
+    watcher?.on("error", (error) => options.onError(error));
     // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
-    if (options.folders.length > 0) await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
-    return watcher;
+    this.ready =
+      watcher === undefined || options.folders.length === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
   }
 
-  /** Keeps the watcher on exactly `files` (besides the folders); returns those it did not cover yet (changed unseen, maybe). */
-  watchExactly(files: ReadonlySet<string>): ReadonlySet<string> {
-    if (this.#isClosed) return new Set();
+  /** Tracks one plugin whose entry file is `file`. */
+  track(file: string, reload: (isProvisional: boolean) => void): WatchedPlugin {
+    const plugin = new WatchedPlugin(file, this.#watcher !== undefined, this.#options.quietMs, reload);
+    this.#plugins.add(plugin);
+    return plugin;
+  }
+
+  /** The plugin's last load read `files`. */
+  read(plugin: WatchedPlugin, files: readonly string[]): void {
+    plugin.files = files;
+    this.#watchExactly();
+  }
+
+  /** The plugin is gone. */
+  forget(plugin: WatchedPlugin): void {
+    this.#plugins.delete(plugin);
+    this.#watchExactly();
+  }
+
+  get isPending(): boolean {
+    for (const plugin of this.#plugins) if (plugin.isPending) return true;
+    return false;
+  }
+
+  /** Keeps the watcher on exactly the plugins' files (besides the folders). */
+  #watchExactly(): void {
+    if (this.#watcher === undefined || this.#isClosed) return;
+    const files = new Set<string>();
+    for (const plugin of this.#plugins) for (const input of plugin.files) files.add(input);
     const added = [...files].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !files.has(file));
     let unseen = new Set<string>();
@@ -58,8 +134,9 @@ export class PluginWatcher {
     }
     const folders = this.#options.folders;
     if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
-    this.#watched = new Set(files);
-    return unseen;
+    this.#watched = files;
+    // A file not covered yet may have changed after the load read it.
+    for (const plugin of this.#plugins) if (plugin.files.some((input) => unseen.has(input))) plugin.changed(false);
   }
 
   /**
@@ -67,7 +144,7 @@ export class PluginWatcher {
    * chokidar judges a change by modification time, and npm's files all carry the same one.
    */
   watchInstallPlaces(places: ReadonlyArray<{ readonly folder: string; readonly entry: string; readonly package: string }>): void {
-    if (this.#isClosed) return;
+    if (this.#watcher === undefined || this.#isClosed) return;
     const wanted = new Map<string, Map<string, string[]>>();
     for (const place of places) {
       const entries = wanted.get(place.folder) ?? new Map<string, string[]>();
@@ -92,7 +169,7 @@ export class PluginWatcher {
           inode: inodes.get(folder) ?? -1,
           watch: watchFolder(folder, { persistent: false }, (_event, entry) => {
             const names = entry === null ? undefined : watched.entries.get(String(entry));
-            if (names !== undefined && !this.#isClosed) for (const name of names) this.#options.onPackageChange?.(name);
+            if (names !== undefined && !this.#isClosed) for (const name of names) this.#options.onPackageChange(name);
           }),
           entries,
         };
@@ -104,11 +181,13 @@ export class PluginWatcher {
     }
   }
 
+  /** No reload runs any more. */
   async close(): Promise<void> {
     this.#isClosed = true;
+    for (const plugin of this.#plugins) plugin.cancel();
     for (const watched of this.#installFolders.values()) watched.watch.close();
     this.#installFolders.clear();
-    await this.#watcher.close();
+    await this.#watcher?.close();
   }
 }
 
