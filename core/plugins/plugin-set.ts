@@ -13,13 +13,12 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
-import { type FoundPlugins, findPlugins, readPluginEntry } from "./find.ts";
+import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
 import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
-import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
@@ -453,7 +452,7 @@ export class PluginSet {
     // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
     if (origin.kind === "package") {
       const lookup = lookUpPackage(origin.name, this.#projectRoot, this.#hostVersion);
-      if (lookup.kind !== "found" || !lookup.plugins.some((plugin) => plugin.file === entry.file)) {
+      if (!lookup.plugins.some((plugin) => plugin.file === entry.file)) {
         this.#scheduleRescan();
         // No content was bundled: no hash that could match the active generation's (nothing is restored).
         return { kind: "unchanged", inputs: inputs.files, hash: "" };
