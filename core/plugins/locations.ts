@@ -2,7 +2,7 @@
 // the plugin author's own file and line.
 
 import { readFileSync } from "node:fs";
-import { SourceMap } from "node:module";
+import { SourceMap, type SourceMapping } from "node:module";
 import path from "node:path";
 
 /** A location in an original source file (1-based line, 0-based column). */
@@ -49,11 +49,7 @@ export class BundleLocations {
       return this.locate(error.cause, depth + 1);
     const parsed = frame === null ? null : this.#sourceMap();
     if (frame === null || parsed === null) return undefined;
-    const entry = parsed.map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1) as {
-      originalSource?: string;
-      originalLine?: number;
-      originalColumn?: number;
-    };
+    const entry: Partial<SourceMapping> = parsed.map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1);
     if (entry.originalSource === undefined || entry.originalLine === undefined) return undefined;
     const file = path.resolve(this.baseDir, entry.originalSource);
     const index = parsed.sources.indexOf(file);

@@ -166,9 +166,17 @@ export class PluginSet {
       isWatching: options.watch ?? true,
       quietMs: this.#quietMs,
       onFolderChange: () => this.#scheduleRescan(),
+      // A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written).
       onPackageChange: (name) => {
         this.#replacedPackages.add(name);
-        this.#packageChanged();
+        this.#scheduleRescan();
+        clearTimeout(this.#packageRecheckTimer);
+        this.#packageRecheckTimer = setTimeout(() => {
+          this.#packageRecheckTimer = undefined;
+          this.#rescan();
+          this.#replacedPackages.clear();
+          this.#checkSettled();
+        }, this.#quietMs);
       },
       // A folder gone, a limit reached: reported; watching goes on where it can.
       onError: (error) => {
@@ -369,18 +377,6 @@ export class PluginSet {
     return updated;
   }
 
-  /** A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written). */
-  #packageChanged() {
-    this.#scheduleRescan();
-    clearTimeout(this.#packageRecheckTimer);
-    this.#packageRecheckTimer = setTimeout(() => {
-      this.#packageRecheckTimer = undefined;
-      this.#rescan();
-      this.#replacedPackages.clear();
-      this.#checkSettled();
-    }, this.#quietMs);
-  }
-
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const entry: PluginEntry = {
       id,
@@ -544,15 +540,15 @@ export class PluginSet {
     generation: number,
   ): { readonly name: string; readonly scope: Scope } | undefined {
     const next = load.loaded;
+    const refuse = (message: string) => {
+      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
+      return next;
+    };
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
-      this.#namespaces.record(next.name, entry.file, claim);
-      entry.failed = this.#diagnose(entry, {
-        plugin: next.name,
-        phase: "namespace",
-        message: `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
-      });
-      return next;
+      return refuse(
+        `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
+      );
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
     const registrations = this.#registrationsOf(entry, next);
@@ -565,10 +561,9 @@ export class PluginSet {
       });
     } catch (error) {
       // A key the host already registers: nothing of this generation is applied.
-      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
-      return next;
+      return refuse(messageOf(error));
     }
-    this.#namespaces.record(next.name, entry.file, claim);
+    this.#namespaces.hold(next.name, entry.file, claim.displaced);
     entry.hosted.swappedIn(next.scope);
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
