@@ -39,17 +39,6 @@ export interface PackageProblem {
   readonly message: string;
 }
 
-/** What a plugin package is, once found. */
-export interface PluginPackage {
-  readonly name: string;
-  readonly version: string;
-  /** The package's folder (symbolic links resolved, as Node resolves it). */
-  readonly root: string;
-  /** Its package.json, and the hash of its text: a change (an `npm update`) reloads its plugins. */
-  readonly manifest: string;
-  readonly manifestHash: string;
-}
-
 /**
  * Where an install, update or removal of package `package` shows: the entry `entry` of `folder`
  * (`tides` in node_modules, or `@moon` until node_modules/@moon exists; `package.json` in
@@ -66,8 +55,11 @@ export interface InstallPlace {
 export interface FoundPlugins {
   /** Entry by entry, each entry's plugins in name order; a file found twice counts once. */
   readonly plugins: readonly FoundPlugin[];
-  /** The packages found (installed and readable), compatible or not. */
-  readonly packages: readonly PluginPackage[];
+  /**
+   * The packages found (installed and readable, compatible or not) by name, each as the hash of
+   * its package.json and its folder (symbolic links resolved): a change (an `npm update`) reloads its plugins.
+   */
+  readonly packages: ReadonlyMap<string, string>;
   readonly problems: readonly PackageProblem[];
   /** Where an install or update of each named package would show; none for a package when no folder Node looks in exists. */
   readonly installPlaces: readonly InstallPlace[];
@@ -84,7 +76,7 @@ export function readPluginEntry(entry: string, projectRoot: string): PluginEntry
 /** Finds the plugins of every entry. */
 export function findPlugins(entries: readonly string[], projectRoot: string, hostVersion: string | undefined): FoundPlugins {
   const plugins: FoundPlugin[] = [];
-  const packages: PluginPackage[] = [];
+  const packages = new Map<string, string>();
   const problems: PackageProblem[] = [];
   const installPlaces: InstallPlace[] = [];
   const seen = new Set<string>();
@@ -99,7 +91,7 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
     const spec = readPluginEntry(entry, projectRoot);
     if (spec.kind === "package") {
       const found = lookUpPackage(spec.name, projectRoot, hostVersion);
-      packages.push(...found.packages);
+      for (const [name, stamp] of found.packages) packages.set(name, stamp);
       problems.push(...found.problems);
       installPlaces.push(...found.installPlaces);
       for (const plugin of found.plugins) add([plugin], plugin.origin);
@@ -162,7 +154,7 @@ function isPackageName(text: string): boolean {
 export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): FoundPlugins {
   const installPlaces = installPlacesOf(name, projectRoot);
   const missing = (file: string, message: string): FoundPlugins => {
-    return { plugins: [], packages: [], problems: [{ package: name, file, message }], installPlaces };
+    return { plugins: [], packages: new Map(), problems: [{ package: name, file, message }], installPlaces };
   };
   const file = installedManifest(name, projectRoot);
   if (file === undefined) {
@@ -190,7 +182,7 @@ export function lookUpPackage(name: string, projectRoot: string, hostVersion: st
   const origin: PluginOrigin = { kind: "package", name, version, root };
   const found = (plugins: readonly PluginFile[], problems: readonly string[]): FoundPlugins => ({
     plugins: plugins.map((plugin) => ({ ...plugin, origin })),
-    packages: [{ name, version, root, manifest: file, manifestHash }],
+    packages: new Map([[name, `${manifestHash} ${root}`]]),
     problems: problems.map((message) => ({ package: name, file, message })),
     installPlaces,
   });

@@ -103,7 +103,7 @@ export class PluginSet {
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
   /** The hash of the package.json and the folder of each package the last scan found, by name. */
-  #packages = new Map<string, string>();
+  #packages: ReadonlyMap<string, string> = new Map();
   /** Packages whose installed folder changed since the last quiet re-check. */
   readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
@@ -358,7 +358,7 @@ export class PluginSet {
 
   /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
   #notePackages(found: FoundPlugins): Set<string> {
-    const packages = new Map(found.packages.map((found) => [found.name, `${found.manifestHash} ${found.root}`]));
+    const { packages } = found;
     const updated = new Set(
       [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
     );
