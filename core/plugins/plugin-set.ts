@@ -23,8 +23,6 @@ import { InThreadTransport } from "./transport.ts";
 import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 
-export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
-
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
   /** Folders of plugins, plugin files (absolute or relative to `projectRoot`), names of installed plugin packages (decisions 130, 131). */
