@@ -408,10 +408,9 @@ export class PluginSet {
 
   #remove(entry: PluginEntry) {
     entry.load = removed;
-    entry.inputs.cancel();
+    this.#watcher.forget(entry.inputs);
     void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
-      this.#watcher.forget(entry.inputs);
       await this.#deactivate(entry);
       await entry.hosted.close();
       this.#resolveProblems(entry);
@@ -481,8 +480,7 @@ export class PluginSet {
       report: (problem) => {
         const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);
-        const { location: at, ...rest } = problem;
-        this.#diagnose(entry, { ...rest, ...at });
+        this.#diagnose(entry, problem);
       },
     });
   }

@@ -21,45 +21,14 @@ export interface PluginWatcherOptions {
   onError(error: unknown): void;
 }
 
-/** One plugin's watched inputs and its reload schedule (`isProvisional`: the first event of a burst, the write may be unfinished). */
-export class WatchedPlugin {
+/** One plugin's watched inputs and its reload schedule. */
+export interface WatchedPlugin {
   /** Files the last bundle attempt read. */
   files: readonly string[];
-  #timer: NodeJS.Timeout | undefined;
-  #isCancelled: boolean;
-
-  constructor(
-    file: string,
-    isWatching: boolean,
-    readonly quietMs: number,
-    readonly reload: (isProvisional: boolean) => void,
-  ) {
-    this.files = [file];
-    this.#isCancelled = !isWatching;
-  }
-
-  get isPending(): boolean {
-    return this.#timer !== undefined;
-  }
-
-  /** A file it read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
-  changed(isSeen: boolean): void {
-    const isFirst = this.#timer === undefined;
-    if (this.#isCancelled || !(isSeen || isFirst)) return;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (!this.#isCancelled) this.reload(false);
-    }, this.quietMs);
-    if (isSeen && isFirst) this.reload(true);
-  }
-
-  /** No reload runs any more (the plugin was removed, or the set closed). */
-  cancel(): void {
-    this.#isCancelled = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-  }
+  /** Runs at once on the first event of a burst (`isProvisional`: the write may be unfinished), and once more when the burst is quiet. */
+  readonly reload: (isProvisional: boolean) => void;
+  /** The re-check due when the burst is quiet. */
+  quietCheck?: NodeJS.Timeout | undefined;
 }
 
 export class PluginWatcher {
@@ -85,7 +54,7 @@ export class PluginWatcher {
       if (this.#isClosed) return;
       if (event === "add" || event === "unlink" || event === "addDir" || event === "unlinkDir") options.onFolderChange();
       const file = path.resolve(changed);
-      for (const plugin of this.#plugins) if (plugin.files.includes(file)) plugin.changed(true);
+      for (const plugin of this.#plugins) if (plugin.files.includes(file)) this.#changed(plugin, true);
     });
     watcher?.on("error", (error) => options.onError(error));
     // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
@@ -97,7 +66,7 @@ export class PluginWatcher {
 
   /** Tracks one plugin whose entry file is `file`. */
   track(file: string, reload: (isProvisional: boolean) => void): WatchedPlugin {
-    const plugin = new WatchedPlugin(file, this.#watcher !== undefined, this.#options.quietMs, reload);
+    const plugin: WatchedPlugin = { files: [file], reload };
     this.#plugins.add(plugin);
     return plugin;
   }
@@ -108,15 +77,28 @@ export class PluginWatcher {
     this.#watchExactly();
   }
 
-  /** The plugin is gone. */
+  /** The plugin is gone: no reload runs any more. */
   forget(plugin: WatchedPlugin): void {
+    clearTimeout(plugin.quietCheck);
     this.#plugins.delete(plugin);
     this.#watchExactly();
   }
 
   get isPending(): boolean {
-    for (const plugin of this.#plugins) if (plugin.isPending) return true;
+    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
     return false;
+  }
+
+  /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
+  #changed(plugin: WatchedPlugin, isSeen: boolean): void {
+    const isFirst = plugin.quietCheck === undefined;
+    if (!isSeen && !isFirst) return;
+    clearTimeout(plugin.quietCheck);
+    plugin.quietCheck = setTimeout(() => {
+      plugin.quietCheck = undefined;
+      plugin.reload(false);
+    }, this.#options.quietMs);
+    if (isSeen && isFirst) plugin.reload(true);
   }
 
   /** Keeps the watcher on exactly the plugins' files (besides the folders). */
@@ -136,7 +118,7 @@ export class PluginWatcher {
     if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
     this.#watched = files;
     // A file not covered yet may have changed after the load read it.
-    for (const plugin of this.#plugins) if (plugin.files.some((input) => unseen.has(input))) plugin.changed(false);
+    for (const plugin of this.#plugins) if (plugin.files.some((input) => unseen.has(input))) this.#changed(plugin, false);
   }
 
   /**
@@ -184,7 +166,10 @@ export class PluginWatcher {
   /** No reload runs any more. */
   async close(): Promise<void> {
     this.#isClosed = true;
-    for (const plugin of this.#plugins) plugin.cancel();
+    for (const plugin of this.#plugins) {
+      clearTimeout(plugin.quietCheck);
+      plugin.quietCheck = undefined;
+    }
     for (const watched of this.#installFolders.values()) watched.watch.close();
     this.#installFolders.clear();
     await this.#watcher?.close();
