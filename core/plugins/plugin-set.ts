@@ -115,8 +115,6 @@ export class PluginSet {
   /** Where plugin code runs; none: the host's own thread. */
   readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
-  /** Quiet time after a burst of changes before a plugin or the packages are checked once more. */
-  readonly #quietMs: number;
   /** Tasks queued on entries and not yet ended. */
   #tasks = 0;
   #settledWaiters: Array<() => void> = [];
@@ -137,7 +135,6 @@ export class PluginSet {
     const logger = service<Logger | undefined>("logger", undefined);
     const location = String(service("location", process.cwd()));
     this.#clock = clock;
-    this.#quietMs = Math.max(100, (options.debounceMs ?? 50) * 2);
     this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
@@ -155,6 +152,8 @@ export class PluginSet {
     this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits, init, log);
     // The workers' program is built while the watcher starts (decision 190).
     if (this.#workers !== undefined) void workerProgram().catch(() => {});
+    // Quiet time after a burst of changes before a plugin or the packages are checked once more.
+    const quietMs = Math.max(100, (options.debounceMs ?? 50) * 2);
     const folders = options.folders.flatMap((entry) => {
       const spec = readPluginEntry(entry, this.#projectRoot);
       return spec.kind === "path" ? [spec.path] : [];
@@ -162,7 +161,7 @@ export class PluginSet {
     this.#watcher = new PluginWatcher({
       folders,
       isWatching: options.watch ?? true,
-      quietMs: this.#quietMs,
+      quietMs,
       onFolderChange: () => this.#scheduleRescan(),
       // A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written).
       onPackageChange: (name) => {
@@ -174,7 +173,7 @@ export class PluginSet {
           this.#rescan();
           this.#replacedPackages.clear();
           this.#checkSettled();
-        }, this.#quietMs);
+        }, quietMs);
       },
       // A folder gone, a limit reached: reported; watching goes on where it can.
       onError: (error) => {

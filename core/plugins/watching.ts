@@ -7,6 +7,7 @@
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
 import { type FSWatcher, watch } from "chokidar";
+import type { InstallPlace } from "./find.ts";
 
 export interface PluginWatcherOptions {
   readonly folders: readonly string[];
@@ -39,11 +40,9 @@ export class PluginWatcher {
   readonly ready: Promise<void>;
   readonly #plugins = new Set<WatchedPlugin>();
   #watched = new Set<string>();
-  /** The folders plugin packages are installed in, each watched for those packages' entries. */
-  #installFolders = new Map<
-    string,
-    { readonly watch: FolderWatch; readonly inode: number; entries: Map<string, readonly string[]> }
-  >();
+  /** Where plugin packages are installed, and the folders watched for them (each by its inode). */
+  #installPlaces: readonly InstallPlace[] = [];
+  readonly #installFolders = new Map<string, { readonly watch: FolderWatch; readonly inode: number }>();
   #isClosed = false;
 
   constructor(options: PluginWatcherOptions) {
@@ -125,38 +124,26 @@ export class PluginWatcher {
    * Watches where plugin packages are installed, with a plain `fs.watch` of each folder:
    * chokidar judges a change by modification time, and npm's files all carry the same one.
    */
-  watchInstallPlaces(places: ReadonlyArray<{ readonly folder: string; readonly entry: string; readonly package: string }>): void {
+  watchInstallPlaces(places: readonly InstallPlace[]): void {
     if (this.#watcher === undefined || this.#isClosed) return;
-    const wanted = new Map<string, Map<string, string[]>>();
-    for (const place of places) {
-      const entries = wanted.get(place.folder) ?? new Map<string, string[]>();
-      entries.set(place.entry, [...(entries.get(place.entry) ?? []), place.package]);
-      wanted.set(place.folder, entries);
-    }
-    const inodes = new Map([...wanted.keys()].map((folder) => [folder, inodeOf(folder)]));
+    this.#installPlaces = places;
+    const inodes = new Map(places.map((place) => [place.folder, inodeOf(place.folder)]));
     // A folder replaced since it was watched (a package's own, after an update) is watched anew.
     for (const [folder, watched] of this.#installFolders) {
-      if (wanted.has(folder) && inodes.get(folder) === watched.inode) continue;
+      if (inodes.get(folder) === watched.inode) continue;
       watched.watch.close();
       this.#installFolders.delete(folder);
     }
-    for (const [folder, entries] of wanted) {
-      const known = this.#installFolders.get(folder);
-      if (known !== undefined) {
-        known.entries = entries;
-        continue;
-      }
+    for (const [folder, inode] of inodes) {
+      if (this.#installFolders.has(folder)) continue;
       try {
-        const watched = {
-          inode: inodes.get(folder) ?? -1,
-          watch: watchFolder(folder, { persistent: false }, (_event, entry) => {
-            const names = entry === null ? undefined : watched.entries.get(String(entry));
-            if (names !== undefined && !this.#isClosed) for (const name of names) this.#options.onPackageChange(name);
-          }),
-          entries,
-        };
-        watched.watch.on("error", (error) => this.#options.onError(error));
-        this.#installFolders.set(folder, watched);
+        const watch = watchFolder(folder, { persistent: false }, (_event, entry) => {
+          if (this.#isClosed || entry === null) return;
+          for (const place of this.#installPlaces)
+            if (place.folder === folder && place.entry === String(entry)) this.#options.onPackageChange(place.package);
+        });
+        watch.on("error", (error) => this.#options.onError(error));
+        this.#installFolders.set(folder, { watch, inode });
       } catch (error) {
         this.#options.onError(error);
       }
