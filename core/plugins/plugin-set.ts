@@ -115,15 +115,13 @@ export class PluginSet {
   /** Where plugin code runs; none: the host's own thread. */
   readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
-  /** Tasks queued on entries and not yet ended. */
-  #tasks = 0;
+  /** Tasks queued on entries and not yet ended (an entry may leave before its tasks end). */
+  readonly #tasks = new Set<Promise<void>>();
   #settledWaiters: Array<() => void> = [];
   readonly #watcher: PluginWatcher;
   #rescanTimer: NodeJS.Timeout | undefined;
   #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
-  /** Closes of displaced holders' generations under way (an entry may leave before its close ends). */
-  readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
     const { container } = options;
@@ -231,7 +229,7 @@ export class PluginSet {
   }
 
   #isSettled(): boolean {
-    if (this.#tasks > 0 || this.#watcher.isPending) return false;
+    if (this.#tasks.size > 0 || this.#watcher.isPending) return false;
     if (this.#rescanTimer !== undefined || this.#packageRecheckTimer !== undefined) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
@@ -244,14 +242,14 @@ export class PluginSet {
 
   /** Queues `task` on the entry's queue (after `after`); the set is busy until it ends. */
   #enqueue(entry: PluginEntry, task: () => Promise<void>, after: Promise<unknown> = entry.queue): Promise<void> {
-    this.#tasks++;
     const queued = after
       .then(task)
       .catch(() => {})
       .finally(() => {
-        this.#tasks--;
+        this.#tasks.delete(queued);
         this.#checkSettled();
       });
+    this.#tasks.add(queued);
     entry.queue = queued;
     return queued;
   }
@@ -273,9 +271,8 @@ export class PluginSet {
     await this.#watcher.close();
     const entries = [...this.#entries.values()];
     for (const entry of entries) entry.load = removed;
-    await Promise.all(entries.map((entry) => entry.queue));
-    // A load that displaced a holder left its close on the holder's queue.
-    await Promise.all(this.#closing);
+    // Every queued task ends first: the loads under way, and the closes of displaced holders' generations they queued.
+    while (this.#tasks.size > 0) await Promise.all(this.#tasks);
     // Disposers run within the dispose deadline; then the worker stops, whatever it still runs.
     await Promise.all(entries.map((entry) => this.#deactivate(entry).then(() => entry.hosted.close())));
     this.#entries.clear();
@@ -568,9 +565,7 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      const closing = this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
-      this.#closing.add(closing);
-      void closing.then(() => this.#closing.delete(closing));
+      void this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
     }
     const { startedAt, readyAt } = load;
     entry.active = { ...next, generation, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
