@@ -95,12 +95,10 @@ export type Loaded =
       readonly setupMs: number;
     };
 
-/** What the worker needs to bring a generation back after a restart. */
+/** What the worker needs to bring a generation back after a restart (its config follows from its name). */
 interface Recipe {
   readonly bundle: PluginBundle;
   readonly generation: number;
-  readonly config: unknown;
-  readonly reserved: readonly string[];
 }
 
 /**
@@ -227,30 +225,19 @@ export class HostedPlugin {
     }
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
     const { generation } = request;
-    const { settings, reserved } = this.#options;
-    let phase: DiagnosticPhase = "evaluate";
+    const phase: { current: DiagnosticPhase } = { current: "evaluate" };
     try {
-      const startedAt = performance.now();
-      const { name } = await this.#evaluate(worker, bundle, generation, reserved);
-      const config = Object.hasOwn(settings, name) ? settings[name] : undefined;
-      phase = "setup";
-      const evaluatedAt = performance.now();
-      const keys = await this.#activate(worker, generation, config);
-      const recipe: Recipe = { bundle, generation, config, reserved };
-      return {
-        kind: "activated",
-        loaded: { name, generation, scope: this.#scopeOf(name, recipe), keys },
-        evaluateMs: evaluatedAt - startedAt,
-        setupMs: performance.now() - evaluatedAt,
-      };
+      const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
+      const loaded = { name, generation, scope: this.#scopeOf(name, { bundle, generation }), keys };
+      return { kind: "activated", loaded, evaluateMs, setupMs };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
       const stopped = error as PluginWorkerStopped;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
-      const isOwn = stopped.phase === undefined || stopped.phase === phase || stopped.phase === "config";
+      const isOwn = stopped.phase === undefined || stopped.phase === phase.current || stopped.phase === "config";
       if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
-      return { kind: "failed", fault: { phase: stopped.phase ?? phase, message: messageOf(error) } };
+      return { kind: "failed", fault: { phase: stopped.phase ?? phase.current, message: messageOf(error) } };
     }
   }
 
@@ -366,8 +353,7 @@ export class HostedPlugin {
     const worker = await this.#current().catch(() => undefined);
     if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
     try {
-      await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
-      await this.#activate(worker, recipe.generation, recipe.config);
+      await this.#setUp(worker, recipe.bundle, recipe.generation);
     } catch (error) {
       // A stop is reported by `#stopped`, a fault here.
       if (error instanceof PluginWorkerFault) {
@@ -377,27 +363,31 @@ export class HostedPlugin {
     }
   }
 
-  async #evaluate(
+  /**
+   * Evaluates and sets up a generation in `worker` (its config: the settings under the name
+   * the module gives); `phase` follows the request under way. Rejects as the transport does.
+   */
+  async #setUp(
     worker: PluginTransport,
     bundle: PluginBundle,
     generation: number,
-    reserved: readonly string[],
-  ): Promise<Evaluated> {
-    const ms = this.#options.limits.setupDeadlineMs;
+    phase: { current: DiagnosticPhase } = { current: "evaluate" },
+  ) {
+    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
+    const { settings, reserved } = this.#options;
     const { code, entry, baseDir, ownDependenciesFirst } = bundle;
+    const startedAt = performance.now();
     const evaluated = await worker.request<Evaluated>(
       { type: "evaluate", generation, code, entry, baseDir, ...(ownDependenciesFirst ? { ownDependenciesFirst } : {}), reserved },
       ms + graceMs,
       () => ({ what: `the module code of ${entry}`, phase: "evaluate", ms }),
     );
-    if (typeof evaluated?.name !== "string")
+    const name = evaluated?.name;
+    if (typeof name !== "string")
       throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
-    return evaluated;
-  }
-
-  /** Sets the generation up; its sources' keys, in the order `setup` declared them. */
-  async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<string[]> {
-    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
+    const config = Object.hasOwn(settings, name) ? settings[name] : undefined;
+    phase.current = "setup";
+    const evaluatedAt = performance.now();
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
@@ -410,7 +400,8 @@ export class HostedPlugin {
         deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
     }
     this.#living.set(generation, deadlines);
-    return [...deadlines.keys()];
+    const setupMs = performance.now() - evaluatedAt;
+    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs };
   }
 
   /** The host-side scope of a generation: closing it runs its disposers in the worker. */
