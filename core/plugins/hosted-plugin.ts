@@ -115,6 +115,8 @@ interface Held {
       }
     | undefined;
   admitted: Json | undefined;
+  /** The observation last made of the admitted value and the held texts: the same object while both stay. */
+  unchanged: PrerenderedObservation | undefined;
 }
 
 interface Waiting {
@@ -153,7 +155,8 @@ export class HostedPlugin {
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
   readonly #recipes = new WeakMap<Scope, Recipe>();
-  readonly #batches = new Map<string, Batch>();
+  /** The batches of this turn, each flushed at its end. */
+  readonly #batches: Batch[] = [];
 
   constructor(options: HostedPluginOptions) {
     this.#options = options;
@@ -259,7 +262,7 @@ export class HostedPlugin {
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { arrival: undefined, admitted: undefined };
+        const held: Held = { arrival: undefined, admitted: undefined, unchanged: undefined };
         return prerendered(
           { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
           { maxTextLength, maxValueBytes, maxDepth, report },
@@ -438,15 +441,17 @@ export class HostedPlugin {
     if (deadlines === undefined || worker === undefined || worker.stopped !== undefined) {
       return Promise.resolve(unavailableObservation);
     }
-    const batchId = `${generation}\u0000${env.location}\u0000${env.sessionId ?? ""}`;
-    let batch = this.#batches.get(batchId);
+    // Every source of a boundary is asked for in the same turn: one message carries them all.
+    let batch: Batch | undefined;
+    for (const open of this.#batches)
+      if (open.generation === generation && open.env.location === env.location && open.env.sessionId === env.sessionId)
+        batch = open;
     if (batch === undefined) {
       const created: Batch = { env, generation, waiting: [] };
       batch = created;
-      this.#batches.set(batchId, created);
-      // Every source of a boundary is asked for in the same turn: one message carries them all.
+      this.#batches.push(created);
       queueMicrotask(() => {
-        this.#batches.delete(batchId);
+        this.#batches.splice(this.#batches.indexOf(created), 1);
         void this.#flush(worker, created, observed);
       });
     }
@@ -519,9 +524,12 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
     // The admitted value (the very object: no check again) with the held texts.
     const arrival = waiting.held.arrival;
     if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
-    waiting.held.admitted = waiting.stored;
+    const { held, stored } = waiting;
+    held.admitted = stored;
+    if (held.unchanged?.kind === "present" && held.unchanged.value === stored) return held.unchanged;
     const { baseline, removed } = arrival;
-    return { kind: "present", value: waiting.stored, baseline, ...(removed === undefined ? {} : { removed }) };
+    held.unchanged = { kind: "present", value: stored, baseline, ...(removed === undefined ? {} : { removed }) };
+    return held.unchanged;
   }
   if (arrived.kind !== "present") return unavailableObservation;
   const baseline = textOf(arrived.baseline);
@@ -530,6 +538,7 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
   if (typeof arrived.number === "number") {
     waiting.held.arrival = { number: arrived.number, transport, ...texts };
     waiting.held.admitted = undefined;
+    waiting.held.unchanged = undefined;
   }
   const previous = arrived.previous;
   if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
@@ -541,16 +550,17 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
 function asked(worker: PluginTransport, waiting: readonly Waiting[], generation: ReadonlyMap<string, number> | undefined) {
   const stored: Array<readonly [number, unknown]> = [];
   const held = new Float64Array(waiting.length);
+  let index = 0;
   let isEveryKeyInOrder = waiting.length === generation?.size;
-  const declared = generation?.keys();
-  waiting.forEach((w, index) => {
-    if (isEveryKeyInOrder && declared?.next().value !== w.key) isEveryKeyInOrder = false;
+  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.key === key;
+  for (index = 0; index < waiting.length; index++) {
+    const w = waiting[index] as Waiting;
     const { arrival, admitted } = w.held;
     const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
     held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
     if (w.stored !== undefined && !(number > 0 && admitted === w.stored)) stored.push([index, w.stored]);
-  });
+  }
   return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
 }
 
