@@ -4,9 +4,14 @@
 // here, so peer ranges are checked as the host checks them. The types are declared here,
 // narrower than the plugin layer's, so the public API shows only what a caller reads.
 
+import path from "node:path";
 import type { PluginOrigin } from "../plugins/events.ts";
-import { findPlugins as findEntries, formatOrigin as formatEntryOrigin, readPluginEntry as readEntry } from "../plugins/find.ts";
-import { hostPackageVersion, installedManifest } from "../plugins/packages.ts";
+import {
+  findPlugins as findEntries,
+  hostPackageVersion,
+  installedManifest,
+  readPluginEntry as readEntry,
+} from "../plugins/find.ts";
 
 /** A plugin a host would load: its id (file or folder name), its entry file, and where it came from. */
 export interface FoundPlugin {
@@ -68,5 +73,7 @@ export function readPluginEntry(entry: string, projectRoot: string): PluginEntry
 
 /** A plugin's origin as `context-host plugins` prints it: its folder (relative to `cwd` when inside it), or `name@version`. */
 export function formatOrigin(origin: PluginOrigin, cwd: string): string {
-  return formatEntryOrigin(origin, cwd);
+  if (origin.kind === "package") return `${origin.name}@${origin.version}`;
+  const relative = path.relative(cwd, origin.folder);
+  return relative === "" ? "." : relative.startsWith("..") || path.isAbsolute(relative) ? origin.folder : relative;
 }

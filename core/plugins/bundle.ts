@@ -137,10 +137,7 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
             column: first.location.column,
             lineText: first.location.lineText,
           };
-    const inputs = (failure.errors ?? [])
-      .map((e) => e.location?.file)
-      .filter((file): file is string => file !== undefined)
-      .map((file) => path.resolve(baseDir, file));
+    const inputs = failure.errors.flatMap((e) => (e.location ? [path.resolve(baseDir, e.location.file)] : []));
     throw new BundleFailed({ entry, reason: first.text, location, inputs: [...new Set([entry, ...inputs])] });
   }
   const output = result.outputFiles[0];

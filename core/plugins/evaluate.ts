@@ -23,9 +23,6 @@ const hostRequire = createRequire(import.meta.url);
 
 type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
 
-const packageName = "context-host";
-const pluginEntries: ReadonlySet<string> = new Set([packageName, `${packageName}/plugin`]);
-
 /**
  * A plugin imported an entry of the host's package other than the plugin API
  * (`context-host/store`, `context-host/conformance`, …): plugins get `context-host` and
@@ -80,9 +77,8 @@ function typeboxModule(specifier: string): object | undefined {
 function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
   return (specifier) => {
-    if (pluginEntries.has(specifier)) return pluginApiModule;
-    if (specifier === packageName || specifier.startsWith(`${packageName}/`))
-      throw new PluginImportRefused({ specifier, entry: bundle.entry });
+    if (specifier === "context-host" || specifier === "context-host/plugin") return pluginApiModule;
+    if (specifier.startsWith("context-host/")) throw new PluginImportRefused({ specifier, entry: bundle.entry });
     const typeboxRequired = typeboxModule(specifier);
     if (typeboxRequired !== undefined) return typeboxRequired;
     const [first, then] = bundle.ownDependenciesFirst === true ? [ownRequire, hostRequire] : [hostRequire, ownRequire];

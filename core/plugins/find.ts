@@ -1,26 +1,33 @@
-// Owns finding the plugins a host would load from its `plugins` entries (a folder of plugins,
-// a plugin file, an installed plugin package: decision 131), each with where it came from.
-// `context-host plugins` lists what this finds, and the plugin set loads it.
+// Owns finding the plugins a host would load from its `plugins` entries (decision 131): those
+// of a plugin folder or a plugin file, and plugin packages (decision 130), found by name the
+// way Node resolves packages from the host project, declaring their plugin modules in their
+// package.json (`"context-host": { "plugins": [...] }`), loaded only when their peer range of
+// context-host admits the host's version. What it finds is plain data; the plugin set decides
+// what to load and what to report, and `context-host plugins` lists it.
 
-import { existsSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
+import semver from "semver";
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { messageOf } from "../base/errors.ts";
 import type { PluginOrigin } from "./events.ts";
-import {
-  discoverPlugins,
-  type InstallPlace,
-  isPackageName,
-  lookUpPackage,
-  type PluginEntryFile,
-  type PluginPackage,
-} from "./packages.ts";
 
 /** One `plugins` entry, read: a path (folder or file), or a package name. */
 export type PluginEntrySpec =
   | { readonly kind: "path"; readonly path: string }
   | { readonly kind: "package"; readonly name: string };
 
+/** A plugin file; `id` (file or folder name) orders loading. */
+interface PluginFile {
+  readonly id: string;
+  readonly file: string;
+}
+
 /** A plugin the host would load, and where it came from. */
-export interface FoundPlugin extends PluginEntryFile {
+export interface FoundPlugin extends PluginFile {
   readonly origin: PluginOrigin;
 }
 
@@ -32,15 +39,30 @@ export interface PackageProblem {
   readonly message: string;
 }
 
-/** What the `plugins` entries hold. */
+/**
+ * Where an install, update or removal of package `package` shows: the entry `entry` of `folder`
+ * (`tides` in node_modules, or `@moon` until node_modules/@moon exists; `package.json` in
+ * the package's own folder). npm replaces a package's folder whole, with files as old as the
+ * tarball's, so watching these folders is what sees an update (decision 131).
+ */
+export interface InstallPlace {
+  readonly folder: string;
+  readonly entry: string;
+  readonly package: string;
+}
+
+/** What the `plugins` entries (or one package) hold. */
 export interface FoundPlugins {
   /** Entry by entry, each entry's plugins in name order; a file found twice counts once. */
   readonly plugins: readonly FoundPlugin[];
-  /** The packages found (installed and readable), compatible or not. */
-  readonly packages: readonly PluginPackage[];
+  /**
+   * The packages found (installed and readable, compatible or not) by name, each as the hash of
+   * its package.json and its folder (symbolic links resolved): a change (an `npm update`) reloads its plugins.
+   */
+  readonly packages: ReadonlyMap<string, string>;
   readonly problems: readonly PackageProblem[];
-  /** Where an install or update of each named package would show. */
-  readonly installPlaces: ReadonlyArray<InstallPlace & { readonly package: string }>;
+  /** Where an install or update of each named package would show; none for a package when no folder Node looks in exists. */
+  readonly installPlaces: readonly InstallPlace[];
 }
 
 /** Reads one `plugins` entry: an existing path or one written as a path is a path (a folder wins over a package of its name), else a package name. */
@@ -54,11 +76,11 @@ export function readPluginEntry(entry: string, projectRoot: string): PluginEntry
 /** Finds the plugins of every entry. */
 export function findPlugins(entries: readonly string[], projectRoot: string, hostVersion: string | undefined): FoundPlugins {
   const plugins: FoundPlugin[] = [];
-  const packages: PluginPackage[] = [];
+  const packages = new Map<string, string>();
   const problems: PackageProblem[] = [];
-  const installPlaces: Array<InstallPlace & { readonly package: string }> = [];
+  const installPlaces: InstallPlace[] = [];
   const seen = new Set<string>();
-  const add = (found: readonly PluginEntryFile[], origin: PluginOrigin) => {
+  const add = (found: readonly PluginFile[], origin: PluginOrigin) => {
     for (const plugin of found) {
       if (seen.has(plugin.file)) continue;
       seen.add(plugin.file);
@@ -67,30 +89,187 @@ export function findPlugins(entries: readonly string[], projectRoot: string, hos
   };
   for (const entry of entries) {
     const spec = readPluginEntry(entry, projectRoot);
-    if (spec.kind === "path") {
-      if (existsSync(spec.path) && statSync(spec.path).isFile()) {
-        const id = path.basename(spec.path).replace(/\.(ts|js)$/, "");
-        add([{ id, file: spec.path }], { kind: "folder", folder: path.dirname(spec.path) });
-      } else add(discoverPlugins(spec.path), { kind: "folder", folder: spec.path });
-      continue;
-    }
-    const lookup = lookUpPackage(spec.name, projectRoot, hostVersion);
-    for (const place of lookup.installPlaces) installPlaces.push({ ...place, package: spec.name });
-    if (lookup.kind === "missing") {
-      problems.push({ package: spec.name, file: lookup.file, message: lookup.problem });
-      continue;
-    }
-    const found = lookup.package;
-    packages.push(found);
-    for (const message of lookup.problems) problems.push({ package: found.name, file: found.manifest, message });
-    add(lookup.plugins, { kind: "package", name: found.name, version: found.version, root: found.root });
+    if (spec.kind === "package") {
+      const found = lookUpPackage(spec.name, projectRoot, hostVersion);
+      for (const [name, stamp] of found.packages) packages.set(name, stamp);
+      problems.push(...found.problems);
+      installPlaces.push(...found.installPlaces);
+      for (const plugin of found.plugins) add([plugin], plugin.origin);
+    } else if (existsSync(spec.path) && statSync(spec.path).isFile()) {
+      const id = path.basename(spec.path).replace(/\.(ts|js)$/, "");
+      add([{ id, file: spec.path }], { kind: "folder", folder: path.dirname(spec.path) });
+    } else add(discoverPlugins(spec.path), { kind: "folder", folder: spec.path });
   }
   return { plugins, packages, problems, installPlaces };
 }
 
-/** An origin as `plugins` lists it: the folder (relative to `cwd` when inside it), or `name@version`. */
-export function formatOrigin(origin: PluginOrigin, cwd: string): string {
-  if (origin.kind === "package") return `${origin.name}@${origin.version}`;
-  const relative = path.relative(cwd, origin.folder);
-  return relative === "" ? "." : relative.startsWith("..") || path.isAbsolute(relative) ? origin.folder : relative;
+const pluginFile = /^[^._][^/]*\.(ts|js)$/;
+const notPlugin = /\.(d|test|spec)\.(ts|js)$/;
+
+/** The plugins of one folder, sorted: `.ts`/`.js` files, and folders with an `index.ts` (or `index.js`). A missing folder has none. */
+function discoverPlugins(folder: string): PluginFile[] {
+  if (!existsSync(folder)) return [];
+  const found: PluginFile[] = [];
+  for (const dirent of readdirSync(folder, { withFileTypes: true })) {
+    const name = dirent.name;
+    if (name.startsWith(".") || name.startsWith("_") || name === "node_modules") continue;
+    const full = path.join(folder, name);
+    if (dirent.isFile() && pluginFile.test(name) && !notPlugin.test(name)) {
+      found.push({ id: name.replace(/\.(ts|js)$/, ""), file: full });
+    } else if (dirent.isDirectory()) {
+      const index = indexOf(full);
+      if (index !== undefined) found.push({ id: name, file: index });
+    }
+  }
+  return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.file < b.file ? -1 : 1));
+}
+
+const indexOf = (folder: string) => ["index.ts", "index.js"].map((f) => path.join(folder, f)).find((f) => existsSync(f));
+
+const pluginsField = "context-host";
+
+// The fields of a plugin package's package.json the host reads; the rest is npm's.
+const PluginManifest = Type.Object({
+  name: Type.String({ minLength: 1 }),
+  version: Type.String({ minLength: 1 }),
+  peerDependencies: Type.Optional(Type.Record(Type.String(), Type.String())),
+  [pluginsField]: Type.Optional(
+    Type.Object({ plugins: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }) }, { additionalProperties: false }),
+  ),
+});
+const manifestValidator = Compile(PluginManifest);
+
+const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
+
+/** Whether `text` can name an npm package. */
+function isPackageName(text: string): boolean {
+  return text.length <= 214 && packageName.test(text);
+}
+
+/**
+ * Looks package `name` up from `projectRoot` as Node would, reads what it declares and checks
+ * its peer range against `hostVersion`: its plugins and the problems that keep some or all out
+ * (a package not installed or not readable is a problem, and no package).
+ */
+export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): FoundPlugins {
+  const installPlaces = installPlacesOf(name, projectRoot);
+  const missing = (file: string, message: string): FoundPlugins => {
+    return { plugins: [], packages: new Map(), problems: [{ package: name, file, message }], installPlaces };
+  };
+  const file = installedManifest(name, projectRoot);
+  if (file === undefined) {
+    return missing(
+      path.join(projectRoot, "node_modules", name),
+      `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`,
+    );
+  }
+  let text: string;
+  let manifest: unknown;
+  try {
+    text = readFileSync(file, "utf8");
+    manifest = JSON.parse(text);
+  } catch (error) {
+    return missing(file, `package ${name}: its package.json cannot be read: ${messageOf(error)}`);
+  }
+  if (!manifestValidator.Check(manifest)) {
+    const first = manifestValidator.Errors(manifest)[0];
+    const field = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
+    return missing(file, `package ${name}: package.json ${field}: ${first?.message ?? "invalid"}`);
+  }
+  const { version } = manifest;
+  const root = path.dirname(file);
+  const manifestHash = createHash("sha256").update(text).digest("hex");
+  const origin: PluginOrigin = { kind: "package", name, version, root };
+  const found = (plugins: readonly PluginFile[], problems: readonly string[]): FoundPlugins => ({
+    plugins: plugins.map((plugin) => ({ ...plugin, origin })),
+    packages: new Map([[name, `${manifestHash} ${root}`]]),
+    problems: problems.map((message) => ({ package: name, file, message })),
+    installPlaces,
+  });
+  const label = `${name}@${version}`;
+  const incompatibility = checkPeerRange(manifest.peerDependencies?.["context-host"], hostVersion);
+  if (incompatibility !== undefined) return found([], [`${label}: ${incompatibility}`]);
+  const declared = manifest[pluginsField]?.plugins;
+  if (declared === undefined)
+    return found([], [`${label} declares no plugins: its package.json needs "${pluginsField}": { "plugins": ["plugins/x.ts"] }`]);
+  const plugins: PluginFile[] = [];
+  const problems: string[] = [];
+  for (const entry of declared) {
+    const declaredAt = path.resolve(root, entry);
+    const relative = path.relative(root, declaredAt);
+    const names = `${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}`;
+    const here = relative.startsWith("..") || path.isAbsolute(relative) ? null : pluginsAt(declaredAt);
+    if (here === null) problems.push(`${names}, which is outside the package`);
+    else if (here === undefined) problems.push(`${names}, which the installed package does not have (is it in "files"?)`);
+    else if (here.length === 0) problems.push(`${names}, a folder with no plugin in it`);
+    else plugins.push(...here);
+  }
+  return found(plugins, problems);
+}
+
+/**
+ * Why `hostVersion` does not satisfy a package's peer range of context-host (none: it does,
+ * or there is none). A prerelease of the host counts as its version: 0.2.0-rc.1 satisfies `>=0.1`.
+ */
+export function checkPeerRange(range: string | undefined, hostVersion: string | undefined): string | undefined {
+  if (range === undefined || hostVersion === undefined) return undefined;
+  if (semver.validRange(range) === null) return `its peer range of context-host ${JSON.stringify(range)} is not a semver range`;
+  if (semver.satisfies(hostVersion, range, { includePrerelease: true })) return undefined;
+  return `needs context-host ${range} (peerDependencies), but this host is context-host ${hostVersion}; its plugins are not loaded`;
+}
+
+/** The plugins at a declared path: a plugin file, a plugin folder, or a folder of plugins; undefined when nothing is there. */
+function pluginsAt(file: string): PluginFile[] | undefined {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+  } catch {
+    return undefined;
+  }
+  if (isFile) return [{ id: path.basename(file).replace(/\.(ts|js|mts|mjs|cts|cjs)$/, ""), file }];
+  const index = indexOf(file);
+  if (index !== undefined) return [{ id: path.basename(file), file: index }];
+  return discoverPlugins(file);
+}
+
+/** Where package `name` is installed as Node looks for it (else where `npm i` would put it), and its package.json when its folder exists. */
+function installPlacesOf(name: string, projectRoot: string): InstallPlace[] {
+  const folders = createRequire(path.join(projectRoot, "package.json")).resolve.paths(name) ?? [];
+  const base = folders.find((folder) => existsSync(path.join(folder, name))) ?? folders.find((folder) => existsSync(folder));
+  if (base === undefined) return [];
+  const own = path.join(base, name);
+  const manifest = existsSync(own) ? [{ folder: own, entry: "package.json", package: name }] : [];
+  const [first, rest] = name.split("/") as [string, string | undefined];
+  if (rest !== undefined && existsSync(path.join(base, first)))
+    return [{ folder: path.join(base, first), entry: rest, package: name }, ...manifest];
+  return [{ folder: base, entry: first, package: name }, ...manifest];
+}
+
+/** The package.json of package `name` where Node finds it from `projectRoot`, or undefined when it is not installed. */
+export function installedManifest(name: string, projectRoot: string): string | undefined {
+  // The file need not exist: `createRequire` only takes the folder it resolves from.
+  const require = createRequire(path.join(projectRoot, "package.json"));
+  try {
+    return require.resolve(`${name}/package.json`);
+  } catch (error) {
+    // A package whose `exports` leave package.json out is still installed: find it where Node looks.
+    if ((error as NodeJS.ErrnoException).code !== "ERR_PACKAGE_PATH_NOT_EXPORTED") return undefined;
+    return (require.resolve.paths(name) ?? []).map((folder) => path.join(folder, name, "package.json")).find(existsSync);
+  }
+}
+
+/** The version of the running context-host: the nearest package.json named context-host up from here (none in a host bundled into one file). */
+export function hostPackageVersion(from: string = import.meta.dirname): string | undefined {
+  for (let folder = from; ; folder = path.dirname(folder)) {
+    const file = path.join(folder, "package.json");
+    if (existsSync(file)) {
+      try {
+        const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
+        if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+      } catch {
+        // Not the package's own manifest: look further up.
+      }
+    }
+    if (path.dirname(folder) === folder) return undefined;
+  }
 }

@@ -95,12 +95,10 @@ export type Loaded =
       readonly setupMs: number;
     };
 
-/** What the worker needs to bring a generation back after a restart. */
+/** What the worker needs to bring a generation back after a restart (its config follows from its name). */
 interface Recipe {
   readonly bundle: PluginBundle;
   readonly generation: number;
-  readonly config: unknown;
-  readonly reserved: readonly string[];
 }
 
 /**
@@ -117,6 +115,8 @@ interface Held {
       }
     | undefined;
   admitted: Json | undefined;
+  /** The observation last made of the admitted value and the held texts: the same object while both stay. */
+  unchanged: PrerenderedObservation | undefined;
 }
 
 interface Waiting {
@@ -155,7 +155,8 @@ export class HostedPlugin {
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
   readonly #recipes = new WeakMap<Scope, Recipe>();
-  readonly #batches = new Map<string, Batch>();
+  /** The batches of this turn, each flushed at its end. */
+  readonly #batches: Batch[] = [];
 
   constructor(options: HostedPluginOptions) {
     this.#options = options;
@@ -227,30 +228,19 @@ export class HostedPlugin {
     }
     if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
     const { generation } = request;
-    const { settings, reserved } = this.#options;
-    let phase: DiagnosticPhase = "evaluate";
+    const phase: { current: DiagnosticPhase } = { current: "evaluate" };
     try {
-      const startedAt = performance.now();
-      const { name } = await this.#evaluate(worker, bundle, generation, reserved);
-      const config = Object.hasOwn(settings, name) ? settings[name] : undefined;
-      phase = "setup";
-      const evaluatedAt = performance.now();
-      const keys = await this.#activate(worker, generation, config);
-      const recipe: Recipe = { bundle, generation, config, reserved };
-      return {
-        kind: "activated",
-        loaded: { name, generation, scope: this.#scopeOf(name, recipe), keys },
-        evaluateMs: evaluatedAt - startedAt,
-        setupMs: performance.now() - evaluatedAt,
-      };
+      const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
+      const loaded = { name, generation, scope: this.#scopeOf(name, { bundle, generation }), keys };
+      return { kind: "activated", loaded, evaluateMs, setupMs };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
       const stopped = error as PluginWorkerStopped;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
-      const isOwn = stopped.phase === undefined || stopped.phase === phase || stopped.phase === "config";
+      const isOwn = stopped.phase === undefined || stopped.phase === phase.current || stopped.phase === "config";
       if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
-      return { kind: "failed", fault: { phase: stopped.phase ?? phase, message: messageOf(error) } };
+      return { kind: "failed", fault: { phase: stopped.phase ?? phase.current, message: messageOf(error) } };
     }
   }
 
@@ -272,7 +262,7 @@ export class HostedPlugin {
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { arrival: undefined, admitted: undefined };
+        const held: Held = { arrival: undefined, admitted: undefined, unchanged: undefined };
         return prerendered(
           { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
           { maxTextLength, maxValueBytes, maxDepth, report },
@@ -366,8 +356,7 @@ export class HostedPlugin {
     const worker = await this.#current().catch(() => undefined);
     if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
     try {
-      await this.#evaluate(worker, recipe.bundle, recipe.generation, recipe.reserved);
-      await this.#activate(worker, recipe.generation, recipe.config);
+      await this.#setUp(worker, recipe.bundle, recipe.generation);
     } catch (error) {
       // A stop is reported by `#stopped`, a fault here.
       if (error instanceof PluginWorkerFault) {
@@ -377,27 +366,31 @@ export class HostedPlugin {
     }
   }
 
-  async #evaluate(
+  /**
+   * Evaluates and sets up a generation in `worker` (its config: the settings under the name
+   * the module gives); `phase` follows the request under way. Rejects as the transport does.
+   */
+  async #setUp(
     worker: PluginTransport,
     bundle: PluginBundle,
     generation: number,
-    reserved: readonly string[],
-  ): Promise<Evaluated> {
-    const ms = this.#options.limits.setupDeadlineMs;
+    phase: { current: DiagnosticPhase } = { current: "evaluate" },
+  ) {
+    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
+    const { settings, reserved } = this.#options;
     const { code, entry, baseDir, ownDependenciesFirst } = bundle;
+    const startedAt = performance.now();
     const evaluated = await worker.request<Evaluated>(
       { type: "evaluate", generation, code, entry, baseDir, ...(ownDependenciesFirst ? { ownDependenciesFirst } : {}), reserved },
       ms + graceMs,
       () => ({ what: `the module code of ${entry}`, phase: "evaluate", ms }),
     );
-    if (typeof evaluated?.name !== "string")
+    const name = evaluated?.name;
+    if (typeof name !== "string")
       throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
-    return evaluated;
-  }
-
-  /** Sets the generation up; its sources' keys, in the order `setup` declared them. */
-  async #activate(worker: PluginTransport, generation: number, config: unknown): Promise<string[]> {
-    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
+    const config = Object.hasOwn(settings, name) ? settings[name] : undefined;
+    phase.current = "setup";
+    const evaluatedAt = performance.now();
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
@@ -410,7 +403,8 @@ export class HostedPlugin {
         deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
     }
     this.#living.set(generation, deadlines);
-    return [...deadlines.keys()];
+    const setupMs = performance.now() - evaluatedAt;
+    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs };
   }
 
   /** The host-side scope of a generation: closing it runs its disposers in the worker. */
@@ -447,15 +441,17 @@ export class HostedPlugin {
     if (deadlines === undefined || worker === undefined || worker.stopped !== undefined) {
       return Promise.resolve(unavailableObservation);
     }
-    const batchId = `${generation}\u0000${env.location}\u0000${env.sessionId ?? ""}`;
-    let batch = this.#batches.get(batchId);
+    // Every source of a boundary is asked for in the same turn: one message carries them all.
+    let batch: Batch | undefined;
+    for (const open of this.#batches)
+      if (open.generation === generation && open.env.location === env.location && open.env.sessionId === env.sessionId)
+        batch = open;
     if (batch === undefined) {
       const created: Batch = { env, generation, waiting: [] };
       batch = created;
-      this.#batches.set(batchId, created);
-      // Every source of a boundary is asked for in the same turn: one message carries them all.
+      this.#batches.push(created);
       queueMicrotask(() => {
-        this.#batches.delete(batchId);
+        this.#batches.splice(this.#batches.indexOf(created), 1);
         void this.#flush(worker, created, observed);
       });
     }
@@ -528,9 +524,12 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
     // The admitted value (the very object: no check again) with the held texts.
     const arrival = waiting.held.arrival;
     if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
-    waiting.held.admitted = waiting.stored;
+    const { held, stored } = waiting;
+    held.admitted = stored;
+    if (held.unchanged?.kind === "present" && held.unchanged.value === stored) return held.unchanged;
     const { baseline, removed } = arrival;
-    return { kind: "present", value: waiting.stored, baseline, ...(removed === undefined ? {} : { removed }) };
+    held.unchanged = { kind: "present", value: stored, baseline, ...(removed === undefined ? {} : { removed }) };
+    return held.unchanged;
   }
   if (arrived.kind !== "present") return unavailableObservation;
   const baseline = textOf(arrived.baseline);
@@ -539,6 +538,7 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
   if (typeof arrived.number === "number") {
     waiting.held.arrival = { number: arrived.number, transport, ...texts };
     waiting.held.admitted = undefined;
+    waiting.held.unchanged = undefined;
   }
   const previous = arrived.previous;
   if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
@@ -550,16 +550,17 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
 function asked(worker: PluginTransport, waiting: readonly Waiting[], generation: ReadonlyMap<string, number> | undefined) {
   const stored: Array<readonly [number, unknown]> = [];
   const held = new Float64Array(waiting.length);
+  let index = 0;
   let isEveryKeyInOrder = waiting.length === generation?.size;
-  const declared = generation?.keys();
-  waiting.forEach((w, index) => {
-    if (isEveryKeyInOrder && declared?.next().value !== w.key) isEveryKeyInOrder = false;
+  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.key === key;
+  for (index = 0; index < waiting.length; index++) {
+    const w = waiting[index] as Waiting;
     const { arrival, admitted } = w.held;
     const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
     held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
     if (w.stored !== undefined && !(number > 0 && admitted === w.stored)) stored.push([index, w.stored]);
-  });
+  }
   return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
 }
 

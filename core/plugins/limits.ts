@@ -61,16 +61,13 @@ export function resolvePluginLimits(
   const resolved: Record<string, unknown> = {};
   for (const name of Object.keys(pluginLimitDefaults) as Array<keyof PluginLimits>) {
     const value = given[name] ?? pluginLimitDefaults[name];
-    if (name === "backoffMs") {
-      if (!Array.isArray(value) || value.length === 0 || value.some((ms) => !(typeof ms === "number" && ms >= 0)))
-        throw new PluginLimitInvalid(name, value);
-      resolved[name] = Object.freeze([...value]);
-    } else {
-      // Every plugin may share a worker: no dedicated one at all.
-      const isValid = typeof value === "number" && (value > 0 || (name === "dedicatedWorkers" && value === 0));
-      if (!isValid) throw new PluginLimitInvalid(name, value);
-      resolved[name] = value;
-    }
+    // No dedicated worker at all is valid: every plugin shares one.
+    const isValid =
+      name === "backoffMs"
+        ? Array.isArray(value) && value.length > 0 && value.every((ms) => typeof ms === "number" && ms >= 0)
+        : typeof value === "number" && (value > 0 || (name === "dedicatedWorkers" && value === 0));
+    if (!isValid) throw new PluginLimitInvalid(name, value);
+    resolved[name] = Array.isArray(value) ? Object.freeze([...value]) : value;
   }
   return Object.freeze(resolved) as unknown as PluginLimits;
 }

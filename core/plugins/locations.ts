@@ -2,7 +2,7 @@
 // the plugin author's own file and line.
 
 import { readFileSync } from "node:fs";
-import { SourceMap } from "node:module";
+import { SourceMap, type SourceMapping } from "node:module";
 import path from "node:path";
 
 /** A location in an original source file (1-based line, 0-based column). */
@@ -16,7 +16,7 @@ export interface Location {
 /** Maps stack frames of evaluated bundle code back to the plugin's own files. */
 export class BundleLocations {
   /** Parsed on the first error only: most generations never need it. */
-  #parsed: { map: SourceMap; sources: readonly string[]; contents: readonly (string | null)[] } | null | undefined;
+  #map: SourceMap | null | undefined;
 
   constructor(
     readonly bundleName: string,
@@ -24,20 +24,12 @@ export class BundleLocations {
     readonly baseDir: string,
   ) {}
 
-  #sourceMap() {
-    if (this.#parsed !== undefined) return this.#parsed;
-    const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(this.code);
-    if (match === null) {
-      this.#parsed = null;
-      return null;
+  #sourceMap(): SourceMap | null {
+    if (this.#map === undefined) {
+      const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(this.code);
+      this.#map = match === null ? null : new SourceMap(JSON.parse(Buffer.from(match[1] as string, "base64").toString("utf8")));
     }
-    const payload = JSON.parse(Buffer.from(match[1] as string, "base64").toString("utf8"));
-    this.#parsed = {
-      map: new SourceMap(payload),
-      sources: (payload.sources ?? []).map((s: string) => path.resolve(this.baseDir, s)),
-      contents: payload.sourcesContent ?? [],
-    };
-    return this.#parsed;
+    return this.#map;
   }
 
   /** The original location of the first stack frame inside the bundle; an error without one is located by its `cause`. */
@@ -47,18 +39,13 @@ export class BundleLocations {
     const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
     if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
       return this.locate(error.cause, depth + 1);
-    const parsed = frame === null ? null : this.#sourceMap();
-    if (frame === null || parsed === null) return undefined;
-    const entry = parsed.map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1) as {
-      originalSource?: string;
-      originalLine?: number;
-      originalColumn?: number;
-    };
+    const map = frame === null ? null : this.#sourceMap();
+    if (frame === null || map === null) return undefined;
+    const entry: Partial<SourceMapping> = map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1);
     if (entry.originalSource === undefined || entry.originalLine === undefined) return undefined;
     const file = path.resolve(this.baseDir, entry.originalSource);
-    const index = parsed.sources.indexOf(file);
-    const content = index >= 0 ? parsed.contents[index] : undefined;
-    const lineText = (content ?? readQuietly(file))?.split("\n")[entry.originalLine];
+    // Bundles leave their sources out (`bundle.ts`): the line is read from the author's file.
+    const lineText = readQuietly(file)?.split("\n")[entry.originalLine];
     return { file, line: entry.originalLine + 1, column: entry.originalColumn ?? 0, lineText };
   }
 }

@@ -17,24 +17,21 @@ export class Namespaces {
   /** File that lost its namespace → the file it lost it to. */
   readonly #displaced = new Map<string, string>();
 
-  /** Whether `file` may hold `name`, given who holds it now. */
+  /** Whether `file` may hold `name`, given who holds it now; a refused file waits until the holder lets go. */
   check(name: string, file: string): Claim {
     const holder = this.#holders.get(name);
     if (holder === undefined || holder === file) return { kind: "granted", displaced: undefined };
-    if (compareText(holder, file) < 0) return { kind: "refused", holder };
-    return { kind: "granted", displaced: holder };
+    if (compareText(holder, file) >= 0) return { kind: "granted", displaced: holder };
+    this.#displaced.set(file, holder);
+    return { kind: "refused", holder };
   }
 
-  /** Records the outcome of `check` once the swap it allowed (or refused) is done. */
-  record(name: string, file: string, claim: Claim): void {
-    if (claim.kind === "refused") {
-      this.#displaced.set(file, claim.holder);
-      return;
-    }
+  /** `file` holds `name` now: the swap `check` granted is done. */
+  hold(name: string, file: string, displaced: string | undefined): void {
     for (const [held, holder] of this.#holders) if (holder === file && held !== name) this.#holders.delete(held);
     this.#holders.set(name, file);
     this.#displaced.delete(file);
-    if (claim.displaced !== undefined) this.#displaced.set(claim.displaced, file);
+    if (displaced !== undefined) this.#displaced.set(displaced, file);
   }
 
   /** `file` holds no namespace any more; returns the files that lost theirs to it. */

@@ -13,19 +13,15 @@ import type { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
-import { type FoundPlugins, findPlugins, readPluginEntry } from "./find.ts";
+import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
 import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
-import { type TrackedInputs, WatchedInputs } from "./inputs.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
-import { hostPackageVersion, lookUpPackage } from "./packages.ts";
 import { InThreadTransport } from "./transport.ts";
-import { PluginWatcher } from "./watching.ts";
+import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
-
-export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
@@ -83,7 +79,7 @@ interface PluginEntry {
   /** Generation numbers handed out so far. */
   attempts: number;
   /** Files the last bundle attempt read, and when they reload the plugin. */
-  readonly inputs: TrackedInputs;
+  readonly inputs: WatchedPlugin;
   /** Source keys whose faults are in the current diagnostics. */
   readonly faulted: Set<string>;
   /** What each source's loader returned at its last observation without a fault. */
@@ -102,12 +98,10 @@ const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
-  /** The paths among the `plugins` entries, which the watcher watches. */
-  readonly #folders: readonly string[];
   readonly #projectRoot: string;
   readonly #hostVersion: string | undefined;
   /** The hash of the package.json and the folder of each package the last scan found, by name. */
-  #packages = new Map<string, string>();
+  #packages: ReadonlyMap<string, string> = new Map();
   /** Packages whose installed folder changed since the last quiet re-check. */
   readonly #replacedPackages = new Set<string>();
   /** The package problems the last scan reported, by diagnostic identity. */
@@ -116,21 +110,18 @@ export class PluginSet {
   readonly #listeners = new Set<(event: PluginEvent) => void>();
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
-  readonly #inputs: WatchedInputs;
   readonly #reserved: readonly string[];
   readonly #limits: PluginLimits;
   /** Where plugin code runs; none: the host's own thread. */
   readonly #workers: PluginWorkers | undefined;
   readonly #clock: Clock;
-  /** Tasks queued on entries and not yet ended. */
-  #tasks = 0;
+  /** Tasks queued on entries and not yet ended (an entry may leave before its tasks end). */
+  readonly #tasks = new Set<Promise<void>>();
   #settledWaiters: Array<() => void> = [];
-  #watcher: PluginWatcher | undefined;
+  readonly #watcher: PluginWatcher;
   #rescanTimer: NodeJS.Timeout | undefined;
   #packageRecheckTimer: NodeJS.Timeout | undefined;
   #isClosed = false;
-  /** Closes of displaced holders' generations under way (an entry may leave before its close ends). */
-  readonly #closing = new Set<Promise<void>>();
 
   private constructor(options: PluginSetOptions) {
     const { container } = options;
@@ -144,10 +135,6 @@ export class PluginSet {
     this.#clock = clock;
     this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
-    this.#folders = options.folders.flatMap((entry) => {
-      const spec = readPluginEntry(entry, this.#projectRoot);
-      return spec.kind === "path" ? [spec.path] : [];
-    });
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#limits = resolvePluginLimits(options);
     const { maxDepth, maxValueBytes } = this.#limits;
@@ -161,37 +148,44 @@ export class PluginSet {
       }
     };
     this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits, init, log);
-    this.#inputs = new WatchedInputs(options.watch ?? true, Math.max(100, (options.debounceMs ?? 50) * 2));
+    // The workers' program is built while the watcher starts (decision 190).
+    if (this.#workers !== undefined) void workerProgram().catch(() => {});
+    // Quiet time after a burst of changes before a plugin or the packages are checked once more.
+    const quietMs = Math.max(100, (options.debounceMs ?? 50) * 2);
+    const folders = options.folders.flatMap((entry) => {
+      const spec = readPluginEntry(entry, this.#projectRoot);
+      return spec.kind === "path" ? [spec.path] : [];
+    });
+    this.#watcher = new PluginWatcher({
+      folders,
+      isWatching: options.watch ?? true,
+      quietMs,
+      onFolderChange: () => this.#scheduleRescan(),
+      // A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written).
+      onPackageChange: (name) => {
+        this.#replacedPackages.add(name);
+        this.#scheduleRescan();
+        clearTimeout(this.#packageRecheckTimer);
+        this.#packageRecheckTimer = setTimeout(() => {
+          this.#packageRecheckTimer = undefined;
+          this.#rescan();
+          this.#replacedPackages.clear();
+          this.#checkSettled();
+        }, quietMs);
+      },
+      // A folder gone, a limit reached: reported; watching goes on where it can.
+      onError: (error) => {
+        const message = `watcher: ${messageOf(error)}`;
+        const diagnostic = { origin: "watcher", plugin: "host", file: folders.join(", "), phase: "watch", message } as const;
+        this.#emit({ kind: "diagnostic", diagnostic });
+      },
+    });
   }
 
-  /** Loads every plugin (by name) once the watcher is up, so no change is missed; the workers' program is built meanwhile (decision 190). */
+  /** Loads every plugin (by name) once the watcher is up, so no change is missed. */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
-    if (set.#workers !== undefined) void workerProgram().catch(() => {});
-    if (options.watch ?? true) {
-      set.#watcher = await PluginWatcher.start({
-        folders: set.#folders,
-        onFolderChange: () => set.#scheduleRescan(),
-        onFileChange: (file) => set.#inputs.changed(file),
-        onPackageChange: (name) => {
-          set.#replacedPackages.add(name);
-          set.#packageChanged();
-        },
-        // A folder gone, a limit reached: reported; watching goes on where it can.
-        onError: (error) => {
-          const message = `watcher: ${messageOf(error)}`;
-          const diagnostic = {
-            origin: "watcher",
-            plugin: "host",
-            file: set.#folders.join(", "),
-            phase: "watch",
-            message,
-          } as const;
-          set.#emit({ kind: "diagnostic", diagnostic });
-        },
-      });
-      set.#inputs.watchWith(set.#watcher);
-    }
+    await set.#watcher.ready;
     set.#rescan();
     await set.settled();
     return set;
@@ -235,7 +229,7 @@ export class PluginSet {
   }
 
   #isSettled(): boolean {
-    if (this.#tasks > 0 || this.#inputs.isPending) return false;
+    if (this.#tasks.size > 0 || this.#watcher.isPending) return false;
     if (this.#rescanTimer !== undefined || this.#packageRecheckTimer !== undefined) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
@@ -248,14 +242,14 @@ export class PluginSet {
 
   /** Queues `task` on the entry's queue (after `after`); the set is busy until it ends. */
   #enqueue(entry: PluginEntry, task: () => Promise<void>, after: Promise<unknown> = entry.queue): Promise<void> {
-    this.#tasks++;
     const queued = after
       .then(task)
       .catch(() => {})
       .finally(() => {
-        this.#tasks--;
+        this.#tasks.delete(queued);
         this.#checkSettled();
       });
+    this.#tasks.add(queued);
     entry.queue = queued;
     return queued;
   }
@@ -270,17 +264,15 @@ export class PluginSet {
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
-    this.#inputs.close();
     clearTimeout(this.#rescanTimer);
     this.#rescanTimer = undefined;
     clearTimeout(this.#packageRecheckTimer);
     this.#packageRecheckTimer = undefined;
-    await this.#watcher?.close();
+    await this.#watcher.close();
     const entries = [...this.#entries.values()];
     for (const entry of entries) entry.load = removed;
-    await Promise.all(entries.map((entry) => entry.queue));
-    // A load that displaced a holder left its close on the holder's queue.
-    await Promise.all(this.#closing);
+    // Every queued task ends first: the loads under way, and the closes of displaced holders' generations they queued.
+    while (this.#tasks.size > 0) await Promise.all(this.#tasks);
     // Disposers run within the dispose deadline; then the worker stops, whatever it still runs.
     await Promise.all(entries.map((entry) => this.#deactivate(entry).then(() => entry.hosted.close())));
     this.#entries.clear();
@@ -360,12 +352,12 @@ export class PluginSet {
 
   /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
   #notePackages(found: FoundPlugins): Set<string> {
-    const packages = new Map(found.packages.map((found) => [found.name, `${found.manifestHash} ${found.root}`]));
+    const { packages } = found;
     const updated = new Set(
       [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
     );
     this.#packages = packages;
-    this.#watcher?.watchInstallPlaces(found.installPlaces);
+    this.#watcher.watchInstallPlaces(found.installPlaces);
     const known = this.#packageProblems;
     this.#packageProblems = new Map(
       found.problems.map(({ package: plugin, file, message }) => {
@@ -379,18 +371,6 @@ export class PluginSet {
     return updated;
   }
 
-  /** A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written). */
-  #packageChanged() {
-    this.#scheduleRescan();
-    clearTimeout(this.#packageRecheckTimer);
-    this.#packageRecheckTimer = setTimeout(() => {
-      this.#packageRecheckTimer = undefined;
-      this.#rescan();
-      this.#replacedPackages.clear();
-      this.#checkSettled();
-    }, this.#inputs.quietMs);
-  }
-
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const entry: PluginEntry = {
       id,
@@ -402,7 +382,7 @@ export class PluginSet {
       failed: undefined,
       attemptedHash: undefined,
       attempts: 0,
-      inputs: this.#inputs.track(file, (cause) => void this.#markDirty(entry, cause === "first-event")),
+      inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
       faulted: new Set(),
       observed: new Map(),
       reported: new Set(),
@@ -424,15 +404,13 @@ export class PluginSet {
 
   #remove(entry: PluginEntry) {
     entry.load = removed;
-    entry.inputs.cancel();
+    this.#watcher.forget(entry.inputs);
     void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
-      this.#inputs.forget(entry.inputs);
       await this.#deactivate(entry);
       await entry.hosted.close();
       this.#resolveProblems(entry);
       this.#revive(this.#namespaces.release(entry.file));
-      this.#inputs.watch();
     });
   }
 
@@ -463,7 +441,7 @@ export class PluginSet {
     // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
     if (origin.kind === "package") {
       const lookup = lookUpPackage(origin.name, this.#projectRoot, this.#hostVersion);
-      if (lookup.kind !== "found" || !lookup.plugins.some((plugin) => plugin.file === entry.file)) {
+      if (!lookup.plugins.some((plugin) => plugin.file === entry.file)) {
         this.#scheduleRescan();
         // No content was bundled: no hash that could match the active generation's (nothing is restored).
         return { kind: "unchanged", inputs: inputs.files, hash: "" };
@@ -498,8 +476,7 @@ export class PluginSet {
       report: (problem) => {
         const entry = entryOf();
         if (problem.key !== undefined) entry.faulted.add(problem.key);
-        const { location: at, ...rest } = problem;
-        this.#diagnose(entry, { ...rest, ...at });
+        this.#diagnose(entry, problem);
       },
     });
   }
@@ -507,7 +484,7 @@ export class PluginSet {
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
     const result = await (preload ?? this.#load(entry));
     if (result.kind === "unchanged") {
-      this.#inputs.set(entry.inputs, result.inputs);
+      this.#watcher.read(entry.inputs, result.inputs);
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
       if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
@@ -518,12 +495,12 @@ export class PluginSet {
       return;
     }
     if (result.kind === "bundle-failed") {
-      this.#inputs.set(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
+      this.#watcher.read(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    this.#inputs.set(entry.inputs, result.inputs);
+    this.#watcher.read(entry.inputs, result.inputs);
     // A failure on the first event of a burst may be a write seen half done: the quiet
     // re-check decides, and a save in place takes no generation.
     if (result.kind === "failed" && isProvisional) return;
@@ -555,15 +532,15 @@ export class PluginSet {
     generation: number,
   ): { readonly name: string; readonly scope: Scope } | undefined {
     const next = load.loaded;
+    const refuse = (message: string) => {
+      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
+      return next;
+    };
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
-      this.#namespaces.record(next.name, entry.file, claim);
-      entry.failed = this.#diagnose(entry, {
-        plugin: next.name,
-        phase: "namespace",
-        message: `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
-      });
-      return next;
+      return refuse(
+        `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
+      );
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
     const registrations = this.#registrationsOf(entry, next);
@@ -576,10 +553,9 @@ export class PluginSet {
       });
     } catch (error) {
       // A key the host already registers: nothing of this generation is applied.
-      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message: messageOf(error) });
-      return next;
+      return refuse(messageOf(error));
     }
-    this.#namespaces.record(next.name, entry.file, claim);
+    this.#namespaces.hold(next.name, entry.file, claim.displaced);
     entry.hosted.swappedIn(next.scope);
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
@@ -589,9 +565,7 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      const closing = this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
-      this.#closing.add(closing);
-      void closing.then(() => this.#closing.delete(closing));
+      void this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
     }
     const { startedAt, readyAt } = load;
     entry.active = { ...next, generation, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };

@@ -1,53 +1,110 @@
-// Owns watching plugin files: one chokidar watcher over the plugin folders and every file a
-// plugin's bundle read, and plain watches of where plugin packages are installed.
+// Owns watching plugin files: one chokidar watcher over the plugin folders and exactly the files
+// each plugin's last load read, plain watches of where plugin packages are installed, and when a
+// change reloads a plugin. Watchers report a write before it finished and drop repeated writes
+// without a trailing event (MEASURED.md), so a plugin reloads on the first event of a burst and
+// once more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
 import { type FSWatcher, watch } from "chokidar";
+import type { InstallPlace } from "./find.ts";
 
 export interface PluginWatcherOptions {
   readonly folders: readonly string[];
+  /** False: nothing is watched, and no change reloads a plugin. */
+  readonly isWatching: boolean;
+  /** Quiet time after the last event of a burst before the plugin is checked once more. */
+  readonly quietMs: number;
   /** A file appeared or disappeared in a plugin folder. */
   onFolderChange(): void;
-  onFileChange(file: string): void;
-  onError(error: unknown): void;
   /** A plugin package was installed, replaced or removed (`watchInstallPlaces`). */
-  onPackageChange?(name: string): void;
+  onPackageChange(name: string): void;
+  onError(error: unknown): void;
+}
+
+/** One plugin's watched inputs and its reload schedule. */
+export interface WatchedPlugin {
+  /** Files the last bundle attempt read. */
+  files: readonly string[];
+  /** Runs at once on the first event of a burst (`isProvisional`: the write may be unfinished), and once more when the burst is quiet. */
+  readonly reload: (isProvisional: boolean) => void;
+  /** The re-check due when the burst is quiet. */
+  quietCheck?: NodeJS.Timeout | undefined;
 }
 
 export class PluginWatcher {
   readonly #options: PluginWatcherOptions;
-  readonly #watcher: FSWatcher;
+  /** Undefined when not watching. */
+  readonly #watcher: FSWatcher | undefined;
+  /** Resolves once the watcher is ready (loads read files only after this). */
+  readonly ready: Promise<void>;
+  readonly #plugins = new Set<WatchedPlugin>();
   #watched = new Set<string>();
-  /** The folders plugin packages are installed in, each watched for those packages' entries. */
-  #installFolders = new Map<
-    string,
-    { readonly watch: FolderWatch; readonly inode: number; entries: Map<string, readonly string[]> }
-  >();
+  /** Where plugin packages are installed, and the folders watched for them (each by its inode). */
+  #installPlaces: readonly InstallPlace[] = [];
+  readonly #installFolders = new Map<string, { readonly watch: FolderWatch; readonly inode: number }>();
   #isClosed = false;
 
-  private constructor(options: PluginWatcherOptions) {
+  constructor(options: PluginWatcherOptions) {
     this.#options = options;
-    this.#watcher = watch([...options.folders], { ignoreInitial: true, depth: 1, atomic: true });
-    this.#watcher.on("all", (event, changed) => {
+    const watcher = options.isWatching ? watch([...options.folders], { ignoreInitial: true, depth: 1, atomic: true }) : undefined;
+    this.#watcher = watcher;
+    watcher?.on("all", (event, changed) => {
       if (this.#isClosed) return;
       if (event === "add" || event === "unlink" || event === "addDir" || event === "unlinkDir") options.onFolderChange();
-      options.onFileChange(path.resolve(changed));
+      const file = path.resolve(changed);
+      for (const plugin of this.#plugins) if (plugin.files.includes(file)) this.#changed(plugin, true);
     });
-    this.#watcher.on("error", (error) => options.onError(error));
-  }
-
-  /** Resolves once the watcher is ready. */
-  static async start(options: PluginWatcherOptions): Promise<PluginWatcher> {
-    const watcher = new PluginWatcher(options);
+    watcher?.on("error", (error) => options.onError(error));
     // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
-    if (options.folders.length > 0) await new Promise<void>((resolve) => watcher.#watcher.once("ready", () => resolve()));
-    return watcher;
+    this.ready =
+      watcher === undefined || options.folders.length === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
   }
 
-  /** Keeps the watcher on exactly `files` (besides the folders); returns those it did not cover yet (changed unseen, maybe). */
-  watchExactly(files: ReadonlySet<string>): ReadonlySet<string> {
-    if (this.#isClosed) return new Set();
+  /** Tracks one plugin whose entry file is `file`. */
+  track(file: string, reload: (isProvisional: boolean) => void): WatchedPlugin {
+    const plugin: WatchedPlugin = { files: [file], reload };
+    this.#plugins.add(plugin);
+    return plugin;
+  }
+
+  /** The plugin's last load read `files`. */
+  read(plugin: WatchedPlugin, files: readonly string[]): void {
+    plugin.files = files;
+    this.#watchExactly();
+  }
+
+  /** The plugin is gone: no reload runs any more. */
+  forget(plugin: WatchedPlugin): void {
+    clearTimeout(plugin.quietCheck);
+    this.#plugins.delete(plugin);
+    this.#watchExactly();
+  }
+
+  get isPending(): boolean {
+    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
+    return false;
+  }
+
+  /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
+  #changed(plugin: WatchedPlugin, isSeen: boolean): void {
+    const isFirst = plugin.quietCheck === undefined;
+    if (!isSeen && !isFirst) return;
+    clearTimeout(plugin.quietCheck);
+    plugin.quietCheck = setTimeout(() => {
+      plugin.quietCheck = undefined;
+      plugin.reload(false);
+    }, this.#options.quietMs);
+    if (isSeen && isFirst) plugin.reload(true);
+  }
+
+  /** Keeps the watcher on exactly the plugins' files (besides the folders). */
+  #watchExactly(): void {
+    if (this.#watcher === undefined || this.#isClosed) return;
+    const files = new Set<string>();
+    for (const plugin of this.#plugins) for (const input of plugin.files) files.add(input);
     const added = [...files].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !files.has(file));
     let unseen = new Set<string>();
@@ -58,57 +115,51 @@ export class PluginWatcher {
     }
     const folders = this.#options.folders;
     if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
-    this.#watched = new Set(files);
-    return unseen;
+    this.#watched = files;
+    // A file not covered yet may have changed after the load read it.
+    for (const plugin of this.#plugins) if (plugin.files.some((input) => unseen.has(input))) this.#changed(plugin, false);
   }
 
   /**
    * Watches where plugin packages are installed, with a plain `fs.watch` of each folder:
    * chokidar judges a change by modification time, and npm's files all carry the same one.
    */
-  watchInstallPlaces(places: ReadonlyArray<{ readonly folder: string; readonly entry: string; readonly package: string }>): void {
-    if (this.#isClosed) return;
-    const wanted = new Map<string, Map<string, string[]>>();
-    for (const place of places) {
-      const entries = wanted.get(place.folder) ?? new Map<string, string[]>();
-      entries.set(place.entry, [...(entries.get(place.entry) ?? []), place.package]);
-      wanted.set(place.folder, entries);
-    }
-    const inodes = new Map([...wanted.keys()].map((folder) => [folder, inodeOf(folder)]));
+  watchInstallPlaces(places: readonly InstallPlace[]): void {
+    if (this.#watcher === undefined || this.#isClosed) return;
+    this.#installPlaces = places;
+    const inodes = new Map(places.map((place) => [place.folder, inodeOf(place.folder)]));
     // A folder replaced since it was watched (a package's own, after an update) is watched anew.
     for (const [folder, watched] of this.#installFolders) {
-      if (wanted.has(folder) && inodes.get(folder) === watched.inode) continue;
+      if (inodes.get(folder) === watched.inode) continue;
       watched.watch.close();
       this.#installFolders.delete(folder);
     }
-    for (const [folder, entries] of wanted) {
-      const known = this.#installFolders.get(folder);
-      if (known !== undefined) {
-        known.entries = entries;
-        continue;
-      }
+    for (const [folder, inode] of inodes) {
+      if (this.#installFolders.has(folder)) continue;
       try {
-        const watched = {
-          inode: inodes.get(folder) ?? -1,
-          watch: watchFolder(folder, { persistent: false }, (_event, entry) => {
-            const names = entry === null ? undefined : watched.entries.get(String(entry));
-            if (names !== undefined && !this.#isClosed) for (const name of names) this.#options.onPackageChange?.(name);
-          }),
-          entries,
-        };
-        watched.watch.on("error", (error) => this.#options.onError(error));
-        this.#installFolders.set(folder, watched);
+        const watch = watchFolder(folder, { persistent: false }, (_event, entry) => {
+          if (this.#isClosed || entry === null) return;
+          for (const place of this.#installPlaces)
+            if (place.folder === folder && place.entry === String(entry)) this.#options.onPackageChange(place.package);
+        });
+        watch.on("error", (error) => this.#options.onError(error));
+        this.#installFolders.set(folder, { watch, inode });
       } catch (error) {
         this.#options.onError(error);
       }
     }
   }
 
+  /** No reload runs any more. */
   async close(): Promise<void> {
     this.#isClosed = true;
+    for (const plugin of this.#plugins) {
+      clearTimeout(plugin.quietCheck);
+      plugin.quietCheck = undefined;
+    }
     for (const watched of this.#installFolders.values()) watched.watch.close();
     this.#installFolders.clear();
-    await this.#watcher.close();
+    await this.#watcher?.close();
   }
 }
 

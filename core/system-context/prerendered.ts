@@ -87,6 +87,7 @@ export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits
       // A failing reporter must not turn a contained fault into a host failure.
     }
   };
+  let last: PrerenderedValue | undefined;
   const packed: PackedSource = {
     key,
     blocksInitialization: false,
@@ -110,8 +111,12 @@ export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits
         return unavailableObservation;
       }
       const present = arrived as Extract<PrerenderedObservation, { kind: "present" }>;
-      // The admitted value itself (the same object) was checked when the snapshot was read.
-      if (stored !== undefined && present.value === stored) return new PrerenderedValue(checks, stored, present, stored);
+      // The admitted value itself (the same object) was checked when the snapshot was read; the
+      // same arrival for it makes the same observation (a boundary's unchanged sources allocate none).
+      if (stored !== undefined && present.value === stored) {
+        if (last?.arrived !== present || last.stored !== stored) last = new PrerenderedValue(checks, stored, present, stored);
+        return last;
+      }
       let value: Json;
       try {
         value = checkedValue(present.value, checks);

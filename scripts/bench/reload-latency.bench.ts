@@ -26,7 +26,7 @@ import { createInterface } from "node:readline";
 import { silentLogger } from "../../core/base/clock.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { startContextSources } from "../../core/host/context-sources.ts";
-import type { LoadTimings, PluginEvent } from "../../core/plugins/plugin-set.ts";
+import type { LoadTimings, PluginEvent } from "../../core/plugins/events.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";

@@ -8,7 +8,8 @@ import path from "node:path";
 import { asValue, createContainer } from "awilix";
 import type { Clock, Logger } from "../../core/base/clock.ts";
 import type { Diagnostic } from "../../core/base/diagnostics.ts";
-import { type LoadTimings, type PluginEvent, PluginSet, type PluginSetOptions } from "../../core/plugins/plugin-set.ts";
+import type { LoadTimings, PluginEvent } from "../../core/plugins/events.ts";
+import { PluginSet, type PluginSetOptions } from "../../core/plugins/plugin-set.ts";
 import { Registry } from "../../core/registry/registry.ts";
 import * as SystemContext from "../../core/system-context.ts";
 

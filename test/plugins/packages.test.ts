@@ -6,8 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { findPlugins, formatOrigin, readPluginEntry } from "../../core/plugins/find.ts";
-import { checkPeerRange, hostPackageVersion } from "../../core/plugins/packages.ts";
+import { formatOrigin } from "../../core/host/plugin-listing.ts";
+import { checkPeerRange, findPlugins, hostPackageVersion, readPluginEntry } from "../../core/plugins/find.ts";
 import { installPackage, type PackageShape, updatePackage } from "../support/plugin-packages.ts";
 import { baselineOf, diagnosticsLike, eventually, generationOf, textPlugin, usePluginHarness, write } from "./harness.ts";
 

@@ -9,6 +9,7 @@ import {
   prerendered,
   type SourceFault,
 } from "../../core/system-context/index.ts";
+import { sourcesOf } from "../../core/system-context/source.ts";
 
 function arriving(value: unknown, given: { maxDepth?: number; maxValueBytes?: number } = {}) {
   const limits = { maxDepth: 64, maxValueBytes: 1024 * 1024, ...given };
@@ -57,4 +58,21 @@ describe("SystemContext: pre-rendered sources", () => {
       expect(error.reason).to.contain(reason);
     });
   }
+
+  it("the same arrival for the admitted value makes the same observation; a new arrival a new one", async () => {
+    const admitted = { n: 1 };
+    let arrival: PrerenderedObservation = { kind: "present", value: admitted, baseline: { ok: true, text: "n is 1" } };
+    const context = prerendered(
+      { key: "remote/x", observe: async () => arrival },
+      { maxTextLength: 1000, maxDepth: 64, maxValueBytes: 1024, report: () => {} },
+    );
+    const [source] = sourcesOf(context);
+    const first = await source?.observe(admitted);
+    expect(await source?.observe(admitted)).to.equal(first);
+    expect(await source?.observe({ n: 1 })).to.not.equal(first);
+    arrival = { ...arrival };
+    const next = await source?.observe(admitted);
+    expect(next).to.not.equal(first);
+    expect(next?.kind === "present" && next.baseline()).to.deep.equal({ ok: true, text: "n is 1" });
+  });
 });
