@@ -151,10 +151,15 @@ function plan(
 ): { decisions: Decision[]; removals: string[]; removedKeys: Key[] } | undefined {
   const decisions: Decision[] = [];
   const present = new Set<Key>();
+  /** How many of the snapshot's entries are present: all of them, and nothing was removed. */
+  let storedPresent = 0;
   for (const { source, observation } of observed) {
     const stored = storedEntry(snapshot, source.key);
     if (observation.kind === "unavailable") {
-      if (stored !== undefined) present.add(source.key);
+      if (stored !== undefined) {
+        present.add(source.key);
+        storedPresent++;
+      }
       decisions.push(stored === undefined ? { kind: "omit" } : { kind: "keep", entry: stored });
       continue;
     }
@@ -163,6 +168,7 @@ function plan(
       continue;
     }
     present.add(source.key);
+    if (stored !== undefined) storedPresent++;
     if (stored === undefined) {
       decisions.push({ kind: "introduce", value: observation });
     } else if (observation.isSameAs(stored.value)) {
@@ -175,7 +181,9 @@ function plan(
   }
   const removals: string[] = [];
   const removedKeys: Key[] = [];
-  for (const key of Object.keys(snapshot).sort()) {
+  const keys = Object.keys(snapshot);
+  if (storedPresent === keys.length) return { decisions, removals, removedKeys };
+  for (const key of keys.sort()) {
     if (present.has(key)) continue;
     const removed = (snapshot[key] as SnapshotEntry).removed;
     if (removed === undefined) return undefined;
