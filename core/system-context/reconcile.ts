@@ -150,14 +150,14 @@ function plan(
   snapshot: Snapshot,
 ): { decisions: Decision[]; removals: string[]; removedKeys: Key[] } | undefined {
   const decisions: Decision[] = [];
-  const present = new Set<Key>();
+  const present: Key[] = [];
   /** How many of the snapshot's entries are present: all of them, and nothing was removed. */
   let storedPresent = 0;
   for (const { source, observation } of observed) {
     const stored = storedEntry(snapshot, source.key);
     if (observation.kind === "unavailable") {
       if (stored !== undefined) {
-        present.add(source.key);
+        present.push(source.key);
         storedPresent++;
       }
       decisions.push(stored === undefined ? { kind: "omit" } : { kind: "keep", entry: stored });
@@ -167,7 +167,7 @@ function plan(
       decisions.push({ kind: "omit" });
       continue;
     }
-    present.add(source.key);
+    present.push(source.key);
     if (stored !== undefined) storedPresent++;
     if (stored === undefined) {
       decisions.push({ kind: "introduce", value: observation });
@@ -183,8 +183,9 @@ function plan(
   const removedKeys: Key[] = [];
   const keys = Object.keys(snapshot);
   if (storedPresent === keys.length) return { decisions, removals, removedKeys };
+  const isPresent = new Set(present);
   for (const key of keys.sort()) {
-    if (present.has(key)) continue;
+    if (isPresent.has(key)) continue;
     const removed = (snapshot[key] as SnapshotEntry).removed;
     if (removed === undefined) return undefined;
     removals.push(removed);
