@@ -464,7 +464,9 @@ export class HostedPlugin {
   async #flush(worker: PluginTransport, batch: Batch, observed: (key: string, kind: ObservedKind) => void): Promise<void> {
     const { waiting } = batch;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
-    const ms = Math.max(...waiting.map((w) => w.deadlineMs)) + renderDeadlineMs;
+    let longest = 0;
+    for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
+    const ms = longest + renderDeadlineMs;
     let result: Observed;
     try {
       result = await worker.request<Observed>(
@@ -492,7 +494,7 @@ export class HostedPlugin {
     }
     const observations = Array.isArray(result?.observations) ? result.observations : [];
     const faults = Array.isArray(result?.faults) ? result.faults : [];
-    const faulted = new Set(faults.map((fault) => fault?.key));
+    const faulted = faults.length === 0 ? undefined : new Set(faults.map((fault) => fault?.key));
     for (const fault of faults.slice(0, 64)) {
       if (typeof fault !== "object" || fault === null) continue;
       // A fault of one of its sources: never another plugin's name.
@@ -500,18 +502,19 @@ export class HostedPlugin {
       this.#options.report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
     }
     const again: Waiting[] = [];
-    waiting.forEach((w, i) => {
+    for (let i = 0; i < waiting.length; i++) {
+      const w = waiting[i] as Waiting;
       const arrived = observations[i];
       // The runner no longer had the held observation's value: asked once more, with the value.
       if (arrived?.kind === "ask-again" && w.held.admitted !== undefined) {
         w.held.admitted = undefined;
         again.push(w);
-        return;
+        continue;
       }
-      if (!faulted.has(w.key))
+      if (faulted?.has(w.key) !== true)
         observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
-    });
+    }
     if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
   }
 }

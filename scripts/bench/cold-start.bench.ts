@@ -122,7 +122,9 @@ async function floorChild(count: number): Promise<void> {
 
 /** Runs one child over `folder`; checks it loaded `plugins` plugins without a failure. */
 async function runChild(folder: string, plugins: number, kind = "child"): Promise<number> {
-  const result = await runJsonChild<ChildResult>(selfFile, [kind, kind === "floor" ? String(plugins) : folder], projectRoot);
+  const result = await runJsonChild<ChildResult>(selfFile, [kind, kind === "floor" ? String(plugins) : folder], {
+    cwd: projectRoot,
+  });
   if (result.plugins !== plugins || result.keys !== plugins * 2 || result.failures !== 0) {
     throw new Error(`child loaded ${JSON.stringify(result)}, expected ${plugins} plugins, ${plugins * 2} keys`);
   }

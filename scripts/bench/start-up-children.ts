@@ -5,13 +5,14 @@
 import { spawn } from "node:child_process";
 import { Worker } from "node:worker_threads";
 
-/** Runs `file` under tsx with `args` in a child process; resolves with the JSON line it printed (a non-zero exit rejects with its stderr). */
-export function runJsonChild<T>(file: string, args: readonly string[], cwd?: string): Promise<T> {
+/** Runs `file` under tsx with `args` in a child process (in `cwd`, with `env`); resolves with the JSON line it printed (a non-zero exit rejects with its stderr). */
+export function runJsonChild<T>(
+  file: string,
+  args: readonly string[],
+  options: { readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {},
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", file, ...args], {
-      ...(cwd === undefined ? {} : { cwd }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const proc = spawn(process.execPath, ["--import", "tsx", file, ...args], { ...options, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     proc.stdout.on("data", (chunk: Buffer) => {

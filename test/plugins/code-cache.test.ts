@@ -2,12 +2,12 @@
 // answer an observation, used by later starts as it is, and, when V8 refuses it (another V8,
 // other flags, a damaged file), compiled without it and stored again; never an error.
 
-import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { storedCodeCache } from "../../core/plugins/worker/program-cache.ts";
+import { runJsonChild } from "../../scripts/bench/start-up-children.ts";
 
 const child = path.join(import.meta.dirname, "code-cache-child.ts");
 const projectRoot = path.resolve(import.meta.dirname, "../..");
@@ -29,21 +29,9 @@ function runHost(
   wait: boolean,
   shared = false,
 ): Promise<{ plugins: number; failures: string[]; hasBaseline: boolean }> {
-  return new Promise((resolve, reject) => {
-    const args = ["--import", "tsx", child, plugins, ...(wait ? ["wait"] : []), ...(shared ? ["shared"] : [])];
-    const env = { ...process.env, XDG_CACHE_HOME: cacheHome, CONTEXT_HOST_CACHE: "" };
-    const proc = spawn(process.execPath, args, { cwd: projectRoot, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    proc.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    proc.on("error", reject);
-    proc.on("close", (code) => (code === 0 ? resolve(JSON.parse(stdout.trim())) : reject(new Error(stderr))));
-  });
+  const args = [plugins, ...(wait ? ["wait"] : []), ...(shared ? ["shared"] : [])];
+  const env = { ...process.env, XDG_CACHE_HOME: cacheHome, CONTEXT_HOST_CACHE: "" };
+  return runJsonChild(child, args, { cwd: projectRoot, env });
 }
 
 describe("worker program code cache", () => {
