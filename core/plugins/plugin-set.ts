@@ -71,11 +71,11 @@ interface PluginEntry {
   /** The host's handle on the plugin's runner (its transport starts with the entry). */
   readonly hosted: HostedPlugin;
   load: LoadState;
-  active: Active | undefined;
+  active?: Active;
   /** Why the last load failed (its diagnostic was emitted). */
-  failed: Diagnostic | undefined;
+  failed?: Diagnostic;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
-  attemptedHash: string | undefined;
+  attemptedHash?: string;
   /** Generation numbers handed out so far. */
   attempts: number;
   /** Files the last bundle attempt read, and when they reload the plugin. */
@@ -365,22 +365,35 @@ export class PluginSet {
         return [diagnosticIdentity(diagnostic), diagnostic];
       }),
     );
-    const gone = new Set([...known.keys()].filter((id) => !this.#packageProblems.has(id)));
-    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
+    const isGone = (id: string) => known.has(id) && !this.#packageProblems.has(id);
+    this.#diagnostics.resolve((d) => d.phase === "package" && isGone(diagnosticIdentity(d)));
     for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
     return updated;
   }
 
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
+    const { container, settings = {} } = this.#options;
+    const limits = this.#limits;
+    const workers = this.#workers;
     const entry: PluginEntry = {
       id,
       file,
       origin,
-      hosted: this.#hostedFor(file, () => entry),
+      hosted: new HostedPlugin({
+        file,
+        settings,
+        reserved: this.#reserved,
+        limits,
+        now: () => this.#clock.now(),
+        startTransport: async (onStopped) =>
+          workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
+        // The runner's stops and faults become the entry's diagnostics.
+        report: (problem) => {
+          if (problem.key !== undefined) entry.faulted.add(problem.key);
+          this.#diagnose(entry, problem);
+        },
+      }),
       load: idle,
-      active: undefined,
-      failed: undefined,
-      attemptedHash: undefined,
       attempts: 0,
       inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
       faulted: new Set(),
@@ -457,28 +470,6 @@ export class PluginSet {
     } catch (error) {
       return { kind: "bundle-failed", inputs: inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
     }
-  }
-
-  /** The handle on one plugin's runner: its stops and faults become the entry's diagnostics. */
-  #hostedFor(file: string, entryOf: () => PluginEntry): HostedPlugin {
-    const { container } = this.#options;
-    const limits = this.#limits;
-    const clock = this.#clock;
-    const workers = this.#workers;
-    return new HostedPlugin({
-      file,
-      settings: this.#options.settings ?? {},
-      reserved: this.#reserved,
-      limits,
-      now: () => clock.now(),
-      startTransport: async (onStopped) =>
-        workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
-      report: (problem) => {
-        const entry = entryOf();
-        if (problem.key !== undefined) entry.faulted.add(problem.key);
-        this.#diagnose(entry, problem);
-      },
-    });
   }
 
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
