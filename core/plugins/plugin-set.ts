@@ -119,8 +119,8 @@ export class PluginSet {
   readonly #tasks = new Set<Promise<void>>();
   #settledWaiters: Array<() => void> = [];
   readonly #watcher: PluginWatcher;
-  #rescanTimer: NodeJS.Timeout | undefined;
-  #packageRecheckTimer: NodeJS.Timeout | undefined;
+  /** The rescan due after a burst of folder changes, and the re-check of packages when their installs are quiet. */
+  readonly #timers = new Map<"rescan" | "package re-check", NodeJS.Timeout>();
   #isClosed = false;
 
   private constructor(options: PluginSetOptions) {
@@ -165,13 +165,10 @@ export class PluginSet {
       onPackageChange: (name) => {
         this.#replacedPackages.add(name);
         this.#scheduleRescan();
-        clearTimeout(this.#packageRecheckTimer);
-        this.#packageRecheckTimer = setTimeout(() => {
-          this.#packageRecheckTimer = undefined;
+        this.#after("package re-check", quietMs, () => {
           this.#rescan();
           this.#replacedPackages.clear();
-          this.#checkSettled();
-        }, quietMs);
+        });
       },
       // A folder gone, a limit reached: reported; watching goes on where it can.
       onError: (error) => {
@@ -230,7 +227,7 @@ export class PluginSet {
 
   #isSettled(): boolean {
     if (this.#tasks.size > 0 || this.#watcher.isPending) return false;
-    if (this.#rescanTimer !== undefined || this.#packageRecheckTimer !== undefined) return false;
+    if (this.#timers.size > 0) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
   }
@@ -264,10 +261,8 @@ export class PluginSet {
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
-    clearTimeout(this.#rescanTimer);
-    this.#rescanTimer = undefined;
-    clearTimeout(this.#packageRecheckTimer);
-    this.#packageRecheckTimer = undefined;
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
     await this.#watcher.close();
     const entries = [...this.#entries.values()];
     for (const entry of entries) entry.load = removed;
@@ -407,12 +402,18 @@ export class PluginSet {
   }
 
   #scheduleRescan() {
-    clearTimeout(this.#rescanTimer);
-    this.#rescanTimer = setTimeout(() => {
-      this.#rescanTimer = undefined;
-      this.#rescan();
+    this.#after("rescan", this.#options.debounceMs ?? 50, () => this.#rescan());
+  }
+
+  /** Runs `task` once `ms` pass without another call for the same timer; the set is not settled meanwhile. */
+  #after(timer: "rescan" | "package re-check", ms: number, task: () => void) {
+    clearTimeout(this.#timers.get(timer));
+    const timeout = setTimeout(() => {
+      this.#timers.delete(timer);
+      task();
       this.#checkSettled();
-    }, this.#options.debounceMs ?? 50);
+    }, ms);
+    this.#timers.set(timer, timeout);
   }
 
   #remove(entry: PluginEntry) {
