@@ -61,11 +61,15 @@ export interface FoundPlugins {
   readonly installPlaces: readonly InstallPlace[];
 }
 
+/** What can name an npm package (up to 214 characters). */
+const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
+
 /** Reads one `plugins` entry: an existing path or one written as a path is a path (a folder wins over a package of its name), else a package name. */
 export function readPluginEntry(entry: string, projectRoot: string): PluginEntrySpec {
   const resolved = path.resolve(projectRoot, entry);
   const isWrittenAsPath = path.isAbsolute(entry) || entry.startsWith(".") || entry.includes("\\");
-  if (isWrittenAsPath || existsSync(resolved) || !isPackageName(entry)) return { kind: "path", path: resolved };
+  const isPackageName = entry.length <= 214 && packageName.test(entry);
+  if (isWrittenAsPath || existsSync(resolved) || !isPackageName) return { kind: "path", path: resolved };
   return { kind: "package", name: entry };
 }
 
@@ -129,13 +133,6 @@ const PluginManifest = Type.Object({
   ),
 });
 const manifestValidator = Compile(PluginManifest);
-
-const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
-
-/** Whether `text` can name an npm package. */
-function isPackageName(text: string): boolean {
-  return text.length <= 214 && packageName.test(text);
-}
 
 /**
  * Looks package `name` up from `projectRoot` as Node would, reads what it declares and checks
@@ -247,14 +244,11 @@ export function installedManifest(name: string, projectRoot: string): string | u
 /** The version of the running context-host: the nearest package.json named context-host up from here (none in a host bundled into one file). */
 export function hostPackageVersion(from: string = import.meta.dirname): string | undefined {
   for (let folder = from; ; folder = path.dirname(folder)) {
-    const file = path.join(folder, "package.json");
-    if (existsSync(file)) {
-      try {
-        const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
-        if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
-      } catch {
-        // Not the package's own manifest: look further up.
-      }
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(folder, "package.json"), "utf8")) as Record<string, unknown>;
+      if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+    } catch {
+      // No package.json here, or not the package's own: look further up.
     }
     if (path.dirname(folder) === folder) return undefined;
   }

@@ -475,24 +475,26 @@ export class PluginSet {
 
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
     const result = await (preload ?? this.#load(entry));
+    // A bundle that failed read only part of the plugin: the files read before stay watched.
+    const isPartial = result.kind === "bundle-failed";
+    this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
     if (result.kind === "unchanged") {
-      this.#watcher.read(entry.inputs, result.inputs);
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
       if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
         entry.failed = undefined;
-        this.#resolveLoadProblems(entry);
+        // The problems of its failed loads no longer hold; its sources' boundary faults stay until they load again.
+        const isLoadProblem = (d: Diagnostic) => d.origin === "plugin" && !boundaryPhases.has(d.phase);
+        this.#diagnostics.resolve((d) => isLoadProblem(d) && entry.reported.delete(diagnosticIdentity(d)));
         this.#emit({ kind: "restored", plugin: active.name, file: entry.file, generation: active.generation });
       }
       return;
     }
     if (result.kind === "bundle-failed") {
-      this.#watcher.read(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    this.#watcher.read(entry.inputs, result.inputs);
     // A failure on the first event of a burst may be a write seen half done: the quiet
     // re-check decides, and a save in place takes no generation.
     if (result.kind === "failed" && isProvisional) return;
@@ -631,13 +633,6 @@ export class PluginSet {
     if (mine.size === 0) return;
     for (const other of this.#entries.values()) if (other !== entry) for (const id of other.reported) mine.delete(id);
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
-  }
-
-  /** The problems of this file's failed loads no longer hold; its sources' boundary faults stay until they load again. */
-  #resolveLoadProblems(entry: PluginEntry) {
-    this.#diagnostics.resolve(
-      (d) => d.origin === "plugin" && !boundaryPhases.has(d.phase) && entry.reported.delete(diagnosticIdentity(d)),
-    );
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */
