@@ -31,20 +31,14 @@ export interface PluginBundle {
 
 /** esbuild could not bundle the plugin; `location` points at the first error. */
 export class BundleFailed extends ContextHostError {
-  readonly entry: string;
-  readonly location: Location | undefined;
-  /** Files esbuild read before failing, so a fix to any of them triggers a reload. */
-  readonly inputs: readonly string[];
-  constructor(options: {
-    readonly entry: string;
-    readonly reason: string;
-    readonly location?: Location | undefined;
-    readonly inputs: readonly string[];
-  }) {
-    super(options.reason);
-    this.entry = options.entry;
-    this.location = options.location;
-    this.inputs = options.inputs;
+  constructor(
+    readonly entry: string,
+    reason: string,
+    /** Files esbuild read before failing, so a fix to any of them triggers a reload. */
+    readonly inputs: readonly string[],
+    readonly location?: Location,
+  ) {
+    super(reason);
   }
 }
 
@@ -71,7 +65,7 @@ export async function bundlePlugin(
   const { code, inputs } = await cachedBuild("plugin-bundle", keptBundles, key, () => build(entry));
   const hash = createHash("sha256").update(code).digest("hex");
   const baseDir = path.dirname(entry);
-  return { entry, code, hash, inputs, baseDir, ...(options.ownDependenciesFirst === true ? { ownDependenciesFirst: true } : {}) };
+  return { entry, code, hash, inputs, baseDir, ownDependenciesFirst: options.ownDependenciesFirst };
 }
 
 /** esbuild's bundle of `entry`, with fingerprints of all that decided it, each taken before esbuild read it (decision 191). */
@@ -128,20 +122,14 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
     const failure = error as esbuild.BuildFailure;
     const first = failure.errors?.[0];
     if (first === undefined) throw error;
+    const at = first.location;
     const location =
-      first.location === null
-        ? undefined
-        : {
-            file: path.resolve(baseDir, first.location.file),
-            line: first.location.line,
-            column: first.location.column,
-            lineText: first.location.lineText,
-          };
+      at === null ? undefined : { file: path.resolve(baseDir, at.file), line: at.line, column: at.column, lineText: at.lineText };
     const inputs = failure.errors.flatMap((e) => (e.location ? [path.resolve(baseDir, e.location.file)] : []));
-    throw new BundleFailed({ entry, reason: first.text, location, inputs: [...new Set([entry, ...inputs])] });
+    throw new BundleFailed(entry, first.text, [...new Set([entry, ...inputs])], location);
   }
   const output = result.outputFiles[0];
-  if (output === undefined) throw new BundleFailed({ entry, reason: "esbuild produced no output", inputs: [entry] });
+  if (output === undefined) throw new BundleFailed(entry, "esbuild produced no output", [entry]);
   const inputs = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes(":"))
     .map((input) => path.resolve(baseDir, input));

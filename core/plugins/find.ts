@@ -20,14 +20,10 @@ export type PluginEntrySpec =
   | { readonly kind: "path"; readonly path: string }
   | { readonly kind: "package"; readonly name: string };
 
-/** A plugin file; `id` (file or folder name) orders loading. */
-interface PluginFile {
+/** A plugin the host would load, and where it came from; `id` (file or folder name) orders loading. */
+export interface FoundPlugin {
   readonly id: string;
   readonly file: string;
-}
-
-/** A plugin the host would load, and where it came from. */
-export interface FoundPlugin extends PluginFile {
   readonly origin: PluginOrigin;
 }
 
@@ -65,60 +61,59 @@ export interface FoundPlugins {
   readonly installPlaces: readonly InstallPlace[];
 }
 
+/** What can name an npm package (up to 214 characters). */
+const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
+
 /** Reads one `plugins` entry: an existing path or one written as a path is a path (a folder wins over a package of its name), else a package name. */
 export function readPluginEntry(entry: string, projectRoot: string): PluginEntrySpec {
   const resolved = path.resolve(projectRoot, entry);
   const isWrittenAsPath = path.isAbsolute(entry) || entry.startsWith(".") || entry.includes("\\");
-  if (isWrittenAsPath || existsSync(resolved) || !isPackageName(entry)) return { kind: "path", path: resolved };
+  const isPackageName = entry.length <= 214 && packageName.test(entry);
+  if (isWrittenAsPath || existsSync(resolved) || !isPackageName) return { kind: "path", path: resolved };
   return { kind: "package", name: entry };
 }
 
 /** Finds the plugins of every entry. */
 export function findPlugins(entries: readonly string[], projectRoot: string, hostVersion: string | undefined): FoundPlugins {
-  const plugins: FoundPlugin[] = [];
+  // By file: a file found twice keeps its first place.
+  const plugins = new Map<string, FoundPlugin>();
   const packages = new Map<string, string>();
   const problems: PackageProblem[] = [];
   const installPlaces: InstallPlace[] = [];
-  const seen = new Set<string>();
-  const add = (found: readonly PluginFile[], origin: PluginOrigin) => {
-    for (const plugin of found) {
-      if (seen.has(plugin.file)) continue;
-      seen.add(plugin.file);
-      plugins.push({ ...plugin, origin });
-    }
-  };
   for (const entry of entries) {
     const spec = readPluginEntry(entry, projectRoot);
+    let found: readonly FoundPlugin[];
     if (spec.kind === "package") {
-      const found = lookUpPackage(spec.name, projectRoot, hostVersion);
-      for (const [name, stamp] of found.packages) packages.set(name, stamp);
-      problems.push(...found.problems);
-      installPlaces.push(...found.installPlaces);
-      for (const plugin of found.plugins) add([plugin], plugin.origin);
+      const lookup = lookUpPackage(spec.name, projectRoot, hostVersion);
+      for (const [name, stamp] of lookup.packages) packages.set(name, stamp);
+      problems.push(...lookup.problems);
+      installPlaces.push(...lookup.installPlaces);
+      found = lookup.plugins;
     } else if (existsSync(spec.path) && statSync(spec.path).isFile()) {
       const id = path.basename(spec.path).replace(/\.(ts|js)$/, "");
-      add([{ id, file: spec.path }], { kind: "folder", folder: path.dirname(spec.path) });
-    } else add(discoverPlugins(spec.path), { kind: "folder", folder: spec.path });
+      found = [{ id, file: spec.path, origin: { kind: "folder", folder: path.dirname(spec.path) } }];
+    } else found = discoverPlugins(spec.path, { kind: "folder", folder: spec.path });
+    for (const plugin of found) if (!plugins.has(plugin.file)) plugins.set(plugin.file, plugin);
   }
-  return { plugins, packages, problems, installPlaces };
+  return { plugins: [...plugins.values()], packages, problems, installPlaces };
 }
 
 const pluginFile = /^[^._][^/]*\.(ts|js)$/;
 const notPlugin = /\.(d|test|spec)\.(ts|js)$/;
 
 /** The plugins of one folder, sorted: `.ts`/`.js` files, and folders with an `index.ts` (or `index.js`). A missing folder has none. */
-function discoverPlugins(folder: string): PluginFile[] {
+function discoverPlugins(folder: string, origin: PluginOrigin): FoundPlugin[] {
   if (!existsSync(folder)) return [];
-  const found: PluginFile[] = [];
+  const found: FoundPlugin[] = [];
   for (const dirent of readdirSync(folder, { withFileTypes: true })) {
     const name = dirent.name;
     if (name.startsWith(".") || name.startsWith("_") || name === "node_modules") continue;
     const full = path.join(folder, name);
     if (dirent.isFile() && pluginFile.test(name) && !notPlugin.test(name)) {
-      found.push({ id: name.replace(/\.(ts|js)$/, ""), file: full });
+      found.push({ id: name.replace(/\.(ts|js)$/, ""), file: full, origin });
     } else if (dirent.isDirectory()) {
       const index = indexOf(full);
-      if (index !== undefined) found.push({ id: name, file: index });
+      if (index !== undefined) found.push({ id: name, file: index, origin });
     }
   }
   return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.file < b.file ? -1 : 1));
@@ -139,13 +134,6 @@ const PluginManifest = Type.Object({
 });
 const manifestValidator = Compile(PluginManifest);
 
-const packageName = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
-
-/** Whether `text` can name an npm package. */
-function isPackageName(text: string): boolean {
-  return text.length <= 214 && packageName.test(text);
-}
-
 /**
  * Looks package `name` up from `projectRoot` as Node would, reads what it declares and checks
  * its peer range against `hostVersion`: its plugins and the problems that keep some or all out
@@ -153,15 +141,14 @@ function isPackageName(text: string): boolean {
  */
 export function lookUpPackage(name: string, projectRoot: string, hostVersion: string | undefined): FoundPlugins {
   const installPlaces = installPlacesOf(name, projectRoot);
-  const missing = (file: string, message: string): FoundPlugins => {
-    return { plugins: [], packages: new Map(), problems: [{ package: name, file, message }], installPlaces };
+  const result = (file: string, problems: readonly string[], plugins: readonly FoundPlugin[] = [], stamp?: string) => {
+    const packages = new Map(stamp === undefined ? [] : [[name, stamp]]);
+    return { plugins, packages, problems: problems.map((message) => ({ package: name, file, message })), installPlaces };
   };
   const file = installedManifest(name, projectRoot);
   if (file === undefined) {
-    return missing(
-      path.join(projectRoot, "node_modules", name),
-      `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`,
-    );
+    const message = `${JSON.stringify(name)}: no such file or folder in ${projectRoot}, and no installed package ${name} (npm i ${name})`;
+    return result(path.join(projectRoot, "node_modules", name), [message]);
   }
   let text: string;
   let manifest: unknown;
@@ -169,42 +156,38 @@ export function lookUpPackage(name: string, projectRoot: string, hostVersion: st
     text = readFileSync(file, "utf8");
     manifest = JSON.parse(text);
   } catch (error) {
-    return missing(file, `package ${name}: its package.json cannot be read: ${messageOf(error)}`);
+    return result(file, [`package ${name}: its package.json cannot be read: ${messageOf(error)}`]);
   }
   if (!manifestValidator.Check(manifest)) {
     const first = manifestValidator.Errors(manifest)[0];
     const field = (first?.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".") || "(file)";
-    return missing(file, `package ${name}: package.json ${field}: ${first?.message ?? "invalid"}`);
+    return result(file, [`package ${name}: package.json ${field}: ${first?.message ?? "invalid"}`]);
   }
   const { version } = manifest;
   const root = path.dirname(file);
-  const manifestHash = createHash("sha256").update(text).digest("hex");
   const origin: PluginOrigin = { kind: "package", name, version, root };
-  const found = (plugins: readonly PluginFile[], problems: readonly string[]): FoundPlugins => ({
-    plugins: plugins.map((plugin) => ({ ...plugin, origin })),
-    packages: new Map([[name, `${manifestHash} ${root}`]]),
-    problems: problems.map((message) => ({ package: name, file, message })),
-    installPlaces,
-  });
+  const stamp = `${createHash("sha256").update(text).digest("hex")} ${root}`;
   const label = `${name}@${version}`;
   const incompatibility = checkPeerRange(manifest.peerDependencies?.["context-host"], hostVersion);
-  if (incompatibility !== undefined) return found([], [`${label}: ${incompatibility}`]);
+  if (incompatibility !== undefined) return result(file, [`${label}: ${incompatibility}`], [], stamp);
   const declared = manifest[pluginsField]?.plugins;
-  if (declared === undefined)
-    return found([], [`${label} declares no plugins: its package.json needs "${pluginsField}": { "plugins": ["plugins/x.ts"] }`]);
-  const plugins: PluginFile[] = [];
+  if (declared === undefined) {
+    const message = `${label} declares no plugins: its package.json needs "${pluginsField}": { "plugins": ["plugins/x.ts"] }`;
+    return result(file, [message], [], stamp);
+  }
+  const plugins: FoundPlugin[] = [];
   const problems: string[] = [];
   for (const entry of declared) {
     const declaredAt = path.resolve(root, entry);
     const relative = path.relative(root, declaredAt);
     const names = `${label}: "${pluginsField}".plugins names ${JSON.stringify(entry)}`;
-    const here = relative.startsWith("..") || path.isAbsolute(relative) ? null : pluginsAt(declaredAt);
+    const here = relative.startsWith("..") || path.isAbsolute(relative) ? null : pluginsAt(declaredAt, origin);
     if (here === null) problems.push(`${names}, which is outside the package`);
     else if (here === undefined) problems.push(`${names}, which the installed package does not have (is it in "files"?)`);
     else if (here.length === 0) problems.push(`${names}, a folder with no plugin in it`);
     else plugins.push(...here);
   }
-  return found(plugins, problems);
+  return result(file, problems, plugins, stamp);
 }
 
 /**
@@ -219,17 +202,17 @@ export function checkPeerRange(range: string | undefined, hostVersion: string | 
 }
 
 /** The plugins at a declared path: a plugin file, a plugin folder, or a folder of plugins; undefined when nothing is there. */
-function pluginsAt(file: string): PluginFile[] | undefined {
+function pluginsAt(file: string, origin: PluginOrigin): FoundPlugin[] | undefined {
   let isFile: boolean;
   try {
     isFile = statSync(file).isFile();
   } catch {
     return undefined;
   }
-  if (isFile) return [{ id: path.basename(file).replace(/\.(ts|js|mts|mjs|cts|cjs)$/, ""), file }];
+  if (isFile) return [{ id: path.basename(file).replace(/\.(ts|js|mts|mjs|cts|cjs)$/, ""), file, origin }];
   const index = indexOf(file);
-  if (index !== undefined) return [{ id: path.basename(file), file: index }];
-  return discoverPlugins(file);
+  if (index !== undefined) return [{ id: path.basename(file), file: index, origin }];
+  return discoverPlugins(file, origin);
 }
 
 /** Where package `name` is installed as Node looks for it (else where `npm i` would put it), and its package.json when its folder exists. */
@@ -261,14 +244,11 @@ export function installedManifest(name: string, projectRoot: string): string | u
 /** The version of the running context-host: the nearest package.json named context-host up from here (none in a host bundled into one file). */
 export function hostPackageVersion(from: string = import.meta.dirname): string | undefined {
   for (let folder = from; ; folder = path.dirname(folder)) {
-    const file = path.join(folder, "package.json");
-    if (existsSync(file)) {
-      try {
-        const manifest = JSON.parse(readFileSync(file, "utf8")) as { name?: unknown; version?: unknown };
-        if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
-      } catch {
-        // Not the package's own manifest: look further up.
-      }
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(folder, "package.json"), "utf8")) as Record<string, unknown>;
+      if (manifest.name === "context-host" && typeof manifest.version === "string") return manifest.version;
+    } catch {
+      // No package.json here, or not the package's own: look further up.
     }
     if (path.dirname(folder) === folder) return undefined;
   }

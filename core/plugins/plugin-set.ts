@@ -71,11 +71,11 @@ interface PluginEntry {
   /** The host's handle on the plugin's runner (its transport starts with the entry). */
   readonly hosted: HostedPlugin;
   load: LoadState;
-  active: Active | undefined;
+  active?: Active;
   /** Why the last load failed (its diagnostic was emitted). */
-  failed: Diagnostic | undefined;
+  failed?: Diagnostic;
   /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
-  attemptedHash: string | undefined;
+  attemptedHash?: string;
   /** Generation numbers handed out so far. */
   attempts: number;
   /** Files the last bundle attempt read, and when they reload the plugin. */
@@ -119,8 +119,8 @@ export class PluginSet {
   readonly #tasks = new Set<Promise<void>>();
   #settledWaiters: Array<() => void> = [];
   readonly #watcher: PluginWatcher;
-  #rescanTimer: NodeJS.Timeout | undefined;
-  #packageRecheckTimer: NodeJS.Timeout | undefined;
+  /** The rescan due after a burst of folder changes, and the re-check of packages when their installs are quiet. */
+  readonly #timers = new Map<"rescan" | "package re-check", NodeJS.Timeout>();
   #isClosed = false;
 
   private constructor(options: PluginSetOptions) {
@@ -165,13 +165,10 @@ export class PluginSet {
       onPackageChange: (name) => {
         this.#replacedPackages.add(name);
         this.#scheduleRescan();
-        clearTimeout(this.#packageRecheckTimer);
-        this.#packageRecheckTimer = setTimeout(() => {
-          this.#packageRecheckTimer = undefined;
+        this.#after("package re-check", quietMs, () => {
           this.#rescan();
           this.#replacedPackages.clear();
-          this.#checkSettled();
-        }, quietMs);
+        });
       },
       // A folder gone, a limit reached: reported; watching goes on where it can.
       onError: (error) => {
@@ -230,7 +227,7 @@ export class PluginSet {
 
   #isSettled(): boolean {
     if (this.#tasks.size > 0 || this.#watcher.isPending) return false;
-    if (this.#rescanTimer !== undefined || this.#packageRecheckTimer !== undefined) return false;
+    if (this.#timers.size > 0) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
   }
@@ -264,10 +261,8 @@ export class PluginSet {
   async close(): Promise<void> {
     if (this.#isClosed) return;
     this.#isClosed = true;
-    clearTimeout(this.#rescanTimer);
-    this.#rescanTimer = undefined;
-    clearTimeout(this.#packageRecheckTimer);
-    this.#packageRecheckTimer = undefined;
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
     await this.#watcher.close();
     const entries = [...this.#entries.values()];
     for (const entry of entries) entry.load = removed;
@@ -365,22 +360,35 @@ export class PluginSet {
         return [diagnosticIdentity(diagnostic), diagnostic];
       }),
     );
-    const gone = new Set([...known.keys()].filter((id) => !this.#packageProblems.has(id)));
-    if (gone.size > 0) this.#diagnostics.resolve((d) => d.phase === "package" && gone.has(diagnosticIdentity(d)));
+    const isGone = (id: string) => known.has(id) && !this.#packageProblems.has(id);
+    this.#diagnostics.resolve((d) => d.phase === "package" && isGone(diagnosticIdentity(d)));
     for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
     return updated;
   }
 
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
+    const { container, settings = {} } = this.#options;
+    const limits = this.#limits;
+    const workers = this.#workers;
     const entry: PluginEntry = {
       id,
       file,
       origin,
-      hosted: this.#hostedFor(file, () => entry),
+      hosted: new HostedPlugin({
+        file,
+        settings,
+        reserved: this.#reserved,
+        limits,
+        now: () => this.#clock.now(),
+        startTransport: async (onStopped) =>
+          workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
+        // The runner's stops and faults become the entry's diagnostics.
+        report: (problem) => {
+          if (problem.key !== undefined) entry.faulted.add(problem.key);
+          this.#diagnose(entry, problem);
+        },
+      }),
       load: idle,
-      active: undefined,
-      failed: undefined,
-      attemptedHash: undefined,
       attempts: 0,
       inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
       faulted: new Set(),
@@ -394,12 +402,18 @@ export class PluginSet {
   }
 
   #scheduleRescan() {
-    clearTimeout(this.#rescanTimer);
-    this.#rescanTimer = setTimeout(() => {
-      this.#rescanTimer = undefined;
-      this.#rescan();
+    this.#after("rescan", this.#options.debounceMs ?? 50, () => this.#rescan());
+  }
+
+  /** Runs `task` once `ms` pass without another call for the same timer; the set is not settled meanwhile. */
+  #after(timer: "rescan" | "package re-check", ms: number, task: () => void) {
+    clearTimeout(this.#timers.get(timer));
+    const timeout = setTimeout(() => {
+      this.#timers.delete(timer);
+      task();
       this.#checkSettled();
-    }, this.#options.debounceMs ?? 50);
+    }, ms);
+    this.#timers.set(timer, timeout);
   }
 
   #remove(entry: PluginEntry) {
@@ -459,48 +473,28 @@ export class PluginSet {
     }
   }
 
-  /** The handle on one plugin's runner: its stops and faults become the entry's diagnostics. */
-  #hostedFor(file: string, entryOf: () => PluginEntry): HostedPlugin {
-    const { container } = this.#options;
-    const limits = this.#limits;
-    const clock = this.#clock;
-    const workers = this.#workers;
-    return new HostedPlugin({
-      file,
-      settings: this.#options.settings ?? {},
-      reserved: this.#reserved,
-      limits,
-      now: () => clock.now(),
-      startTransport: async (onStopped) =>
-        workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
-      report: (problem) => {
-        const entry = entryOf();
-        if (problem.key !== undefined) entry.faulted.add(problem.key);
-        this.#diagnose(entry, problem);
-      },
-    });
-  }
-
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
     const result = await (preload ?? this.#load(entry));
+    // A bundle that failed read only part of the plugin: the files read before stay watched.
+    const isPartial = result.kind === "bundle-failed";
+    this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
     if (result.kind === "unchanged") {
-      this.#watcher.read(entry.inputs, result.inputs);
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
       if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
         entry.failed = undefined;
-        this.#resolveLoadProblems(entry);
+        // The problems of its failed loads no longer hold; its sources' boundary faults stay until they load again.
+        const isLoadProblem = (d: Diagnostic) => d.origin === "plugin" && !boundaryPhases.has(d.phase);
+        this.#diagnostics.resolve((d) => isLoadProblem(d) && entry.reported.delete(diagnosticIdentity(d)));
         this.#emit({ kind: "restored", plugin: active.name, file: entry.file, generation: active.generation });
       }
       return;
     }
     if (result.kind === "bundle-failed") {
-      this.#watcher.read(entry.inputs, [...new Set([...entry.inputs.files, ...result.inputs])]);
       // A write may still be under way: the quiet re-check decides whether the failure holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    this.#watcher.read(entry.inputs, result.inputs);
     // A failure on the first event of a burst may be a write seen half done: the quiet
     // re-check decides, and a save in place takes no generation.
     if (result.kind === "failed" && isProvisional) return;
@@ -639,13 +633,6 @@ export class PluginSet {
     if (mine.size === 0) return;
     for (const other of this.#entries.values()) if (other !== entry) for (const id of other.reported) mine.delete(id);
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
-  }
-
-  /** The problems of this file's failed loads no longer hold; its sources' boundary faults stay until they load again. */
-  #resolveLoadProblems(entry: PluginEntry) {
-    this.#diagnostics.resolve(
-      (d) => d.origin === "plugin" && !boundaryPhases.has(d.phase) && entry.reported.delete(diagnosticIdentity(d)),
-    );
   }
 
   /** Plugins that lost their namespace try again now that its holder let go. */

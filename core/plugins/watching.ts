@@ -153,10 +153,7 @@ export class PluginWatcher {
   /** No reload runs any more. */
   async close(): Promise<void> {
     this.#isClosed = true;
-    for (const plugin of this.#plugins) {
-      clearTimeout(plugin.quietCheck);
-      plugin.quietCheck = undefined;
-    }
+    for (const plugin of this.#plugins) this.forget(plugin);
     for (const watched of this.#installFolders.values()) watched.watch.close();
     this.#installFolders.clear();
     await this.#watcher?.close();
