@@ -1,8 +1,8 @@
 // Owns the one plugin runner (decision 160): it evaluates each generation the host sends (a
 // fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
 // observations (loaders, codecs and renderers) and disposers, in a plugin's worker thread or,
-// with `isolation: "none"`, in the host's own thread: the transport is the only difference.
-// What it answers is plain data the host checks on arrival.
+// with `isolation: "none"`, in the host's own thread (`InThreadTransport`, below): the
+// transport is the only difference. What it answers is plain data the host checks on arrival.
 
 import type { AwilixContainer } from "awilix";
 import { withinDeadline } from "../base/deadline.ts";
@@ -20,9 +20,13 @@ import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts"
 import type { BundleLocations, Location } from "./locations.ts";
 import {
   type Activated,
+  type Describe,
   type Evaluated,
   type HostRequest,
+  type HostRequestBody,
   type Observed,
+  type PluginTransport,
+  PluginWorkerFault,
   phaseCodes,
   progress,
   type RunnerReply,
@@ -296,4 +300,27 @@ function locate(locations: BundleLocations | undefined, error: unknown): Locatio
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The runner in the host's own thread. Nothing can stop plugin code here, so the runner's
+ * own deadlines (setup, loaders) and the host's around disposers are all there is; a plugin
+ * that loops freezes the host. For trusted code only.
+ */
+export class InThreadTransport implements PluginTransport {
+  readonly #runner: PluginRunner;
+  readonly stopped = undefined;
+  #nextId = 1;
+
+  constructor(options: { readonly container: AwilixContainer; readonly limits: ValueLimits }) {
+    this.#runner = createPluginRunner({ ...options, cells: new Int32Array(progress.length) });
+  }
+
+  async request<T>(request: HostRequestBody, _ms: number, _describe: Describe): Promise<T> {
+    const reply = await this.#runner.serve({ ...request, id: this.#nextId++ });
+    if (!reply.ok) throw new PluginWorkerFault({ fault: reply.fault });
+    return reply.result as T;
+  }
+
+  async terminate(): Promise<void> {}
 }

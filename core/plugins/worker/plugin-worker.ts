@@ -10,15 +10,17 @@ import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { messageOf } from "../../base/errors.ts";
 import type { PluginLimits } from "../limits.ts";
-import type { Location } from "../locations.ts";
-import { type Describe, type PluginTransport, PluginWorkerFault, PluginWorkerStopped } from "../transport.ts";
 import { cachedProgram, storedCodeCache } from "./program-cache.ts";
 import {
+  type Describe,
   type HostRequestBody,
+  type PluginTransport,
+  PluginWorkerFault,
+  PluginWorkerStopped,
   phaseCodes,
   progress,
+  sanitizeFault,
   type ThreadRequest,
-  type WorkerFault,
   type WorkerInit,
   type WorkerReply,
 } from "./protocol.ts";
@@ -539,38 +541,4 @@ export class PluginWorkers {
     }
     return PluginWorker.open(thread, init, { plugin, log: this.log, onStopped });
   }
-}
-
-/** The phases a worker's fault may name. */
-const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
-
-/** A location as the worker sent it, if it is one. */
-export function sanitizeLocation(location: unknown): Location | undefined {
-  if (typeof location !== "object" || location === null) return undefined;
-  const raw = location as Record<string, unknown>;
-  if (typeof raw.file !== "string" || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
-  const lineText = typeof raw.lineText === "string" ? raw.lineText.slice(0, 1000) : undefined;
-  return {
-    file: raw.file.slice(0, 4096),
-    line: Number(raw.line),
-    column: Number(raw.column),
-    ...(lineText === undefined ? {} : { lineText }),
-  };
-}
-
-/** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
-export function sanitizeFault(fault: unknown): WorkerFault {
-  const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
-  const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
-  const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
-  const plugin = text(raw.plugin, 200);
-  const key = text(raw.key, 500);
-  const location = sanitizeLocation(raw.location);
-  return {
-    phase: phase as DiagnosticPhase,
-    message: text(raw.message) ?? "the plugin's worker reported a fault without a message",
-    ...(plugin === undefined ? {} : { plugin }),
-    ...(key === undefined ? {} : { key }),
-    ...(location === undefined ? {} : { location }),
-  };
 }
