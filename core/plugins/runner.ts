@@ -87,58 +87,39 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     Atomics.store(cells, progress.source, source);
   }
 
-  async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Promise<RunnerReply> {
-    const locations = locationsOf(request, request.generation);
+  function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Evaluated {
     mark(request.id, "evaluate");
     let exports: Record<string, unknown>;
     try {
       exports = evaluateBundle(request, request.generation);
     } catch (error) {
-      const fault = faultOf(error, locations, "evaluate");
-      return { ok: false, fault: { ...fault, phase: "evaluate", message: `module code threw: ${messageOf(error)}` } };
-    } finally {
-      mark(0, "idle");
+      throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
-    try {
-      const { name } = pluginOf(exports, new Set(request.reserved));
-      generations.set(request.generation, { exports, locations, name, sent: new Map() });
-      return { ok: true, result: { name } satisfies Evaluated };
-    } catch (error) {
-      return { ok: false, fault: faultOf(error, locations, "evaluate") };
-    }
+    const { name } = pluginOf(exports, new Set(request.reserved));
+    const locations = locationsOf(request, request.generation);
+    generations.set(request.generation, { exports, locations, name, sent: new Map() });
+    return { name };
   }
 
-  async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<RunnerReply> {
+  async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<Activated> {
     const living = generations.get(request.generation);
-    if (living === undefined)
-      return { ok: false, fault: { phase: "setup", message: `generation ${request.generation} was not evaluated here` } };
+    if (living === undefined) throw new Error(`generation ${request.generation} was not evaluated here`);
     mark(request.id, "setup");
-    try {
-      const activated = await activateGeneration({
-        exports: living.exports,
-        generation: request.generation,
-        container,
-        settings: { [living.name]: request.config },
-        setupDeadlineMs: request.setupDeadlineMs,
-        reservedNamespaces: new Set(),
-      });
-      living.scope = activated.scope;
-      living.sources = new Map(
-        activated.sources.map((source) => [
-          source.key,
-          { source, codec: new SourceCodec(source as unknown as Source, Infinity) },
-        ]),
-      );
-      const sources = activated.sources.map(({ key, deadlineMs }) =>
-        typeof deadlineMs === "number" ? { key, deadlineMs } : { key },
-      );
-      return { ok: true, result: { sources } satisfies Activated };
-    } catch (error) {
-      generations.delete(request.generation);
-      return { ok: false, fault: faultOf(error, living.locations, "setup") };
-    } finally {
-      mark(0, "idle");
-    }
+    const activated = await activateGeneration({
+      exports: living.exports,
+      generation: request.generation,
+      container,
+      settings: { [living.name]: request.config },
+      setupDeadlineMs: request.setupDeadlineMs,
+      reservedNamespaces: new Set(),
+    });
+    living.scope = activated.scope;
+    living.sources = new Map(
+      activated.sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
+    );
+    return {
+      sources: activated.sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })),
+    };
   }
 
   /** The values this generation last sent in `envId`, the least recently used env dropped beyond `maxEnvs`. */
@@ -152,11 +133,10 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     return sent;
   }
 
-  async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<RunnerReply> {
+  async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
-    if (living === undefined || sources === undefined)
-      return { ok: false, fault: { phase: "load", message: `generation ${request.generation} is not active here` } };
+    if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
     const env = Object.freeze({ ...request.env });
     const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
     const keys = request.keys ?? [...sources.keys()];
@@ -253,33 +233,43 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       const previous = decoded === undefined ? { decodes: false } : { decodes: true, update: render("update", decoded.value) };
       return { kind: "present", value, number, baseline, ...removed, previous };
     });
-    mark(0, "idle");
-    return { ok: true, result: { observations, faults } satisfies Observed };
+    return { observations, faults };
   }
 
-  async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Promise<RunnerReply> {
+  async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Promise<null> {
     const living = generations.get(request.generation);
     generations.delete(request.generation);
     mark(request.id, "dispose");
-    try {
-      await living?.scope?.close();
-      return { ok: true, result: null };
-    } catch (error) {
-      return { ok: false, fault: { phase: "dispose", message: messageOf(error) } };
-    } finally {
-      mark(0, "idle");
-    }
+    await living?.scope?.close();
+    return null;
   }
 
   return {
-    serve(request) {
-      if (request.type === "evaluate") return evaluate(request);
-      if (request.type === "activate") return activate(request);
-      if (request.type === "observe") return observe(request);
-      return dispose(request);
+    // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
+    async serve(request) {
+      const living = generations.get(request.generation);
+      try {
+        if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
+        if (request.type === "activate") return { ok: true, result: await activate(request) };
+        if (request.type === "observe") return { ok: true, result: await observe(request) };
+        return { ok: true, result: await dispose(request) };
+      } catch (error) {
+        // A generation whose evaluation or setup failed does not live on.
+        if (request.type !== "observe") generations.delete(request.generation);
+        const locations = request.type === "evaluate" ? locationsOf(request, request.generation) : living?.locations;
+        return {
+          ok: false,
+          fault: faultOf(error, request.type === "dispose" ? undefined : locations, faultPhases[request.type]),
+        };
+      } finally {
+        mark(0, "idle");
+      }
     },
   };
 }
+
+/** The phase a request's fault names, unless its error says another. */
+const faultPhases = { evaluate: "evaluate", activate: "setup", observe: "load", dispose: "dispose" } as const;
 
 function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
   const failure = error instanceof ActivationFailed ? error : undefined;
