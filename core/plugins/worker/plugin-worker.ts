@@ -177,16 +177,8 @@ ${body}
   });
 }
 
-export interface PluginWorkerOptions {
-  /** The plugin's file: named to its thread mates when it stops a shared worker. */
-  readonly plugin: string;
-  /** A line the plugin logged or printed. */
-  log(level: "info" | "warn" | "error", message: string): void;
-  /** The worker ended without being asked to; `stopped` says why. */
-  onStopped(stopped: PluginWorkerStopped): void;
-}
-
-type Log = PluginWorkerOptions["log"];
+/** Takes a line a plugin logged or printed. */
+type Log = (level: "info" | "warn" | "error", message: string) => void;
 
 interface Pending {
   readonly resolve: (value: unknown) => void;
@@ -229,7 +221,7 @@ class PluginThread {
     program: WorkerProgram,
     heapMb: number,
     init: WorkerInit | undefined,
-    log: Log,
+    readonly log: Log,
     onCulprits: (plugins: readonly string[]) => void,
   ) {
     this.#heapMb = heapMb;
@@ -245,8 +237,8 @@ class PluginThread {
       stderr: true,
       name: this.isShared ? "context-host plugins" : "context-host plugin",
     });
-    this.#forward(this.#worker.stdout, "info", log);
-    this.#forward(this.#worker.stderr, "warn", log);
+    this.#forward(this.#worker.stdout, "info");
+    this.#forward(this.#worker.stderr, "warn");
     this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
     this.#worker.on("error", (error) => {
       this.#lastError = error;
@@ -356,7 +348,7 @@ class PluginThread {
     return `${worker} exited with code ${code}`;
   }
 
-  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn", log: Log) {
+  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn") {
     if (stream === null) return;
     let buffered = "";
     stream.setEncoding("utf8");
@@ -364,7 +356,7 @@ class PluginThread {
       buffered += chunk;
       const lines = buffered.split("\n");
       buffered = (lines.pop() ?? "").slice(0, maxLogLine);
-      for (const line of lines) log(level, line.slice(0, maxLogLine));
+      for (const line of lines) this.log(level, line.slice(0, maxLogLine));
     });
   }
 }
@@ -375,22 +367,33 @@ export class PluginWorker implements PluginTransport {
   readonly #tag: number;
   readonly #cells: Int32Array;
   readonly #pending = new Map<number, Pending>();
-  readonly #options: PluginWorkerOptions;
+  readonly #onStopped: (stopped: PluginWorkerStopped) => void;
   #nextId = 1;
   #stopped: PluginWorkerStopped | undefined;
   #isOpen = false;
   #isClosing = false;
 
-  private constructor(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions) {
+  /** `plugin`: its file, named to its thread mates when it stops a shared worker; `onStopped`: the worker ended without being asked to. */
+  private constructor(
+    readonly plugin: string,
+    thread: PluginThread,
+    init: WorkerInit,
+    onStopped: (stopped: PluginWorkerStopped) => void,
+  ) {
     this.#thread = thread;
     this.#cells = new Int32Array(init.progress);
-    this.#options = options;
+    this.#onStopped = onStopped;
     this.#tag = thread.place(this);
   }
 
-  /** Opens the plugin on `thread` once ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
-  static async open(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions): Promise<PluginWorker> {
-    const worker = new PluginWorker(thread, init, options);
+  /** Opens `plugin` on `thread` once ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
+  static async open(
+    plugin: string,
+    thread: PluginThread,
+    init: WorkerInit,
+    onStopped: (stopped: PluginWorkerStopped) => void,
+  ): Promise<PluginWorker> {
+    const worker = new PluginWorker(plugin, thread, init, onStopped);
     await Promise.race([thread.ready, thread.exited]);
     if (thread.isShared) {
       try {
@@ -406,10 +409,6 @@ export class PluginWorker implements PluginTransport {
     if (worker.#stopped !== undefined) throw worker.#stopped;
     worker.#isOpen = true;
     return worker;
-  }
-
-  get plugin(): string {
-    return this.#options.plugin;
   }
 
   get stopped(): PluginWorkerStopped | undefined {
@@ -445,24 +444,29 @@ export class PluginWorker implements PluginTransport {
   }
 
   #missed(id: number, ms: number) {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return;
-    const running = Atomics.load(this.#cells, progress.request) === id ? this.#phase() : undefined;
-    const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
+    const described = this.#described(id);
+    if (described === undefined) return;
     const reason = `${described.what} missed its deadline of ${described.ms ?? ms} ms; the plugin's worker was stopped`;
     this.#thread.stopFor(this, new PluginWorkerStopped({ reason, phase: described.phase, key: described.key }), id);
   }
 
-  #phase(): DiagnosticPhase | undefined {
+  /** What request `id` was doing, as it describes itself: with the phase and source of its code if that runs now (the progress cells). */
+  #described(id: number) {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return undefined;
     const code = Atomics.load(this.#cells, progress.phase);
-    return code > 0 ? (phaseCodes[code] as DiagnosticPhase) : undefined;
+    const isRunning = code > 0 && Atomics.load(this.#cells, progress.request) === id;
+    return pending.describe(
+      isRunning ? (phaseCodes[code] as DiagnosticPhase) : undefined,
+      Atomics.load(this.#cells, progress.source),
+    );
   }
 
   /** A reply or a log line of this plugin's runner. */
   receive(message: WorkerReply) {
     if (message.type === "log") {
       if (typeof message.message === "string" && ["info", "warn", "error"].includes(message.level))
-        this.#options.log(message.level, message.message.slice(0, maxLogLine));
+        this.#thread.log(message.level, message.message.slice(0, maxLogLine));
       return;
     }
     if (message.type !== "reply") return;
@@ -476,11 +480,9 @@ export class PluginWorker implements PluginTransport {
 
   /** Which phase and source the plugin's code was in, from the progress cells and the request running. */
   running(): { phase?: DiagnosticPhase; key?: string | undefined } {
-    const phase = this.#phase();
-    const pending = this.#pending.get(Atomics.load(this.#cells, progress.request));
-    if (phase === undefined || pending === undefined) return {};
-    const described = pending.describe(phase, Atomics.load(this.#cells, progress.source));
-    return { phase: described.phase, key: described.key };
+    if (Atomics.load(this.#cells, progress.phase) === 0) return {};
+    const described = this.#described(Atomics.load(this.#cells, progress.request));
+    return described === undefined ? {} : { phase: described.phase, key: described.key };
   }
 
   /** Stops this plugin's transport: `missedId`'s request first, then every other; reported once, unless it was closing. */
@@ -494,7 +496,7 @@ export class PluginWorker implements PluginTransport {
     }
     this.#pending.clear();
     // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
-    if (isFirst && this.#isOpen && !this.#isClosing) this.#options.onStopped(stopped);
+    if (isFirst && this.#isOpen && !this.#isClosing) this.#onStopped(stopped);
   }
 }
 
@@ -516,7 +518,7 @@ export class PluginWorkers {
   ) {}
 
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
-  async start(plugin: string, onStopped: PluginWorkerOptions["onStopped"]): Promise<PluginWorker> {
+  async start(plugin: string, onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginWorker> {
     // From the program to placing the plugin nothing awaits: plugins starting together are
     // counted in order and fill one shared thread before another is made.
     const program = await workerProgram();
@@ -539,6 +541,6 @@ export class PluginWorkers {
       }
       thread = created;
     }
-    return PluginWorker.open(thread, init, { plugin, log: this.log, onStopped });
+    return PluginWorker.open(plugin, thread, init, onStopped);
   }
 }
