@@ -20,7 +20,6 @@ import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts"
 import type { BundleLocations, Location } from "./locations.ts";
 import {
   type Activated,
-  type Describe,
   type Evaluated,
   type HostRequest,
   type HostRequestBody,
@@ -40,8 +39,8 @@ export interface RunnerOptions {
   readonly container: AwilixContainer;
   /** Values deeper or larger are not sent (a deep enough value cannot even be read by the host's thread). */
   readonly limits: ValueLimits;
-  /** Progress cells (`progress`): what the runner runs now, for whoever must say where it stopped. */
-  readonly cells: Int32Array;
+  /** Progress cells (`progress`): what the runner runs now, for whoever must say where it stopped (none: nobody asks). */
+  readonly cells?: Int32Array;
 }
 
 /** How many envs (location and session) a source remembers its last sent value for. */
@@ -65,9 +64,7 @@ interface Living {
 }
 
 /** The plugin runner: one request in, one reply out. */
-export interface PluginRunner {
-  serve(request: HostRequest): Promise<RunnerReply>;
-}
+export type PluginRunner = (request: HostRequest) => Promise<RunnerReply>;
 
 // One object for every such answer: a transport that clones sends it once per message.
 const unavailableObservation: WorkerObservation = Object.freeze({ kind: "unavailable" });
@@ -76,7 +73,7 @@ const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged
 const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
 
 export function createPluginRunner(options: RunnerOptions): PluginRunner {
-  const { container, limits, cells } = options;
+  const { container, limits, cells = new Int32Array(progress.length) } = options;
   const generations = new Map<number, Living>();
   /** Numbers the observations sent with texts, so the host can say which one it holds. */
   let sentCount = 0;
@@ -244,27 +241,25 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     return null;
   }
 
-  return {
-    // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
-    async serve(request) {
-      const living = generations.get(request.generation);
-      try {
-        if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
-        if (request.type === "activate") return { ok: true, result: await activate(request) };
-        if (request.type === "observe") return { ok: true, result: await observe(request) };
-        return { ok: true, result: await dispose(request) };
-      } catch (error) {
-        // A generation whose evaluation or setup failed does not live on.
-        if (request.type !== "observe") generations.delete(request.generation);
-        const locations = request.type === "evaluate" ? locationsOf(request, request.generation) : living?.locations;
-        return {
-          ok: false,
-          fault: faultOf(error, request.type === "dispose" ? undefined : locations, faultPhases[request.type]),
-        };
-      } finally {
-        mark(0, "idle");
-      }
-    },
+  // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
+  return async function serve(request) {
+    const living = generations.get(request.generation);
+    try {
+      if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
+      if (request.type === "activate") return { ok: true, result: await activate(request) };
+      if (request.type === "observe") return { ok: true, result: await observe(request) };
+      return { ok: true, result: await dispose(request) };
+    } catch (error) {
+      // A generation whose evaluation or setup failed does not live on.
+      if (request.type !== "observe") generations.delete(request.generation);
+      const locations = request.type === "evaluate" ? locationsOf(request, request.generation) : living?.locations;
+      return {
+        ok: false,
+        fault: faultOf(error, request.type === "dispose" ? undefined : locations, faultPhases[request.type]),
+      };
+    } finally {
+      mark(0, "idle");
+    }
   };
 }
 
@@ -298,16 +293,16 @@ function locate(locations: BundleLocations | undefined, error: unknown): Locatio
  * that loops freezes the host. For trusted code only.
  */
 export class InThreadTransport implements PluginTransport {
-  readonly #runner: PluginRunner;
+  readonly #serve: PluginRunner;
   readonly stopped = undefined;
   #nextId = 1;
 
-  constructor(options: { readonly container: AwilixContainer; readonly limits: ValueLimits }) {
-    this.#runner = createPluginRunner({ ...options, cells: new Int32Array(progress.length) });
+  constructor(options: RunnerOptions) {
+    this.#serve = createPluginRunner(options);
   }
 
-  async request<T>(request: HostRequestBody, _ms: number, _describe: Describe): Promise<T> {
-    const reply = await this.#runner.serve({ ...request, id: this.#nextId++ });
+  async request<T>(request: HostRequestBody): Promise<T> {
+    const reply = await this.#serve({ ...request, id: this.#nextId++ });
     if (!reply.ok) throw new PluginWorkerFault({ fault: reply.fault });
     return reply.result as T;
   }

@@ -179,6 +179,7 @@ ${body}
 
 /** Takes a line a plugin logged or printed. */
 type Log = (level: "info" | "warn" | "error", message: string) => void;
+type OnStopped = (stopped: PluginWorkerStopped) => void;
 
 interface Pending {
   readonly resolve: (value: unknown) => void;
@@ -367,18 +368,18 @@ export class PluginWorker implements PluginTransport {
   readonly #tag: number;
   readonly #cells: Int32Array;
   readonly #pending = new Map<number, Pending>();
-  readonly #onStopped: (stopped: PluginWorkerStopped) => void;
+  readonly #onStopped: OnStopped;
   #nextId = 1;
   #stopped: PluginWorkerStopped | undefined;
   #isOpen = false;
   #isClosing = false;
 
-  /** `plugin`: its file, named to its thread mates when it stops a shared worker; `onStopped`: the worker ended without being asked to. */
-  private constructor(
+  /** `plugin`: its file, named to its thread mates when it stops a shared worker; `onStopped`: told if the worker ends unasked. */
+  constructor(
     readonly plugin: string,
     thread: PluginThread,
     init: WorkerInit,
-    onStopped: (stopped: PluginWorkerStopped) => void,
+    onStopped: OnStopped,
   ) {
     this.#thread = thread;
     this.#cells = new Int32Array(init.progress);
@@ -386,29 +387,23 @@ export class PluginWorker implements PluginTransport {
     this.#tag = thread.place(this);
   }
 
-  /** Opens `plugin` on `thread` once ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
-  static async open(
-    plugin: string,
-    thread: PluginThread,
-    init: WorkerInit,
-    onStopped: (stopped: PluginWorkerStopped) => void,
-  ): Promise<PluginWorker> {
-    const worker = new PluginWorker(plugin, thread, init, onStopped);
-    await Promise.race([thread.ready, thread.exited]);
-    if (thread.isShared) {
+  /** Opens the plugin once its thread is ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
+  async open(init: WorkerInit): Promise<this> {
+    await Promise.race([this.#thread.ready, this.#thread.exited]);
+    if (this.#thread.isShared) {
       try {
-        await worker.request({ type: "open", init }, startDeadlineMs, () => ({
+        await this.request({ type: "open", init }, startDeadlineMs, () => ({
           what: "opening the plugin's realm",
           phase: "evaluate",
         }));
       } catch (error) {
-        await worker.terminate();
+        await this.terminate();
         throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });
       }
     }
-    if (worker.#stopped !== undefined) throw worker.#stopped;
-    worker.#isOpen = true;
-    return worker;
+    if (this.#stopped !== undefined) throw this.#stopped;
+    this.#isOpen = true;
+    return this;
   }
 
   get stopped(): PluginWorkerStopped | undefined {
@@ -518,7 +513,7 @@ export class PluginWorkers {
   ) {}
 
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
-  async start(plugin: string, onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginWorker> {
+  async start(plugin: string, onStopped: OnStopped): Promise<PluginWorker> {
     // From the program to placing the plugin nothing awaits: plugins starting together are
     // counted in order and fill one shared thread before another is made.
     const program = await workerProgram();
@@ -541,6 +536,6 @@ export class PluginWorkers {
       }
       thread = created;
     }
-    return PluginWorker.open(plugin, thread, init, onStopped);
+    return new PluginWorker(plugin, thread, init, onStopped).open(init);
   }
 }
