@@ -212,8 +212,8 @@ class PluginThread {
   isEnding = false;
   #lastError: unknown;
   #markReady: (() => void) | undefined;
-  /** Told the plugins that were running when it stopped (they run alone from then on). */
-  readonly #onCulprits: (plugins: readonly string[]) => void;
+  /** Where a shared one adds the plugins that were running when it stopped: they run alone from then on. */
+  readonly #alone: Set<string>;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
@@ -223,11 +223,11 @@ class PluginThread {
     heapMb: number,
     init: WorkerInit | undefined,
     readonly log: Log,
-    onCulprits: (plugins: readonly string[]) => void,
+    alone: Set<string>,
   ) {
     this.#heapMb = heapMb;
     this.isShared = init === undefined;
-    this.#onCulprits = onCulprits;
+    this.#alone = alone;
     this.#worker = new Worker(bootstrap, {
       eval: true,
       workerData: { ...(init ?? { shared: true }), program: program.shared },
@@ -284,7 +284,7 @@ class PluginThread {
   stopFor(culprit: PluginWorker, stopped: PluginWorkerStopped, missedId: number): void {
     this.isEnding = true;
     culprit.stop(stopped, missedId);
-    if (this.isShared) this.#onCulprits([culprit.plugin]);
+    if (this.isShared) this.#alone.add(culprit.plugin);
     this.#stopAll(
       `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
       true,
@@ -316,8 +316,8 @@ class PluginThread {
   #stopAll(reason: string, forAnother = false) {
     // Plugins running code when it stopped are culprits; when one is known (or it stopped
     // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
-    const culprits = [...this.plugins.values()].flatMap((plugin) =>
-      plugin.stopped === undefined && plugin.running().phase !== undefined ? [plugin.plugin] : [],
+    const culprits = [...this.plugins.values()].filter(
+      (plugin) => plugin.stopped === undefined && plugin.running().phase !== undefined,
     );
     for (const plugin of this.plugins.values()) {
       if (plugin.stopped !== undefined) {
@@ -328,7 +328,7 @@ class PluginThread {
       const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running.phase === undefined;
       plugin.stop(new PluginWorkerStopped({ reason, ...running, isCollateral }));
     }
-    if (this.isShared && culprits.length > 0) this.#onCulprits(culprits);
+    if (this.isShared) for (const culprit of culprits) this.#alone.add(culprit.plugin);
     if (!this.isEnding) {
       this.isEnding = true;
       void this.#worker.terminate().catch(() => {});
@@ -501,8 +501,8 @@ export class PluginWorker implements PluginTransport {
  * a shared worker gets one of its own from then on, so it cannot stop its mates again.
  */
 export class PluginWorkers {
-  #dedicated = 0;
-  readonly #shared = new Set<PluginThread>();
+  readonly #threads = new Set<PluginThread>();
+  /** Plugins that stopped a shared worker. */
   readonly #alone = new Set<string>();
 
   /** `init`: what every plugin's runner starts with; `log`: a line a plugin logged or printed. */
@@ -519,21 +519,16 @@ export class PluginWorkers {
     const program = await workerProgram();
     const { heapMb, dedicatedWorkers, pluginsPerWorker } = this.limits;
     const init = { ...this.init, progress: new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT) };
-    const isDedicated = this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
+    const threads = [...this.#threads];
+    const dedicated = threads.filter((thread) => !thread.isShared).length;
+    const isDedicated = dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
     let thread = isDedicated
       ? undefined
-      : [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
+      : threads.find((shared) => shared.isShared && !shared.isEnding && shared.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
-      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, (plugins) => {
-        for (const plugin of plugins) this.#alone.add(plugin);
-      });
-      if (isDedicated) {
-        this.#dedicated++;
-        void created.exited.then(() => this.#dedicated--);
-      } else {
-        this.#shared.add(created);
-        void created.exited.then(() => this.#shared.delete(created));
-      }
+      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, this.#alone);
+      this.#threads.add(created);
+      void created.exited.then(() => this.#threads.delete(created));
       thread = created;
     }
     return new PluginWorker(plugin, thread, init, onStopped).open(init);
