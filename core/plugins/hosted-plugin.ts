@@ -22,9 +22,17 @@ import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import type { ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
-import { type PluginTransport, PluginWorkerFault, type PluginWorkerStopped } from "./transport.ts";
-import { sanitizeFault, sanitizeLocation } from "./worker/plugin-worker.ts";
-import type { Activated, Evaluated, Observed, WorkerFault, WorkerObservation, WorkerText } from "./worker/protocol.ts";
+import type {
+  Activated,
+  Evaluated,
+  Observed,
+  PluginTransport,
+  PluginWorkerStopped,
+  WorkerFault,
+  WorkerObservation,
+  WorkerText,
+} from "./worker/protocol.ts";
+import { PluginWorkerFault, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
 export class PluginCodeFault extends ContextHostError {

@@ -19,7 +19,7 @@ import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
-import { InThreadTransport } from "./transport.ts";
+import { InThreadTransport } from "./runner.ts";
 import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
 

@@ -1,8 +1,8 @@
 // Owns the one plugin runner (decision 160): it evaluates each generation the host sends (a
 // fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
 // observations (loaders, codecs and renderers) and disposers, in a plugin's worker thread or,
-// with `isolation: "none"`, in the host's own thread: the transport is the only difference.
-// What it answers is plain data the host checks on arrival.
+// with `isolation: "none"`, in the host's own thread (`InThreadTransport`, below): the
+// transport is the only difference. What it answers is plain data the host checks on arrival.
 
 import type { AwilixContainer } from "awilix";
 import { withinDeadline } from "../base/deadline.ts";
@@ -22,7 +22,10 @@ import {
   type Activated,
   type Evaluated,
   type HostRequest,
+  type HostRequestBody,
   type Observed,
+  type PluginTransport,
+  PluginWorkerFault,
   phaseCodes,
   progress,
   type RunnerReply,
@@ -36,8 +39,8 @@ export interface RunnerOptions {
   readonly container: AwilixContainer;
   /** Values deeper or larger are not sent (a deep enough value cannot even be read by the host's thread). */
   readonly limits: ValueLimits;
-  /** Progress cells (`progress`): what the runner runs now, for whoever must say where it stopped. */
-  readonly cells: Int32Array;
+  /** Progress cells (`progress`): what the runner runs now, for whoever must say where it stopped (none: nobody asks). */
+  readonly cells?: Int32Array;
 }
 
 /** How many envs (location and session) a source remembers its last sent value for. */
@@ -61,9 +64,7 @@ interface Living {
 }
 
 /** The plugin runner: one request in, one reply out. */
-export interface PluginRunner {
-  serve(request: HostRequest): Promise<RunnerReply>;
-}
+export type PluginRunner = (request: HostRequest) => Promise<RunnerReply>;
 
 // One object for every such answer: a transport that clones sends it once per message.
 const unavailableObservation: WorkerObservation = Object.freeze({ kind: "unavailable" });
@@ -72,7 +73,7 @@ const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged
 const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
 
 export function createPluginRunner(options: RunnerOptions): PluginRunner {
-  const { container, limits, cells } = options;
+  const { container, limits, cells = new Int32Array(progress.length) } = options;
   const generations = new Map<number, Living>();
   /** Numbers the observations sent with texts, so the host can say which one it holds. */
   let sentCount = 0;
@@ -83,58 +84,39 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     Atomics.store(cells, progress.source, source);
   }
 
-  async function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Promise<RunnerReply> {
-    const locations = locationsOf(request, request.generation);
+  function evaluate(request: Extract<HostRequest, { type: "evaluate" }>): Evaluated {
     mark(request.id, "evaluate");
     let exports: Record<string, unknown>;
     try {
       exports = evaluateBundle(request, request.generation);
     } catch (error) {
-      const fault = faultOf(error, locations, "evaluate");
-      return { ok: false, fault: { ...fault, phase: "evaluate", message: `module code threw: ${messageOf(error)}` } };
-    } finally {
-      mark(0, "idle");
+      throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
-    try {
-      const { name } = pluginOf(exports, new Set(request.reserved));
-      generations.set(request.generation, { exports, locations, name, sent: new Map() });
-      return { ok: true, result: { name } satisfies Evaluated };
-    } catch (error) {
-      return { ok: false, fault: faultOf(error, locations, "evaluate") };
-    }
+    const { name } = pluginOf(exports, new Set(request.reserved));
+    const locations = locationsOf(request, request.generation);
+    generations.set(request.generation, { exports, locations, name, sent: new Map() });
+    return { name };
   }
 
-  async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<RunnerReply> {
+  async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<Activated> {
     const living = generations.get(request.generation);
-    if (living === undefined)
-      return { ok: false, fault: { phase: "setup", message: `generation ${request.generation} was not evaluated here` } };
+    if (living === undefined) throw new Error(`generation ${request.generation} was not evaluated here`);
     mark(request.id, "setup");
-    try {
-      const activated = await activateGeneration({
-        exports: living.exports,
-        generation: request.generation,
-        container,
-        settings: { [living.name]: request.config },
-        setupDeadlineMs: request.setupDeadlineMs,
-        reservedNamespaces: new Set(),
-      });
-      living.scope = activated.scope;
-      living.sources = new Map(
-        activated.sources.map((source) => [
-          source.key,
-          { source, codec: new SourceCodec(source as unknown as Source, Infinity) },
-        ]),
-      );
-      const sources = activated.sources.map(({ key, deadlineMs }) =>
-        typeof deadlineMs === "number" ? { key, deadlineMs } : { key },
-      );
-      return { ok: true, result: { sources } satisfies Activated };
-    } catch (error) {
-      generations.delete(request.generation);
-      return { ok: false, fault: faultOf(error, living.locations, "setup") };
-    } finally {
-      mark(0, "idle");
-    }
+    const activated = await activateGeneration({
+      exports: living.exports,
+      generation: request.generation,
+      container,
+      settings: { [living.name]: request.config },
+      setupDeadlineMs: request.setupDeadlineMs,
+      reservedNamespaces: new Set(),
+    });
+    living.scope = activated.scope;
+    living.sources = new Map(
+      activated.sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
+    );
+    return {
+      sources: activated.sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })),
+    };
   }
 
   /** The values this generation last sent in `envId`, the least recently used env dropped beyond `maxEnvs`. */
@@ -148,11 +130,10 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     return sent;
   }
 
-  async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<RunnerReply> {
+  async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
-    if (living === undefined || sources === undefined)
-      return { ok: false, fault: { phase: "load", message: `generation ${request.generation} is not active here` } };
+    if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
     const env = Object.freeze({ ...request.env });
     const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
     const keys = request.keys ?? [...sources.keys()];
@@ -249,33 +230,41 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       const previous = decoded === undefined ? { decodes: false } : { decodes: true, update: render("update", decoded.value) };
       return { kind: "present", value, number, baseline, ...removed, previous };
     });
-    mark(0, "idle");
-    return { ok: true, result: { observations, faults } satisfies Observed };
+    return { observations, faults };
   }
 
-  async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Promise<RunnerReply> {
+  async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Promise<null> {
     const living = generations.get(request.generation);
     generations.delete(request.generation);
     mark(request.id, "dispose");
+    await living?.scope?.close();
+    return null;
+  }
+
+  // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
+  return async function serve(request) {
+    const living = generations.get(request.generation);
     try {
-      await living?.scope?.close();
-      return { ok: true, result: null };
+      if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
+      if (request.type === "activate") return { ok: true, result: await activate(request) };
+      if (request.type === "observe") return { ok: true, result: await observe(request) };
+      return { ok: true, result: await dispose(request) };
     } catch (error) {
-      return { ok: false, fault: { phase: "dispose", message: messageOf(error) } };
+      // A generation whose evaluation or setup failed does not live on.
+      if (request.type !== "observe") generations.delete(request.generation);
+      const locations = request.type === "evaluate" ? locationsOf(request, request.generation) : living?.locations;
+      return {
+        ok: false,
+        fault: faultOf(error, request.type === "dispose" ? undefined : locations, faultPhases[request.type]),
+      };
     } finally {
       mark(0, "idle");
     }
-  }
-
-  return {
-    serve(request) {
-      if (request.type === "evaluate") return evaluate(request);
-      if (request.type === "activate") return activate(request);
-      if (request.type === "observe") return observe(request);
-      return dispose(request);
-    },
   };
 }
+
+/** The phase a request's fault names, unless its error says another. */
+const faultPhases = { evaluate: "evaluate", activate: "setup", observe: "load", dispose: "dispose" } as const;
 
 function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
   const failure = error instanceof ActivationFailed ? error : undefined;
@@ -296,4 +285,27 @@ function locate(locations: BundleLocations | undefined, error: unknown): Locatio
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The runner in the host's own thread. Nothing can stop plugin code here, so the runner's
+ * own deadlines (setup, loaders) and the host's around disposers are all there is; a plugin
+ * that loops freezes the host. For trusted code only.
+ */
+export class InThreadTransport implements PluginTransport {
+  readonly #serve: PluginRunner;
+  readonly stopped = undefined;
+  #nextId = 1;
+
+  constructor(options: RunnerOptions) {
+    this.#serve = createPluginRunner(options);
+  }
+
+  async request<T>(request: HostRequestBody): Promise<T> {
+    const reply = await this.#serve({ ...request, id: this.#nextId++ });
+    if (!reply.ok) throw new PluginWorkerFault({ fault: reply.fault });
+    return reply.result as T;
+  }
+
+  async terminate(): Promise<void> {}
 }

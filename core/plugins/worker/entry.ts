@@ -30,10 +30,10 @@ function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (req
     logger: asValue(freeze({ info: send("info"), warn: send("warn"), error: send("error") })),
     location: asValue(init.location),
   });
-  const runner = createPluginRunner({ container, limits: init, cells: new Int32Array(init.progress) });
+  const serve = createPluginRunner({ container, limits: init, cells: new Int32Array(init.progress) });
   return (request) => {
     if ("now" in request) hostNow = request.now;
-    void runner.serve(request).then((reply) => {
+    void serve(request).then((reply) => {
       try {
         post({ type: "reply", id: request.id, ...reply });
       } catch (error) {

@@ -10,15 +10,17 @@ import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { messageOf } from "../../base/errors.ts";
 import type { PluginLimits } from "../limits.ts";
-import type { Location } from "../locations.ts";
-import { type Describe, type PluginTransport, PluginWorkerFault, PluginWorkerStopped } from "../transport.ts";
 import { cachedProgram, storedCodeCache } from "./program-cache.ts";
 import {
+  type Describe,
   type HostRequestBody,
+  type PluginTransport,
+  PluginWorkerFault,
+  PluginWorkerStopped,
   phaseCodes,
   progress,
+  sanitizeFault,
   type ThreadRequest,
-  type WorkerFault,
   type WorkerInit,
   type WorkerReply,
 } from "./protocol.ts";
@@ -175,16 +177,9 @@ ${body}
   });
 }
 
-export interface PluginWorkerOptions {
-  /** The plugin's file: named to its thread mates when it stops a shared worker. */
-  readonly plugin: string;
-  /** A line the plugin logged or printed. */
-  log(level: "info" | "warn" | "error", message: string): void;
-  /** The worker ended without being asked to; `stopped` says why. */
-  onStopped(stopped: PluginWorkerStopped): void;
-}
-
-type Log = PluginWorkerOptions["log"];
+/** Takes a line a plugin logged or printed. */
+type Log = (level: "info" | "warn" | "error", message: string) => void;
+type OnStopped = (stopped: PluginWorkerStopped) => void;
 
 interface Pending {
   readonly resolve: (value: unknown) => void;
@@ -217,8 +212,8 @@ class PluginThread {
   isEnding = false;
   #lastError: unknown;
   #markReady: (() => void) | undefined;
-  /** Told the plugins that were running when it stopped (they run alone from then on). */
-  readonly #onCulprits: (plugins: readonly string[]) => void;
+  /** Where a shared one adds the plugins that were running when it stopped: they run alone from then on. */
+  readonly #alone: Set<string>;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
 
@@ -227,12 +222,12 @@ class PluginThread {
     program: WorkerProgram,
     heapMb: number,
     init: WorkerInit | undefined,
-    log: Log,
-    onCulprits: (plugins: readonly string[]) => void,
+    readonly log: Log,
+    alone: Set<string>,
   ) {
     this.#heapMb = heapMb;
     this.isShared = init === undefined;
-    this.#onCulprits = onCulprits;
+    this.#alone = alone;
     this.#worker = new Worker(bootstrap, {
       eval: true,
       workerData: { ...(init ?? { shared: true }), program: program.shared },
@@ -243,8 +238,8 @@ class PluginThread {
       stderr: true,
       name: this.isShared ? "context-host plugins" : "context-host plugin",
     });
-    this.#forward(this.#worker.stdout, "info", log);
-    this.#forward(this.#worker.stderr, "warn", log);
+    this.#forward(this.#worker.stdout, "info");
+    this.#forward(this.#worker.stderr, "warn");
     this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
     this.#worker.on("error", (error) => {
       this.#lastError = error;
@@ -289,7 +284,7 @@ class PluginThread {
   stopFor(culprit: PluginWorker, stopped: PluginWorkerStopped, missedId: number): void {
     this.isEnding = true;
     culprit.stop(stopped, missedId);
-    if (this.isShared) this.#onCulprits([culprit.plugin]);
+    if (this.isShared) this.#alone.add(culprit.plugin);
     this.#stopAll(
       `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
       true,
@@ -321,8 +316,8 @@ class PluginThread {
   #stopAll(reason: string, forAnother = false) {
     // Plugins running code when it stopped are culprits; when one is known (or it stopped
     // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
-    const culprits = [...this.plugins.values()].flatMap((plugin) =>
-      plugin.stopped === undefined && plugin.running().phase !== undefined ? [plugin.plugin] : [],
+    const culprits = [...this.plugins.values()].filter(
+      (plugin) => plugin.stopped === undefined && plugin.running().phase !== undefined,
     );
     for (const plugin of this.plugins.values()) {
       if (plugin.stopped !== undefined) {
@@ -333,7 +328,7 @@ class PluginThread {
       const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running.phase === undefined;
       plugin.stop(new PluginWorkerStopped({ reason, ...running, isCollateral }));
     }
-    if (this.isShared && culprits.length > 0) this.#onCulprits(culprits);
+    if (this.isShared) for (const culprit of culprits) this.#alone.add(culprit.plugin);
     if (!this.isEnding) {
       this.isEnding = true;
       void this.#worker.terminate().catch(() => {});
@@ -354,7 +349,7 @@ class PluginThread {
     return `${worker} exited with code ${code}`;
   }
 
-  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn", log: Log) {
+  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn") {
     if (stream === null) return;
     let buffered = "";
     stream.setEncoding("utf8");
@@ -362,7 +357,7 @@ class PluginThread {
       buffered += chunk;
       const lines = buffered.split("\n");
       buffered = (lines.pop() ?? "").slice(0, maxLogLine);
-      for (const line of lines) log(level, line.slice(0, maxLogLine));
+      for (const line of lines) this.log(level, line.slice(0, maxLogLine));
     });
   }
 }
@@ -373,41 +368,42 @@ export class PluginWorker implements PluginTransport {
   readonly #tag: number;
   readonly #cells: Int32Array;
   readonly #pending = new Map<number, Pending>();
-  readonly #options: PluginWorkerOptions;
+  readonly #onStopped: OnStopped;
   #nextId = 1;
   #stopped: PluginWorkerStopped | undefined;
   #isOpen = false;
   #isClosing = false;
 
-  private constructor(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions) {
+  /** `plugin`: its file, named to its thread mates when it stops a shared worker; `onStopped`: told if the worker ends unasked. */
+  constructor(
+    readonly plugin: string,
+    thread: PluginThread,
+    init: WorkerInit,
+    onStopped: OnStopped,
+  ) {
     this.#thread = thread;
     this.#cells = new Int32Array(init.progress);
-    this.#options = options;
+    this.#onStopped = onStopped;
     this.#tag = thread.place(this);
   }
 
-  /** Opens the plugin on `thread` once ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
-  static async open(thread: PluginThread, init: WorkerInit, options: PluginWorkerOptions): Promise<PluginWorker> {
-    const worker = new PluginWorker(thread, init, options);
-    await Promise.race([thread.ready, thread.exited]);
-    if (thread.isShared) {
+  /** Opens the plugin once its thread is ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
+  async open(init: WorkerInit): Promise<this> {
+    await Promise.race([this.#thread.ready, this.#thread.exited]);
+    if (this.#thread.isShared) {
       try {
-        await worker.request({ type: "open", init }, startDeadlineMs, () => ({
+        await this.request({ type: "open", init }, startDeadlineMs, () => ({
           what: "opening the plugin's realm",
           phase: "evaluate",
         }));
       } catch (error) {
-        await worker.terminate();
+        await this.terminate();
         throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });
       }
     }
-    if (worker.#stopped !== undefined) throw worker.#stopped;
-    worker.#isOpen = true;
-    return worker;
-  }
-
-  get plugin(): string {
-    return this.#options.plugin;
+    if (this.#stopped !== undefined) throw this.#stopped;
+    this.#isOpen = true;
+    return this;
   }
 
   get stopped(): PluginWorkerStopped | undefined {
@@ -443,24 +439,29 @@ export class PluginWorker implements PluginTransport {
   }
 
   #missed(id: number, ms: number) {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return;
-    const running = Atomics.load(this.#cells, progress.request) === id ? this.#phase() : undefined;
-    const described = pending.describe(running, Atomics.load(this.#cells, progress.source));
+    const described = this.#described(id);
+    if (described === undefined) return;
     const reason = `${described.what} missed its deadline of ${described.ms ?? ms} ms; the plugin's worker was stopped`;
     this.#thread.stopFor(this, new PluginWorkerStopped({ reason, phase: described.phase, key: described.key }), id);
   }
 
-  #phase(): DiagnosticPhase | undefined {
+  /** What request `id` was doing, as it describes itself: with the phase and source of its code if that runs now (the progress cells). */
+  #described(id: number) {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return undefined;
     const code = Atomics.load(this.#cells, progress.phase);
-    return code > 0 ? (phaseCodes[code] as DiagnosticPhase) : undefined;
+    const isRunning = code > 0 && Atomics.load(this.#cells, progress.request) === id;
+    return pending.describe(
+      isRunning ? (phaseCodes[code] as DiagnosticPhase) : undefined,
+      Atomics.load(this.#cells, progress.source),
+    );
   }
 
   /** A reply or a log line of this plugin's runner. */
   receive(message: WorkerReply) {
     if (message.type === "log") {
       if (typeof message.message === "string" && ["info", "warn", "error"].includes(message.level))
-        this.#options.log(message.level, message.message.slice(0, maxLogLine));
+        this.#thread.log(message.level, message.message.slice(0, maxLogLine));
       return;
     }
     if (message.type !== "reply") return;
@@ -474,11 +475,9 @@ export class PluginWorker implements PluginTransport {
 
   /** Which phase and source the plugin's code was in, from the progress cells and the request running. */
   running(): { phase?: DiagnosticPhase; key?: string | undefined } {
-    const phase = this.#phase();
-    const pending = this.#pending.get(Atomics.load(this.#cells, progress.request));
-    if (phase === undefined || pending === undefined) return {};
-    const described = pending.describe(phase, Atomics.load(this.#cells, progress.source));
-    return { phase: described.phase, key: described.key };
+    if (Atomics.load(this.#cells, progress.phase) === 0) return {};
+    const described = this.#described(Atomics.load(this.#cells, progress.request));
+    return described === undefined ? {} : { phase: described.phase, key: described.key };
   }
 
   /** Stops this plugin's transport: `missedId`'s request first, then every other; reported once, unless it was closing. */
@@ -492,7 +491,7 @@ export class PluginWorker implements PluginTransport {
     }
     this.#pending.clear();
     // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
-    if (isFirst && this.#isOpen && !this.#isClosing) this.#options.onStopped(stopped);
+    if (isFirst && this.#isOpen && !this.#isClosing) this.#onStopped(stopped);
   }
 }
 
@@ -502,8 +501,8 @@ export class PluginWorker implements PluginTransport {
  * a shared worker gets one of its own from then on, so it cannot stop its mates again.
  */
 export class PluginWorkers {
-  #dedicated = 0;
-  readonly #shared = new Set<PluginThread>();
+  readonly #threads = new Set<PluginThread>();
+  /** Plugins that stopped a shared worker. */
   readonly #alone = new Set<string>();
 
   /** `init`: what every plugin's runner starts with; `log`: a line a plugin logged or printed. */
@@ -514,63 +513,24 @@ export class PluginWorkers {
   ) {}
 
   /** Starts `plugin`'s transport: a worker of its own, or a realm on a shared one. */
-  async start(plugin: string, onStopped: PluginWorkerOptions["onStopped"]): Promise<PluginWorker> {
+  async start(plugin: string, onStopped: OnStopped): Promise<PluginWorker> {
     // From the program to placing the plugin nothing awaits: plugins starting together are
     // counted in order and fill one shared thread before another is made.
     const program = await workerProgram();
     const { heapMb, dedicatedWorkers, pluginsPerWorker } = this.limits;
     const init = { ...this.init, progress: new SharedArrayBuffer(progress.length * Int32Array.BYTES_PER_ELEMENT) };
-    const isDedicated = this.#dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
+    const threads = [...this.#threads];
+    const dedicated = threads.filter((thread) => !thread.isShared).length;
+    const isDedicated = dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
     let thread = isDedicated
       ? undefined
-      : [...this.#shared].find((shared) => !shared.isEnding && shared.plugins.size < pluginsPerWorker);
+      : threads.find((shared) => shared.isShared && !shared.isEnding && shared.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
-      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, (plugins) => {
-        for (const plugin of plugins) this.#alone.add(plugin);
-      });
-      if (isDedicated) {
-        this.#dedicated++;
-        void created.exited.then(() => this.#dedicated--);
-      } else {
-        this.#shared.add(created);
-        void created.exited.then(() => this.#shared.delete(created));
-      }
+      const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, this.#alone);
+      this.#threads.add(created);
+      void created.exited.then(() => this.#threads.delete(created));
       thread = created;
     }
-    return PluginWorker.open(thread, init, { plugin, log: this.log, onStopped });
+    return new PluginWorker(plugin, thread, init, onStopped).open(init);
   }
-}
-
-/** The phases a worker's fault may name. */
-const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
-
-/** A location as the worker sent it, if it is one. */
-export function sanitizeLocation(location: unknown): Location | undefined {
-  if (typeof location !== "object" || location === null) return undefined;
-  const raw = location as Record<string, unknown>;
-  if (typeof raw.file !== "string" || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
-  const lineText = typeof raw.lineText === "string" ? raw.lineText.slice(0, 1000) : undefined;
-  return {
-    file: raw.file.slice(0, 4096),
-    line: Number(raw.line),
-    column: Number(raw.column),
-    ...(lineText === undefined ? {} : { lineText }),
-  };
-}
-
-/** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
-export function sanitizeFault(fault: unknown): WorkerFault {
-  const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
-  const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
-  const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
-  const plugin = text(raw.plugin, 200);
-  const key = text(raw.key, 500);
-  const location = sanitizeLocation(raw.location);
-  return {
-    phase: phase as DiagnosticPhase,
-    message: text(raw.message) ?? "the plugin's worker reported a fault without a message",
-    ...(plugin === undefined ? {} : { plugin }),
-    ...(key === undefined ? {} : { key }),
-    ...(location === undefined ? {} : { location }),
-  };
 }

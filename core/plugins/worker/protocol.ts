@@ -1,8 +1,10 @@
-// Owns the messages between the host and a plugin's runner (decision 060), whichever
-// transport carries them: plain data (code and settings in; values, texts, faults out),
-// none of it trusted by the host before its arrival checks.
+// Owns the messages between the host and a plugin's runner (decision 060) and what carries
+// them (decision 160): plain data (code and settings in; values, texts, faults out), none of
+// it trusted by the host before its arrival checks. The transports are the runner in the
+// host's own thread (`runner.ts`) and a plugin's worker thread (`plugin-worker.ts`).
 
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
+import { ContextHostError } from "../../base/errors.ts";
 import type { ValueLimits } from "../../system-context/prerendered.ts";
 import type { Location } from "../locations.ts";
 
@@ -146,4 +148,95 @@ export interface Activated {
 export interface Observed {
   readonly observations: readonly WorkerObservation[];
   readonly faults: readonly WorkerFault[];
+}
+
+/** What a request was doing when its transport stopped, from the phase running and the source's index in the request. */
+export type Describe = (
+  phase: DiagnosticPhase | undefined,
+  index: number,
+) => {
+  readonly what: string;
+  readonly phase: DiagnosticPhase;
+  readonly key?: string | undefined;
+  /** The deadline to name, when it is not the request's (a loader's own). */
+  readonly ms?: number | undefined;
+};
+
+/** The worker of a plugin stopped; `reason` says why, as a diagnostic will. */
+export class PluginWorkerStopped extends ContextHostError {
+  readonly reason: string;
+  /** The phase and the source key the worker was running when it stopped, if any. */
+  readonly phase: DiagnosticPhase | undefined;
+  readonly key: string | undefined;
+  /** Stopped for another plugin of a shared worker (decision 185): no stop of this plugin's own. */
+  readonly isCollateral: boolean;
+  constructor(options: {
+    readonly reason: string;
+    readonly phase?: DiagnosticPhase | undefined;
+    readonly key?: string | undefined;
+    readonly isCollateral?: boolean;
+  }) {
+    super(options.reason);
+    this.reason = options.reason;
+    this.phase = options.phase;
+    this.key = options.key;
+    this.isCollateral = options.isCollateral ?? false;
+  }
+}
+
+/** A request the runner answered with a fault. */
+export class PluginWorkerFault extends ContextHostError {
+  readonly fault: WorkerFault;
+  constructor(options: { readonly fault: WorkerFault }) {
+    super(options.fault.message);
+    this.fault = options.fault;
+  }
+}
+
+/** Carries requests to one plugin's runner. Once stopped it stays stopped: a restart is a new transport. */
+export interface PluginTransport {
+  /** Whether the transport has stopped (and why). */
+  readonly stopped: PluginWorkerStopped | undefined;
+  /**
+   * Sends one request; resolves with the runner's result, rejects with `PluginWorkerFault`
+   * (the runner answered with a fault) or `PluginWorkerStopped` (the transport stopped first,
+   * or the answer missed `ms` where the transport can stop the runner).
+   */
+  request<T>(request: HostRequestBody, ms: number, describe: Describe): Promise<T>;
+  /** Stops the transport at once and waits until it ended. */
+  terminate(): Promise<void>;
+}
+
+/** The phases a worker's fault may name. */
+const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
+
+/** A location as the worker sent it, if it is one. */
+export function sanitizeLocation(location: unknown): Location | undefined {
+  if (typeof location !== "object" || location === null) return undefined;
+  const raw = location as Record<string, unknown>;
+  if (typeof raw.file !== "string" || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
+  const lineText = typeof raw.lineText === "string" ? raw.lineText.slice(0, 1000) : undefined;
+  return {
+    file: raw.file.slice(0, 4096),
+    line: Number(raw.line),
+    column: Number(raw.column),
+    ...(lineText === undefined ? {} : { lineText }),
+  };
+}
+
+/** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
+export function sanitizeFault(fault: unknown): WorkerFault {
+  const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
+  const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
+  const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
+  const plugin = text(raw.plugin, 200);
+  const key = text(raw.key, 500);
+  const location = sanitizeLocation(raw.location);
+  return {
+    phase: phase as DiagnosticPhase,
+    message: text(raw.message) ?? "the plugin's worker reported a fault without a message",
+    ...(plugin === undefined ? {} : { plugin }),
+    ...(key === undefined ? {} : { key }),
+    ...(location === undefined ? {} : { location }),
+  };
 }
