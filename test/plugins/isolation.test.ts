@@ -52,6 +52,11 @@ import { bounded, paths, prepareScenario, runScenario } from "./hostile/scenario
 /** Under `npm run test:long`, each scenario runs in a child of its own. */
 const isLong = process.env.CONTEXT_HOST_LONG === "1";
 
+/** Resolves once `probe` holds: bounded only by the test's timeout. */
+async function until(probe: () => boolean): Promise<void> {
+  while (!probe()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
 /** The scenarios that run in child processes, by test name; started together in `before`. */
 const childScenarios: Record<string, { hostile: readonly string[]; options?: ChildOptions }> = {
   "well-behaved only": { hostile: [] },
@@ -305,45 +310,40 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
         // Two reloads: the second waits for nothing the first generation's disposer holds. A
         // reload counts once the new code set up and a generation newer than the last is active
         // (a restart after a missed dispose deadline may number generations of its own).
+        // Waits end when what they wait for happened; one that never does is this test's
+        // timeout (a blocked reload or close), not a wall-clock bound of its own.
         for (const next of ["second", "third"]) {
           const before = generation();
           writeFileSync(file, code.replace('const generation = "first"', `const generation = "${next}"`));
-          const started = Date.now();
-          const isActive = () => generation() > before && setups().at(-1) === `setup ${next}`;
-          while (!isActive() && Date.now() - started < 2500) await new Promise((resolve) => setTimeout(resolve, 10));
-          expect(
-            { generationAfter: generation() > before, lastSetup: setups().at(-1) },
-            `the ${next} generation active within 2.5 s of its write`,
-          ).to.deep.equal({ generationAfter: true, lastSetup: `setup ${next}` });
+          await until(() => generation() > before && setups().at(-1) === `setup ${next}`);
         }
         // The first displaced generation's disposer was called and never settled: at its
         // deadline the plugin's worker was stopped (decision 060), and the generations living
         // in it went with it — a disposer cannot run in a stopped worker, so "second" may
         // never be disposed, while "third" came up in a fresh worker.
-        const missedDispose = () =>
-          host.diagnostics.some(
+        const missedDisposes = () =>
+          host.diagnostics.filter(
             (d) =>
               d.plugin === "stuck-disposer" && d.phase === "dispose" && d.message.includes(`${deadlines.disposeDeadlineMs} ms`),
           );
-        for (const started = Date.now(); !missedDispose() && Date.now() - started < 1000; )
-          await new Promise((resolve) => setTimeout(resolve, 10));
+        await until(() => missedDisposes().length > 0);
         expect(markerOf(config, "stuck-disposer"), JSON.stringify(host.diagnostics)).to.include("dispose first");
-        expect(missedDispose(), JSON.stringify(host.diagnostics)).to.equal(true);
         const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
         await host.prompt(id, "still served?");
-        const step = await bounded(host.step(id), callBoundMs);
+        const step = await host.step(id);
+        expect(step.kind === "replied" ? step.request.system : step).to.deep.equal([`good: v1 @ ${at.a}`]);
+        // Closing runs the active generation's disposer, which never settles either (or waits
+        // behind the second's in the same worker): close returns because the dispose deadline
+        // fired, and a diagnostic says so for the active generation.
+        const active = generation();
+        await host.close();
+        closed = true;
         expect(
-          step !== undefined && "value" in step && step.value.kind === "replied" ? step.value.request.system : step,
-        ).to.deep.equal([`good: v1 @ ${at.a}`]);
-        const bound = 4 * deadlines.disposeDeadlineMs;
-        const started = Date.now();
-        const close = await bounded(host.close(), bound);
-        closed = close !== undefined;
-        expect(close, `host.close() settled within ${bound} ms (took ${Date.now() - started} ms so far)`).to.deep.equal({
-          value: undefined,
-        });
+          missedDisposes().some((d) => d.message.includes(`generation ${active}`)),
+          JSON.stringify(host.diagnostics),
+        ).to.equal(true);
       } finally {
-        // Released in the background if the bounded close gave up on it.
+        // Released in the background if the test failed before closing.
         if (!closed) void closeQuietly(host);
       }
     });

@@ -79,7 +79,7 @@ export default definePlugin({ name: "quitter", setup() { process.exit(0); } });
     expect(result.stderr).to.contain("[quitter setup]").and.contain("exited with code 0");
   });
 
-  it("close stops a worker stuck in a loop in a timer, within a bounded time", async () => {
+  it("close stops a worker stuck in a loop in a timer at the dispose deadline", async () => {
     const folder = harness.tempFolder();
     write(
       path.join(folder, "looper.ts"),
@@ -90,9 +90,8 @@ export default definePlugin({ name: "quitter", setup() { process.exit(0); } });
     );
     const running = await harness.start({ folders: [folder], watch: false, disposeDeadlineMs: 300 });
     await new Promise((resolve) => setTimeout(resolve, 60));
-    const started = performance.now();
+    // Close returns because the dispose deadline fired (named below), not at a wall-clock bound.
     await running.host.close();
-    expect(performance.now() - started).to.be.below(1500);
     expect(diagnosticsLike(running, { plugin: "looper", phase: "dispose" })[0]?.message).to.contain(
       "missed its deadline of 300 ms",
     );
@@ -151,9 +150,8 @@ export default definePlugin({
     );
     write(path.join(folder, "timely.ts"), textPlugin({ name: "timely", value: "on time" }));
     const running = await harness.start({ folders: [folder], watch: false });
-    const started = performance.now();
+    // The boundary completes because the loader's own deadline fired (named below).
     expect((await baselineOf(running)).baseline).to.equal("timely: on time");
-    expect(performance.now() - started).to.be.below(1000);
     const [missed] = diagnosticsLike(running, { plugin: "timeless", phase: "load", key: "timeless/never" });
     expect(missed?.message).to.contain("loader timeless/never missed its deadline of 100 ms");
   });
