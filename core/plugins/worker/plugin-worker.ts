@@ -249,11 +249,11 @@ class PluginThread {
     // Plugins running code when it stopped are culprits; when one is known (or it stopped
     // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
     const stopping = [...this.plugins.values()].filter((plugin) => plugin.stopped === undefined);
-    const culprits = stopping.filter((plugin) => plugin.running().phase !== undefined);
+    const culprits = stopping.filter((plugin) => plugin.running() !== undefined);
     for (const plugin of stopping) {
       const running = plugin.running();
-      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running.phase === undefined;
-      plugin.stop(new PluginWorkerStopped({ reason, ...running, isCollateral }));
+      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running === undefined;
+      plugin.stop(new PluginWorkerStopped({ reason, phase: running?.phase, key: running?.key, isCollateral }));
     }
     if (this.isShared) for (const culprit of culprits) this.#alone.add(culprit.plugin);
   }
@@ -393,11 +393,11 @@ export class PluginWorker implements PluginTransport {
     else pending.reject(new PluginWorkerFault({ fault: sanitizeFault(message.fault) }));
   }
 
-  /** Which phase and source the plugin's code was in, from the progress cells and the request running. */
-  running(): { phase?: DiagnosticPhase; key?: string | undefined } {
-    if (Atomics.load(this.#cells, progress.phase) === 0) return {};
-    const described = this.#described(Atomics.load(this.#cells, progress.request));
-    return described === undefined ? {} : { phase: described.phase, key: described.key };
+  /** What the plugin's code is doing now, if it runs: the request running (the progress cells), as it describes itself. */
+  running() {
+    return Atomics.load(this.#cells, progress.phase) === 0
+      ? undefined
+      : this.#described(Atomics.load(this.#cells, progress.request));
   }
 
   /** Stops this plugin's transport, once: `missedId`'s request first, then every other. */

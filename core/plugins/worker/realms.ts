@@ -42,28 +42,11 @@ interface Realm {
   close(): void;
 }
 
-/** The globals Node adds to a thread's own realm (a fresh context has the language's only). */
+/** The globals Node adds to a thread's own realm (a fresh context has the language's only); `global` is each realm's own. */
 let nodeGlobals: readonly string[] | undefined;
-const ownGlobals = new Set([
-  "global",
-  "console",
-  "setTimeout",
-  "setInterval",
-  "setImmediate",
-  "clearTimeout",
-  "clearInterval",
-  "clearImmediate",
-]);
 
 function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post): Realm {
   const { tag } = open;
-  nodeGlobals ??= (() => {
-    const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
-    return Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && !ownGlobals.has(name));
-  })();
-  const sandbox: Record<string, unknown> = {};
-  for (const name of nodeGlobals)
-    Object.defineProperty(sandbox, name, { get: () => Reflect.get(globalThis, name), configurable: true, enumerable: false });
   const timers = new Map<unknown, (handle: never) => void>();
   const later =
     (start: (run: () => void, ...rest: unknown[]) => unknown, clear: (handle: never) => void, isOnce: boolean) =>
@@ -83,7 +66,14 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     timers.delete(handle);
     clear(handle as never);
   };
-  Object.assign(sandbox, {
+  const hooks: RealmHooks = {
+    init: open.init,
+    post: (reply) => post({ ...reply, tag }),
+    require: (id) => (id === "node:vm" || id === "vm" ? realmVm : process.getBuiltinModule(id)),
+  };
+  // A realm's own timers and console; every other global of Node's is the thread's.
+  const sandbox: Record<string, unknown> = {
+    __contextHostRealm: hooks,
     setTimeout: later(setTimeout as never, clearTimeout, true),
     setInterval: later(setInterval as never, clearInterval, false),
     setImmediate: later(setImmediate as never, clearImmediate, true),
@@ -91,13 +81,13 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     clearInterval: cancel(clearInterval),
     clearImmediate: cancel(clearImmediate),
     console: consoleFor(tag, post),
-  });
-  const hooks: RealmHooks = {
-    init: open.init,
-    post: (reply) => post({ ...reply, tag }),
-    require: (id) => (id === "node:vm" || id === "vm" ? realmVm : process.getBuiltinModule(id)),
   };
-  sandbox.__contextHostRealm = hooks;
+  nodeGlobals ??= (() => {
+    const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
+    return Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && name !== "global");
+  })();
+  for (const name of nodeGlobals.filter((name) => !Object.hasOwn(sandbox, name)))
+    Object.defineProperty(sandbox, name, { get: () => Reflect.get(globalThis, name), configurable: true, enumerable: false });
   const context = vm.createContext(sandbox, { name: `plugin realm ${tag}` });
   // A plugin's module is compiled into its realm, not the thread's.
   const realmVm = {
