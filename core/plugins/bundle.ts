@@ -4,14 +4,13 @@
 // all it imports. Both are cached on disk with what decides them (decisions 092, 191), so a
 // restart with unchanged plugins starts no esbuild.
 
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { ContextHostError } from "../base/errors.ts";
 import type { Location } from "./locations.ts";
-import { type Built, cachedBuild, cachedProgram, fingerprint } from "./worker/program-cache.ts";
+import { type Built, cachedBuild, cachedProgram, fingerprint, hashOf } from "./worker/program-cache.ts";
 
 /** A bundled plugin generation, not yet evaluated. */
 export interface PluginBundle {
@@ -79,9 +78,7 @@ export async function bundlePlugin(
 ): Promise<PluginBundle> {
   const key = JSON.stringify({ entry, esbuild: esbuild.version, node: process.version });
   const { code, inputs } = await cachedBuild("plugin-bundle", keptBundles, key, () => build(entry));
-  const hash = createHash("sha256").update(code).digest("hex");
-  const baseDir = path.dirname(entry);
-  return { entry, code, hash, inputs, baseDir, ownDependenciesFirst: options.ownDependenciesFirst };
+  return { entry, code, hash: hashOf(code), inputs, baseDir: path.dirname(entry), ...options };
 }
 
 /** esbuild's bundle of `entry`, with fingerprints of all that decided it, each taken before esbuild read it (decision 191). */

@@ -52,7 +52,7 @@ interface CacheFile<T> {
   readonly text: T;
 }
 
-const hashOf = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+export const hashOf = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 
 /** A file's SHA-256, a folder's listing (names, folders marked), "absent", or why it cannot be read. */
 export function fingerprint(file: string): string {
@@ -94,8 +94,7 @@ function read<T>(dir: string, file: string, key: string): T | undefined {
       const stat = id === undefined ? undefined : statSync(input, { throwIfNoEntry: false });
       if ((stat === undefined || identity(stat) !== id) && fingerprint(input) !== print) return undefined;
     }
-    const now = new Date();
-    utimesSync(file, now, now); // recently used: kept when the folder is pruned
+    utimesSync(file, new Date(), new Date()); // recently used: kept when the folder is pruned
     return cached.text;
   } catch {
     return undefined;
@@ -172,16 +171,15 @@ export function storedCodeCache(source: string, dir = programCacheDir()): { file
   if (dir === undefined) return {};
   const file = path.join(dir, `code-cache-${hashOf(`${process.versions.v8}\n${source}`).slice(0, 32)}.bin`);
   try {
-    if (!isPrivate(dir) || !isPrivate(file)) {
-      prune(dir, "code-cache-", keptPrograms);
-      return { file };
+    if (isPrivate(dir) && isPrivate(file)) {
+      utimesSync(file, new Date(), new Date());
+      return { file, bytes: readFileSync(file) };
     }
-    const now = new Date();
-    utimesSync(file, now, now);
-    return { file, bytes: readFileSync(file) };
+    prune(dir, "code-cache-", keptPrograms);
   } catch {
-    return { file };
+    // None to read: the program is compiled afresh.
   }
+  return { file };
 }
 
 /** The worker program for `key`, cached (decision 092). */
