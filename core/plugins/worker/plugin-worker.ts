@@ -120,6 +120,7 @@ interface Pending {
 }
 
 const startDeadlineMs = 10_000;
+const opening: Describe = () => ({ what: "opening the plugin's realm", phase: "evaluate" });
 
 /**
  * A worker's young generation, MiB: three semi-spaces of 1 MiB, V8's smallest. A larger one
@@ -134,7 +135,6 @@ const maxLogLine = 4096;
 /** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
   readonly #worker: Worker;
-  readonly #heapMb: number;
   readonly isShared: boolean;
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
   readonly plugins = new Map<number, PluginWorker>();
@@ -156,7 +156,6 @@ class PluginThread {
     readonly log: Log,
     alone: Set<string>,
   ) {
-    this.#heapMb = heapMb;
     this.isShared = init === undefined;
     this.#alone = alone;
     this.#worker = new Worker(bootstrap, {
@@ -190,7 +189,7 @@ class PluginThread {
     this.exited = new Promise((resolve) => {
       this.#worker.once("exit", (code) => {
         clearTimeout(timer);
-        this.#stopAll(this.#why(code));
+        this.#stopAll(this.#why(code, heapMb));
         resolve();
       });
     });
@@ -264,10 +263,10 @@ class PluginThread {
     else this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
   }
 
-  #why(code: number): string {
+  #why(code: number, heapMb: number): string {
     const error = this.#lastError as (Error & { code?: string }) | undefined;
     const worker = this.isShared ? `the worker the plugin shares with others` : `the plugin's worker`;
-    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY") return `${worker} ran out of memory (heap limit ${this.#heapMb} MiB)`;
+    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY") return `${worker} ran out of memory (heap limit ${heapMb} MiB)`;
     if (error !== undefined) return `${worker} crashed: ${messageOf(error)}`;
     return `${worker} exited with code ${code}`;
   }
@@ -312,10 +311,7 @@ export class PluginWorker implements PluginTransport {
     await Promise.race([this.#thread.ready, this.#thread.exited]);
     if (this.#thread.isShared) {
       try {
-        await this.request({ type: "open", init }, startDeadlineMs, () => ({
-          what: "opening the plugin's realm",
-          phase: "evaluate",
-        }));
+        await this.request({ type: "open", init }, startDeadlineMs, opening);
       } catch (error) {
         await this.terminate();
         throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });

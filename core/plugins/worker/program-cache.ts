@@ -1,15 +1,11 @@
-// A cache on disk of the bundled worker programs (decision 092). Bundling a worker's
-// program (the entry with TypeBox, awilix and the plugin API, ~800 files) takes esbuild
-// ~0.4 s of a process's start, and every process that runs a plugin worker or a check
-// pays it: `context-host render`, `check`, `dev`, a host. The program depends only on its
-// entry, the esbuild and Node versions and the contents of the files it was built from, so
-// it is kept with the hash of each of those files and used again while every one matches.
-//
-// The folder is the user's own cache ($XDG_CACHE_HOME or ~/.cache, then context-host/):
-// a file there is read only when the folder and the file belong to this user and nobody
-// else can write them, since the program runs in every plugin worker. Any problem with the
-// cache (no home folder, a full disk, a damaged file) means a fresh build, never an error.
-// CONTEXT_HOST_CACHE=off turns the cache off. Plugin bundles are kept here too (decision 191).
+// A cache on disk of the bundled worker programs (decision 092) and plugin bundles (decision 191).
+// Bundling the worker's program (the entry with TypeBox, awilix and the plugin API, ~800 files)
+// takes esbuild ~0.4 s of every process that runs a plugin worker or a check. A result depends
+// only on its key (entry, esbuild and Node versions) and the contents of the files it was built
+// from, so it is kept with their hashes and used again while every one matches. The folder is
+// the user's cache ($XDG_CACHE_HOME or ~/.cache, then context-host/), read only while it and the
+// file are this user's and writable by nobody else: the program runs in every plugin worker.
+// Any problem with the cache means a fresh build, never an error. CONTEXT_HOST_CACHE=off: none.
 
 import { createHash } from "node:crypto";
 import {

@@ -7,7 +7,7 @@ import { format } from "node:util";
 import vm from "node:vm";
 import workerThreads, { type MessagePort, workerData } from "node:worker_threads";
 import { messageOf } from "../../base/errors.ts";
-import type { HostRequest, RealmHooks, ThreadRequest, WorkerReply } from "./protocol.ts";
+import type { RealmHooks, ThreadRequest, WorkerReply } from "./protocol.ts";
 
 type Post = (message: WorkerReply) => void;
 
@@ -19,7 +19,7 @@ export function serveRealms(port: MessagePort, post: Post): void {
   if (script === undefined) throw new Error("a shared plugin worker was started without its program");
   // Only this thread's own realm talks to the host: no plugin can read or answer another's requests.
   (workerThreads as { parentPort: unknown }).parentPort = null;
-  const realms = new Map<number, Realm>();
+  const realms = new Map<number, ReturnType<typeof openRealm>>();
   port.on("message", (message: ThreadRequest) => {
     const { tag } = message;
     if (message.type === "close") {
@@ -37,15 +37,11 @@ export function serveRealms(port: MessagePort, post: Post): void {
   });
 }
 
-interface Realm {
-  serve(request: HostRequest): void;
-  close(): void;
-}
-
 /** The globals Node adds to a thread's own realm (a fresh context has the language's only); `global` is each realm's own. */
 let nodeGlobals: readonly string[] | undefined;
 
-function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post): Realm {
+/** Opens a plugin's realm: its runner's `serve`, and `close`, which clears the timers it left. */
+function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post) {
   const { tag } = open;
   const timers = new Map<unknown, (handle: never) => void>();
   const later =
