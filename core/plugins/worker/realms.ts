@@ -76,7 +76,7 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     clearTimeout: cancel(clearTimeout),
     clearInterval: cancel(clearInterval),
     clearImmediate: cancel(clearImmediate),
-    console: consoleFor(tag, post),
+    console: consoleFor(hooks.post),
   };
   nodeGlobals ??= (() => {
     const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
@@ -105,16 +105,18 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
 }
 
 /** A realm's console: its lines reach the host as the plugin's. */
-function consoleFor(tag: number, post: Post): Record<string, (...args: unknown[]) => void> {
-  const line =
-    (level: "info" | "warn") =>
-    (...args: unknown[]) => {
-      try {
-        post({ type: "log", tag, level, message: format(...args) });
-      } catch {
-        // A line that cannot be sent is dropped.
-      }
-    };
-  const [info, warn] = [line("info"), line("warn")];
+function consoleFor(post: Post): Record<string, (...args: unknown[]) => void> {
+  const [info, warn] = [logTo(post, "info", format), logTo(post, "warn", format)];
   return { log: info, info, debug: info, dir: info, warn, error: warn, trace: warn };
+}
+
+/** Posts a line of `level`, made by `text` of what it is given; a line that cannot be sent is dropped. */
+export function logTo(post: Post, level: "info" | "warn" | "error", text: (...args: unknown[]) => string) {
+  return (...args: unknown[]) => {
+    try {
+      post({ type: "log", level, message: text(...args) });
+    } catch {
+      // Nobody to tell.
+    }
+  };
 }
