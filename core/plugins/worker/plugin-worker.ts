@@ -87,16 +87,13 @@ const bootstrap = `"use strict";
     // The first worker to answer an observation (its reply has \`observations\`) stores the code
     // cache, which then holds what evaluating, setting up and observing compiled (decision 193).
     // No failure is an error.
-    let isDone = false;
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
-      if (isDone || message?.result?.observations === undefined) return;
-      isDone = true;
+      if (message?.result?.observations === undefined || Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
       const fs = process.getBuiltinModule("node:fs");
       const temp = cacheFile + "." + process.pid + "-" + threadId + ".tmp";
       try {
-        if (Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
         fs.writeFileSync(temp, script.createCachedData(), { mode: 0o600 });
         fs.renameSync(temp, cacheFile);
       } catch {
