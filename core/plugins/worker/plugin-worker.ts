@@ -132,6 +132,7 @@ const maxLogLine = 4096;
 /** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
   readonly #worker: Worker;
+  readonly log: Log;
   readonly isShared: boolean;
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
   readonly plugins = new Map<number, PluginWorker>();
@@ -146,13 +147,8 @@ class PluginThread {
   readonly exited: Promise<void>;
 
   /** `init`: the worker's one plugin's; without it the thread is shared, realms opened by request. */
-  constructor(
-    program: WorkerProgram,
-    heapMb: number,
-    init: WorkerInit | undefined,
-    readonly log: Log,
-    alone: Set<string>,
-  ) {
+  constructor(program: WorkerProgram, heapMb: number, init: WorkerInit | undefined, log: Log, alone: Set<string>) {
+    this.log = log;
     this.isShared = init === undefined;
     this.#alone = alone;
     this.#worker = new Worker(bootstrap, {
@@ -283,6 +279,8 @@ class PluginThread {
 
 /** One plugin's transport to its worker thread (own or shared). Once stopped it stays stopped: a restart is a new one. */
 export class PluginWorker implements PluginTransport {
+  /** Its file, named to its thread mates when it stops a shared worker. */
+  readonly plugin: string;
   readonly #thread: PluginThread;
   readonly #tag: number;
   readonly #cells: Int32Array;
@@ -292,12 +290,8 @@ export class PluginWorker implements PluginTransport {
   /** Told if the worker ends unasked: from the plugin's opening to its closing. */
   #onStopped: OnStopped | undefined;
 
-  /** `plugin`: its file, named to its thread mates when it stops a shared worker. */
-  constructor(
-    readonly plugin: string,
-    thread: PluginThread,
-    init: WorkerInit,
-  ) {
+  constructor(plugin: string, thread: PluginThread, init: WorkerInit) {
+    this.plugin = plugin;
     this.#thread = thread;
     this.#cells = new Int32Array(init.progress);
     this.#tag = thread.place(this);
