@@ -116,7 +116,7 @@ export function logTo(post: Post, level: "info" | "warn" | "error", text: (...ar
     try {
       post({ type: "log", level, message: text(...args) });
     } catch {
-      // Nobody to tell.
+      // Dropped: the worker has nowhere else to say it.
     }
   };
 }
