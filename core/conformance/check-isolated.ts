@@ -9,7 +9,7 @@
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { messageOf } from "../base/errors.ts";
-import { bundleWorkerProgram } from "../plugins/worker/plugin-worker.ts";
+import { bundleWorkerProgram } from "../plugins/bundle.ts";
 import { type CheckName, type CheckPluginOptions, type PluginFinding, provisionalPluginName } from "./check-plugin.ts";
 import type { CheckStep } from "./progress.ts";
 

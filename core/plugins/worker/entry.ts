@@ -8,7 +8,7 @@ import { asValue, createContainer } from "awilix";
 import { messageOf } from "../../base/errors.ts";
 import { createPluginRunner } from "../runner.ts";
 import type { HostRequest, RealmHooks, WorkerInit, WorkerReply } from "./protocol.ts";
-import { serveRealms } from "./realms.ts";
+import { logTo, serveRealms } from "./realms.ts";
 
 /** Serves one plugin's runner: requests in, replies and log lines out. */
 function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (request: HostRequest) => void {
@@ -17,13 +17,7 @@ function serveRunner(init: WorkerInit, post: (reply: WorkerReply) => void): (req
   const { freeze } = Object;
   let hostNow = dateNow();
   const clock = { now: init.clock === "system" ? () => dateNow() : () => hostNow };
-  const send = (level: "info" | "warn" | "error") => (message: string) => {
-    try {
-      post({ type: "log", level, message: String(message) });
-    } catch {
-      // A message that cannot be sent is dropped.
-    }
-  };
+  const send = (level: "info" | "warn" | "error") => logTo(post, level, String);
   const container = createContainer();
   container.register({
     clock: asValue(freeze(clock)),

@@ -2,15 +2,14 @@
 // threads with a heap limit (beyond `dedicatedWorkers` plugins, shared: a realm per plugin),
 // requests with deadlines kept by the host's clock, and a thread's end, whatever ends it.
 
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 import { Worker } from "node:worker_threads";
-import * as esbuild from "esbuild";
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { messageOf } from "../../base/errors.ts";
+import { bundleWorkerProgram } from "../bundle.ts";
 import type { PluginLimits } from "../limits.ts";
-import { cachedProgram, storedCodeCache } from "./program-cache.ts";
+import { storedCodeCache } from "./program-cache.ts";
 import {
   type Describe,
   type HostRequestBody,
@@ -28,23 +27,6 @@ import {
 /** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
 const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
 
-/**
- * A worker's program, and what a worker is sent: its bytes (one-byte text) and V8's code
- * cache, in shared memory (nothing copied, little compiled); where that cache is stored, and
- * whether one of them must store it (`claim`: the cell the first to do it takes).
- */
-export interface WorkerProgram {
-  readonly source: string;
-  readonly shared: {
-    readonly bytes: SharedArrayBuffer;
-    readonly sourceLength: number;
-    readonly filename: string;
-    readonly cacheFile: string | undefined;
-    readonly isStored: boolean;
-    readonly claim: SharedArrayBuffer;
-  };
-}
-
 let workerCode: Promise<WorkerProgram> | undefined;
 
 /**
@@ -60,7 +42,12 @@ export function workerProgram(): Promise<WorkerProgram> {
   return workerCode;
 }
 
-function withCodeCache(source: string): WorkerProgram {
+/**
+ * A worker's program, and what a worker is sent: its bytes (one-byte text) and V8's code
+ * cache, in shared memory (nothing copied, little compiled); where that cache is stored, and
+ * whether one of them must store it (`claim`: the cell the first to do it takes).
+ */
+function withCodeCache(source: string) {
   const filename = "context-host-plugin-worker.js";
   // Latin-1 bytes carry one-byte text exactly; a wider character would be cut (and make V8
   // hold the text at two bytes a character in every worker).
@@ -79,6 +66,7 @@ function withCodeCache(source: string): WorkerProgram {
     shared: { bytes, sourceLength: source.length, filename, cacheFile: stored.file, isStored: stored.bytes !== undefined, claim },
   };
 }
+type WorkerProgram = ReturnType<typeof withCodeCache>;
 
 /**
  * What a worker runs first: the program compiled with its cache, read from the shared bytes,
@@ -99,16 +87,13 @@ const bootstrap = `"use strict";
     // The first worker to answer an observation (its reply has \`observations\`) stores the code
     // cache, which then holds what evaluating, setting up and observing compiled (decision 193).
     // No failure is an error.
-    let isDone = false;
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
-      if (isDone || message?.result?.observations === undefined) return;
-      isDone = true;
+      if (message?.result?.observations === undefined || Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
       const fs = process.getBuiltinModule("node:fs");
       const temp = cacheFile + "." + process.pid + "-" + threadId + ".tmp";
       try {
-        if (Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
         fs.writeFileSync(temp, script.createCachedData(), { mode: 0o600 });
         fs.renameSync(temp, cacheFile);
       } catch {
@@ -119,63 +104,6 @@ const bootstrap = `"use strict";
   script.runInThisContext();
 })();
 `;
-
-const withoutGlob: esbuild.Plugin = {
-  name: "without-fast-glob",
-  setup(build) {
-    build.onResolve({ filter: /^fast-glob$/ }, () => ({ path: "fast-glob", namespace: "without-glob" }));
-    build.onLoad({ filter: /.*/, namespace: "without-glob" }, () => ({
-      contents: "module.exports = () => { throw new Error('loadModules is not available in a plugin worker'); };",
-      loader: "js",
-    }));
-  },
-};
-
-/**
- * A worker entry as one script, bundled with what it imports but `external` packages (its
- * `require` resolves them from the entry's folder). Cached on disk (decision 092): its inputs
- * are the files esbuild read and this file, whose options and wrapper shape the program.
- */
-export async function bundleWorkerProgram(entry: string, external: readonly string[] = []): Promise<string> {
-  const key = JSON.stringify({ entry, external, esbuild: esbuild.version, node: process.version });
-  return cachedProgram(key, async () => {
-    const result = await esbuild.build({
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      format: "cjs",
-      platform: "node",
-      target: "node20",
-      logLevel: "silent",
-      external: [...external],
-      // The worker's own `require` (for a plugin's packages) resolves from the entry's folder.
-      define: { "import.meta.url": "__workerEntryUrl" },
-      // awilix needs fast-glob only for `loadModules`, which the worker never calls; leaving
-      // it out takes a third off the program and ~35 ms off every worker's start (decision 060).
-      plugins: [withoutGlob],
-      // Without comments and whitespace the program is a quarter smaller, and one-byte: a
-      // comment's single non-Latin-1 character made V8 keep the whole text, in every worker,
-      // as a two-byte string (1 MiB instead of 0.4). Names stay (error names come from them).
-      minifyWhitespace: true,
-      minifySyntax: true,
-      legalComments: "none",
-      metafile: true,
-    });
-    const body = result.outputFiles[0]?.text;
-    if (body === undefined) throw new Error("esbuild produced no worker program");
-    const text = `"use strict";
-const __workerEntryUrl = ${JSON.stringify(new URL(`file://${entry}`).href)};
-(function (require, module, exports) {
-${body}
-})(globalThis.__contextHostRealm?.require ?? process.getBuiltinModule("node:module").createRequire(${JSON.stringify(entry)}), { exports: {} }, {});
-`;
-    // Inputs are relative to the working folder; a plugin's namespaced ones (`without-glob:`) are no files.
-    const inputs = Object.keys(result.metafile.inputs)
-      .filter((input) => !input.includes(":"))
-      .map((input) => path.resolve(input));
-    return { text, inputs: [...inputs, fileURLToPath(import.meta.url)] };
-  });
-}
 
 /** Takes a line a plugin logged or printed. */
 type Log = (level: "info" | "warn" | "error", message: string) => void;
@@ -189,6 +117,7 @@ interface Pending {
 }
 
 const startDeadlineMs = 10_000;
+const opening: Describe = () => ({ what: "opening the plugin's realm", phase: "evaluate" });
 
 /**
  * A worker's young generation, MiB: three semi-spaces of 1 MiB, V8's smallest. A larger one
@@ -203,7 +132,7 @@ const maxLogLine = 4096;
 /** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
   readonly #worker: Worker;
-  readonly #heapMb: number;
+  readonly log: Log;
   readonly isShared: boolean;
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
   readonly plugins = new Map<number, PluginWorker>();
@@ -218,14 +147,8 @@ class PluginThread {
   readonly exited: Promise<void>;
 
   /** `init`: the worker's one plugin's; without it the thread is shared, realms opened by request. */
-  constructor(
-    program: WorkerProgram,
-    heapMb: number,
-    init: WorkerInit | undefined,
-    readonly log: Log,
-    alone: Set<string>,
-  ) {
-    this.#heapMb = heapMb;
+  constructor(program: WorkerProgram, heapMb: number, init: WorkerInit | undefined, log: Log, alone: Set<string>) {
+    this.log = log;
     this.isShared = init === undefined;
     this.#alone = alone;
     this.#worker = new Worker(bootstrap, {
@@ -247,23 +170,19 @@ class PluginThread {
     // A message the host's thread cannot read (too deep for its stack, say) ends the worker.
     this.#worker.on("messageerror", (error) => {
       this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
-      void this.#worker.terminate().catch(() => {});
+      this.#end();
     });
     const timer = setTimeout(
       () => this.#stopAll(`the plugin's worker did not start within ${startDeadlineMs} ms`),
       startDeadlineMs,
     );
-    this.ready = new Promise((resolve) => {
-      this.#markReady = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    this.ready = new Promise<void>((resolve) => {
+      this.#markReady = resolve;
+    }).then(() => clearTimeout(timer));
     this.exited = new Promise((resolve) => {
       this.#worker.once("exit", (code) => {
         clearTimeout(timer);
-        this.isEnding = true;
-        this.#stopAll(this.#why(code));
+        this.#stopAll(this.#why(code, heapMb));
         resolve();
       });
     });
@@ -282,57 +201,53 @@ class PluginThread {
 
   /** Stops the thread because `culprit` missed a deadline: the culprit with `stopped`, its thread mates with why. */
   stopFor(culprit: PluginWorker, stopped: PluginWorkerStopped, missedId: number): void {
-    this.isEnding = true;
+    this.#end();
     culprit.stop(stopped, missedId);
     if (this.isShared) this.#alone.add(culprit.plugin);
     this.#stopAll(
       `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
       true,
     );
-    void this.#worker.terminate().catch(() => {});
   }
 
   /** A plugin leaves: a shared thread closes its realm (the thread ends with its last plugin); a dedicated one ends. */
   async release(plugin: PluginWorker, tag: number): Promise<void> {
     const isLast = [...this.plugins.values()].every((other) => other === plugin || other.stopped !== undefined);
-    if (!this.isShared || isLast || plugin.isBusy) {
-      // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
-      if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran", true);
-      this.isEnding = true;
-      await this.#worker.terminate().catch(() => {});
-      await this.exited;
+    if (this.isShared && !isLast && !plugin.isBusy) {
+      this.plugins.delete(tag);
+      plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
+      try {
+        this.post({ type: "close", tag } satisfies ThreadRequest);
+      } catch {
+        // The thread is ending anyway.
+      }
       return;
     }
-    this.plugins.delete(tag);
-    plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
-    try {
-      this.post({ type: "close", tag } satisfies ThreadRequest);
-    } catch {
-      // The thread is ending anyway.
-    }
+    // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
+    if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran", true);
+    else this.#end();
+    await this.exited;
   }
 
-  /** Stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
+  /** Nothing more is placed on it; its worker is terminated (again, if it was). */
+  #end() {
+    this.isEnding = true;
+    void this.#worker.terminate().catch(() => {});
+  }
+
+  /** Ends the thread and stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
   #stopAll(reason: string, forAnother = false) {
+    this.#end();
     // Plugins running code when it stopped are culprits; when one is known (or it stopped
     // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
-    const culprits = [...this.plugins.values()].filter(
-      (plugin) => plugin.stopped === undefined && plugin.running().phase !== undefined,
-    );
-    for (const plugin of this.plugins.values()) {
-      if (plugin.stopped !== undefined) {
-        plugin.stop(plugin.stopped);
-        continue;
-      }
+    const stopping = [...this.plugins.values()].filter((plugin) => plugin.stopped === undefined);
+    const culprits = stopping.filter((plugin) => plugin.running() !== undefined);
+    for (const plugin of stopping) {
       const running = plugin.running();
-      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running.phase === undefined;
-      plugin.stop(new PluginWorkerStopped({ reason, ...running, isCollateral }));
+      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running === undefined;
+      plugin.stop(new PluginWorkerStopped({ reason, phase: running?.phase, key: running?.key, isCollateral }));
     }
     if (this.isShared) for (const culprit of culprits) this.#alone.add(culprit.plugin);
-    if (!this.isEnding) {
-      this.isEnding = true;
-      void this.#worker.terminate().catch(() => {});
-    }
   }
 
   #receive(message: WorkerReply) {
@@ -341,10 +256,10 @@ class PluginThread {
     else this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
   }
 
-  #why(code: number): string {
+  #why(code: number, heapMb: number): string {
     const error = this.#lastError as (Error & { code?: string }) | undefined;
     const worker = this.isShared ? `the worker the plugin shares with others` : `the plugin's worker`;
-    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY") return `${worker} ran out of memory (heap limit ${this.#heapMb} MiB)`;
+    if (error?.code === "ERR_WORKER_OUT_OF_MEMORY") return `${worker} ran out of memory (heap limit ${heapMb} MiB)`;
     if (error !== undefined) return `${worker} crashed: ${messageOf(error)}`;
     return `${worker} exited with code ${code}`;
   }
@@ -364,45 +279,37 @@ class PluginThread {
 
 /** One plugin's transport to its worker thread (own or shared). Once stopped it stays stopped: a restart is a new one. */
 export class PluginWorker implements PluginTransport {
+  /** Its file, named to its thread mates when it stops a shared worker. */
+  readonly plugin: string;
   readonly #thread: PluginThread;
   readonly #tag: number;
   readonly #cells: Int32Array;
   readonly #pending = new Map<number, Pending>();
-  readonly #onStopped: OnStopped;
   #nextId = 1;
   #stopped: PluginWorkerStopped | undefined;
-  #isOpen = false;
-  #isClosing = false;
+  /** Told if the worker ends unasked: from the plugin's opening to its closing. */
+  #onStopped: OnStopped | undefined;
 
-  /** `plugin`: its file, named to its thread mates when it stops a shared worker; `onStopped`: told if the worker ends unasked. */
-  constructor(
-    readonly plugin: string,
-    thread: PluginThread,
-    init: WorkerInit,
-    onStopped: OnStopped,
-  ) {
+  constructor(plugin: string, thread: PluginThread, init: WorkerInit) {
+    this.plugin = plugin;
     this.#thread = thread;
     this.#cells = new Int32Array(init.progress);
-    this.#onStopped = onStopped;
     this.#tag = thread.place(this);
   }
 
   /** Opens the plugin once its thread is ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
-  async open(init: WorkerInit): Promise<this> {
+  async open(init: WorkerInit, onStopped: OnStopped): Promise<this> {
     await Promise.race([this.#thread.ready, this.#thread.exited]);
     if (this.#thread.isShared) {
       try {
-        await this.request({ type: "open", init }, startDeadlineMs, () => ({
-          what: "opening the plugin's realm",
-          phase: "evaluate",
-        }));
+        await this.request({ type: "open", init }, startDeadlineMs, opening);
       } catch (error) {
         await this.terminate();
         throw error instanceof PluginWorkerStopped ? error : new PluginWorkerStopped({ reason: messageOf(error) });
       }
     }
     if (this.#stopped !== undefined) throw this.#stopped;
-    this.#isOpen = true;
+    this.#onStopped = onStopped;
     return this;
   }
 
@@ -434,7 +341,7 @@ export class PluginWorker implements PluginTransport {
 
   /** Stops the plugin's code at once (running or not) and waits until it ended. */
   async terminate(): Promise<void> {
-    this.#isClosing = true;
+    this.#onStopped = undefined;
     await this.#thread.release(this, this.#tag);
   }
 
@@ -473,25 +380,25 @@ export class PluginWorker implements PluginTransport {
     else pending.reject(new PluginWorkerFault({ fault: sanitizeFault(message.fault) }));
   }
 
-  /** Which phase and source the plugin's code was in, from the progress cells and the request running. */
-  running(): { phase?: DiagnosticPhase; key?: string | undefined } {
-    if (Atomics.load(this.#cells, progress.phase) === 0) return {};
-    const described = this.#described(Atomics.load(this.#cells, progress.request));
-    return described === undefined ? {} : { phase: described.phase, key: described.key };
+  /** What the plugin's code is doing now, if it runs: the request running (the progress cells), as it describes itself. */
+  running() {
+    return Atomics.load(this.#cells, progress.phase) === 0
+      ? undefined
+      : this.#described(Atomics.load(this.#cells, progress.request));
   }
 
-  /** Stops this plugin's transport: `missedId`'s request first, then every other; reported once, unless it was closing. */
-  stop(stopped: PluginWorkerStopped, missedId?: number) {
-    const isFirst = this.#stopped === undefined;
-    this.#stopped ??= stopped;
-    const missed = this.#pending.get(missedId ?? 0);
+  /** Stops this plugin's transport, once: `missedId`'s request first, then every other. */
+  stop(stopped: PluginWorkerStopped, missedId = 0) {
+    if (this.#stopped !== undefined) return;
+    this.#stopped = stopped;
+    const missed = this.#pending.get(missedId);
     for (const pending of new Set([missed, ...this.#pending.values()])) {
       clearTimeout(pending?.timer);
-      pending?.reject(pending === missed ? stopped : this.#stopped);
+      pending?.reject(stopped);
     }
     this.#pending.clear();
-    // Before it was ready, a stop is the start's failure (the caller holds no worker yet).
-    if (isFirst && this.#isOpen && !this.#isClosing) this.#onStopped(stopped);
+    // Before it was open, a stop is the start's failure (the caller holds no worker yet).
+    this.#onStopped?.(stopped);
   }
 }
 
@@ -531,6 +438,6 @@ export class PluginWorkers {
       void created.exited.then(() => this.#threads.delete(created));
       thread = created;
     }
-    return new PluginWorker(plugin, thread, init, onStopped).open(init);
+    return new PluginWorker(plugin, thread, init).open(init, onStopped);
   }
 }

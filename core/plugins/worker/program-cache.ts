@@ -1,15 +1,11 @@
-// A cache on disk of the bundled worker programs (decision 092). Bundling a worker's
-// program (the entry with TypeBox, awilix and the plugin API, ~800 files) takes esbuild
-// ~0.4 s of a process's start, and every process that runs a plugin worker or a check
-// pays it: `context-host render`, `check`, `dev`, a host. The program depends only on its
-// entry, the esbuild and Node versions and the contents of the files it was built from, so
-// it is kept with the hash of each of those files and used again while every one matches.
-//
-// The folder is the user's own cache ($XDG_CACHE_HOME or ~/.cache, then context-host/):
-// a file there is read only when the folder and the file belong to this user and nobody
-// else can write them, since the program runs in every plugin worker. Any problem with the
-// cache (no home folder, a full disk, a damaged file) means a fresh build, never an error.
-// CONTEXT_HOST_CACHE=off turns the cache off. Plugin bundles are kept here too (decision 191).
+// A cache on disk of the bundled worker programs (decision 092) and plugin bundles (decision 191).
+// Bundling the worker's program (the entry with TypeBox, awilix and the plugin API, ~800 files)
+// takes esbuild ~0.4 s of every process that runs a plugin worker or a check. A result depends
+// only on its key (entry, esbuild and Node versions) and the contents of the files it was built
+// from, so it is kept with their hashes and used again while every one matches. The folder is
+// the user's cache ($XDG_CACHE_HOME or ~/.cache, then context-host/), read only while it and the
+// file are this user's and writable by nobody else: the program runs in every plugin worker.
+// Any problem with the cache means a fresh build, never an error. CONTEXT_HOST_CACHE=off: none.
 
 import { createHash } from "node:crypto";
 import {
@@ -52,7 +48,7 @@ interface CacheFile<T> {
   readonly text: T;
 }
 
-const hashOf = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+export const hashOf = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 
 /** A file's SHA-256, a folder's listing (names, folders marked), "absent", or why it cannot be read. */
 export function fingerprint(file: string): string {
@@ -94,8 +90,7 @@ function read<T>(dir: string, file: string, key: string): T | undefined {
       const stat = id === undefined ? undefined : statSync(input, { throwIfNoEntry: false });
       if ((stat === undefined || identity(stat) !== id) && fingerprint(input) !== print) return undefined;
     }
-    const now = new Date();
-    utimesSync(file, now, now); // recently used: kept when the folder is pruned
+    utimesSync(file, new Date(), new Date()); // recently used: kept when the folder is pruned
     return cached.text;
   } catch {
     return undefined;
@@ -172,16 +167,15 @@ export function storedCodeCache(source: string, dir = programCacheDir()): { file
   if (dir === undefined) return {};
   const file = path.join(dir, `code-cache-${hashOf(`${process.versions.v8}\n${source}`).slice(0, 32)}.bin`);
   try {
-    if (!isPrivate(dir) || !isPrivate(file)) {
-      prune(dir, "code-cache-", keptPrograms);
-      return { file };
+    if (isPrivate(dir) && isPrivate(file)) {
+      utimesSync(file, new Date(), new Date());
+      return { file, bytes: readFileSync(file) };
     }
-    const now = new Date();
-    utimesSync(file, now, now);
-    return { file, bytes: readFileSync(file) };
+    prune(dir, "code-cache-", keptPrograms);
   } catch {
-    return { file };
+    // None to read: the program is compiled afresh.
   }
+  return { file };
 }
 
 /** The worker program for `key`, cached (decision 092). */

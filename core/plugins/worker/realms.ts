@@ -7,7 +7,7 @@ import { format } from "node:util";
 import vm from "node:vm";
 import workerThreads, { type MessagePort, workerData } from "node:worker_threads";
 import { messageOf } from "../../base/errors.ts";
-import type { HostRequest, RealmHooks, ThreadRequest, WorkerReply } from "./protocol.ts";
+import type { RealmHooks, ThreadRequest, WorkerReply } from "./protocol.ts";
 
 type Post = (message: WorkerReply) => void;
 
@@ -19,7 +19,7 @@ export function serveRealms(port: MessagePort, post: Post): void {
   if (script === undefined) throw new Error("a shared plugin worker was started without its program");
   // Only this thread's own realm talks to the host: no plugin can read or answer another's requests.
   (workerThreads as { parentPort: unknown }).parentPort = null;
-  const realms = new Map<number, Realm>();
+  const realms = new Map<number, ReturnType<typeof openRealm>>();
   port.on("message", (message: ThreadRequest) => {
     const { tag } = message;
     if (message.type === "close") {
@@ -37,33 +37,12 @@ export function serveRealms(port: MessagePort, post: Post): void {
   });
 }
 
-interface Realm {
-  serve(request: HostRequest): void;
-  close(): void;
-}
-
-/** The globals Node adds to a thread's own realm (a fresh context has the language's only). */
+/** The globals Node adds to a thread's own realm (a fresh context has the language's only); `global` is each realm's own. */
 let nodeGlobals: readonly string[] | undefined;
-const ownGlobals = new Set([
-  "global",
-  "console",
-  "setTimeout",
-  "setInterval",
-  "setImmediate",
-  "clearTimeout",
-  "clearInterval",
-  "clearImmediate",
-]);
 
-function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post): Realm {
+/** Opens a plugin's realm: its runner's `serve`, and `close`, which clears the timers it left. */
+function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post) {
   const { tag } = open;
-  nodeGlobals ??= (() => {
-    const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
-    return Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && !ownGlobals.has(name));
-  })();
-  const sandbox: Record<string, unknown> = {};
-  for (const name of nodeGlobals)
-    Object.defineProperty(sandbox, name, { get: () => Reflect.get(globalThis, name), configurable: true, enumerable: false });
   const timers = new Map<unknown, (handle: never) => void>();
   const later =
     (start: (run: () => void, ...rest: unknown[]) => unknown, clear: (handle: never) => void, isOnce: boolean) =>
@@ -83,21 +62,28 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     timers.delete(handle);
     clear(handle as never);
   };
-  Object.assign(sandbox, {
+  const hooks: RealmHooks = {
+    init: open.init,
+    post: (reply) => post({ ...reply, tag }),
+    require: (id) => (id === "node:vm" || id === "vm" ? realmVm : process.getBuiltinModule(id)),
+  };
+  // A realm's own timers and console; every other global of Node's is the thread's.
+  const sandbox: Record<string, unknown> = {
+    __contextHostRealm: hooks,
     setTimeout: later(setTimeout as never, clearTimeout, true),
     setInterval: later(setInterval as never, clearInterval, false),
     setImmediate: later(setImmediate as never, clearImmediate, true),
     clearTimeout: cancel(clearTimeout),
     clearInterval: cancel(clearInterval),
     clearImmediate: cancel(clearImmediate),
-    console: consoleFor(tag, post),
-  });
-  const hooks: RealmHooks = {
-    init: open.init,
-    post: (reply) => post({ ...reply, tag }),
-    require: (id) => (id === "node:vm" || id === "vm" ? realmVm : process.getBuiltinModule(id)),
+    console: consoleFor(hooks.post),
   };
-  sandbox.__contextHostRealm = hooks;
+  nodeGlobals ??= (() => {
+    const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
+    return Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && name !== "global");
+  })();
+  for (const name of nodeGlobals.filter((name) => !Object.hasOwn(sandbox, name)))
+    Object.defineProperty(sandbox, name, { get: () => Reflect.get(globalThis, name), configurable: true, enumerable: false });
   const context = vm.createContext(sandbox, { name: `plugin realm ${tag}` });
   // A plugin's module is compiled into its realm, not the thread's.
   const realmVm = {
@@ -119,16 +105,18 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
 }
 
 /** A realm's console: its lines reach the host as the plugin's. */
-function consoleFor(tag: number, post: Post): Record<string, (...args: unknown[]) => void> {
-  const line =
-    (level: "info" | "warn") =>
-    (...args: unknown[]) => {
-      try {
-        post({ type: "log", tag, level, message: format(...args) });
-      } catch {
-        // A line that cannot be sent is dropped.
-      }
-    };
-  const [info, warn] = [line("info"), line("warn")];
+function consoleFor(post: Post): Record<string, (...args: unknown[]) => void> {
+  const [info, warn] = [logTo(post, "info", format), logTo(post, "warn", format)];
   return { log: info, info, debug: info, dir: info, warn, error: warn, trace: warn };
+}
+
+/** Posts a line of `level`, made by `text` of what it is given; a line that cannot be sent is dropped. */
+export function logTo(post: Post, level: "info" | "warn" | "error", text: (...args: unknown[]) => string) {
+  return (...args: unknown[]) => {
+    try {
+      post({ type: "log", level, message: text(...args) });
+    } catch {
+      // Dropped: the worker has nowhere else to say it.
+    }
+  };
 }
