@@ -19,7 +19,7 @@ import {
   type SourceFault,
 } from "../system-context/index.ts";
 import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
-import type { ObservedKind } from "./events.ts";
+import type { LoadTimings, ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
 import type {
@@ -27,12 +27,11 @@ import type {
   Evaluated,
   Observed,
   PluginTransport,
-  PluginWorkerStopped,
   WorkerFault,
   WorkerObservation,
   WorkerText,
 } from "./worker/protocol.ts";
-import { PluginWorkerFault, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
+import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
 export class PluginCodeFault extends ContextHostError {
@@ -67,13 +66,6 @@ export interface HostedPluginOptions {
   report(problem: WorkerFault): void;
 }
 
-/** One load's request; `attemptedHash`: of the last bundle attempted (identical content is not loaded again); `ownDependenciesFirst`: a package's plugin (decision 131). */
-export interface LoadRequest {
-  readonly generation: number;
-  readonly attemptedHash: string | undefined;
-  readonly ownDependenciesFirst: boolean;
-}
-
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
 export interface HostedGeneration {
   readonly name: string;
@@ -95,12 +87,10 @@ export type Loaded =
       readonly inputs: readonly string[];
       readonly hash: string;
       readonly loaded: HostedGeneration;
-      /** `performance.now()` at the load's start and when its generation was ready. */
+      /** `performance.now()` at the load's start and when its generation was ready; the steps' times (`hundredths`). */
       readonly startedAt: number;
       readonly readyAt: number;
-      readonly bundleMs: number;
-      readonly evaluateMs: number;
-      readonly setupMs: number;
+      readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
     };
 
 /** What the worker needs to bring a generation back after a restart (its config follows from its name). */
@@ -109,22 +99,18 @@ interface Recipe {
   readonly generation: number;
 }
 
+/** The texts of one source's present observation, as a present observation carries them. */
+type Texts = Pick<Present, "baseline" | "removed">;
+type Present = Extract<PrerenderedObservation, { kind: "present" }>;
+
 /**
- * The texts of the last observation of one source in one env, and the admitted value known
- * to be that observation's (the very object the snapshot holds): the runner is not sent it again.
+ * The texts of the last observation of one source in one env, and `unchanged`: that
+ * observation with the admitted value known to be its own (the very object the snapshot
+ * holds, so the runner is not sent it again), the same object while both stay.
  */
 interface Held {
-  arrival:
-    | {
-        readonly number: number;
-        readonly transport: PluginTransport;
-        readonly baseline: RenderedText;
-        readonly removed?: RenderedText;
-      }
-    | undefined;
-  admitted: Json | undefined;
-  /** The observation last made of the admitted value and the held texts: the same object while both stay. */
-  unchanged: PrerenderedObservation | undefined;
+  arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
+  unchanged: Present | undefined;
 }
 
 interface Waiting {
@@ -141,6 +127,9 @@ interface Batch {
   readonly waiting: Waiting[];
 }
 
+/** A time in ms, rounded to hundredths as load timings are reported. */
+export const hundredths = (ms: number) => Math.round(ms * 100) / 100;
+
 const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "unavailable" });
 
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
@@ -148,8 +137,15 @@ const graceMs = 100;
 
 export class HostedPlugin {
   readonly #options: HostedPluginOptions;
+  /**
+   * Hash of the last bundle whose load's outcome stands (a final failure, or a generation the
+   * plugin set kept): identical content is not loaded again. The plugin set clears it to load anyway.
+   */
+  attemptedHash: string | undefined;
+  /** Generation numbers handed out so far. */
+  #generations = 0;
   #worker: PluginTransport | undefined;
-  #starting: Promise<PluginTransport | undefined> | undefined;
+  #starting: Promise<PluginTransport> | undefined;
   /** Generations living in the current worker, with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
   /** Loads in flight; a restart due meanwhile waits for them. */
@@ -176,11 +172,15 @@ export class HostedPlugin {
   }
 
   /**
-   * One load: bundle here, stopping there when that failed or gave the bundle last attempted;
-   * then, once `turn` has come, evaluate and set up in the runner. A plugin disabled by stops
-   * is enabled again (its file changed).
+   * One load, never rejecting: bundle here, stopping there when that failed or gave the bundle
+   * last attempted; then, once `turn` has come, evaluate and set up in the runner. A plugin
+   * disabled by stops is enabled again (its file changed). `ownDependenciesFirst`: a package's
+   * plugin (decision 131); `isProvisional`: a failure is not final (the quiet re-check decides).
    */
-  async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
+  async load(
+    request: { readonly ownDependenciesFirst: boolean; readonly isProvisional: boolean },
+    turn?: Promise<unknown>,
+  ): Promise<Loaded> {
     const startedAt = performance.now();
     const { file } = this.#options;
     let bundle: PluginBundle;
@@ -196,7 +196,7 @@ export class HostedPlugin {
       };
     }
     const { inputs, hash } = bundle;
-    if (request.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
+    if (this.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
     const bundleMs = performance.now() - startedAt;
     await turn;
     if (this.#isDisabled) {
@@ -207,9 +207,12 @@ export class HostedPlugin {
     try {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#restarting;
-      const outcome = await this.#loadIn(bundle, request);
-      if (outcome.kind === "failed") return { kind: "failed", inputs, hash, fault: outcome.fault };
-      return { ...outcome, inputs, hash, startedAt, readyAt: performance.now(), bundleMs };
+      const generation = this.#generations + 1;
+      const loaded = await this.#loadIn(bundle, generation, { startedAt, bundleMs });
+      // A failure on the first event of a burst may be a write seen half done: a save in place takes no generation.
+      if (loaded.kind === "activated" || !request.isProvisional) this.#generations = generation;
+      if (loaded.kind === "failed" && !request.isProvisional) this.attemptedHash = hash;
+      return loaded;
     } finally {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
@@ -222,33 +225,27 @@ export class HostedPlugin {
 
   async #loadIn(
     bundle: PluginBundle,
-    request: LoadRequest,
+    generation: number,
+    { startedAt, bundleMs }: { readonly startedAt: number; readonly bundleMs: number },
     isRetry = false,
-  ): Promise<
-    | { readonly kind: "activated"; readonly loaded: HostedGeneration; readonly evaluateMs: number; readonly setupMs: number }
-    | { readonly kind: "failed"; readonly fault: WorkerFault }
-  > {
-    let worker: PluginTransport | undefined;
-    try {
-      worker = await this.#current();
-    } catch (error) {
-      return { kind: "failed", fault: { phase: "evaluate", message: messageOf(error) } };
-    }
-    if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
-    const { generation } = request;
+  ): Promise<Loaded> {
+    const { inputs, hash } = bundle;
     const phase: { current: DiagnosticPhase } = { current: "evaluate" };
     try {
+      // A transport that failed to start fails the load in its first phase.
+      const worker = await this.#current();
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
       const loaded = { name, generation, scope: this.#scopeOf(name, { bundle, generation }), keys };
-      return { kind: "activated", loaded, evaluateMs, setupMs };
+      const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
+      return { kind: "activated", inputs, hash, loaded, startedAt, readyAt: performance.now(), timings };
     } catch (error) {
-      if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
-      const stopped = error as PluginWorkerStopped;
+      if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, hash, fault: error.fault };
+      const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
-      const isOwn = stopped.phase === undefined || stopped.phase === phase.current || stopped.phase === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
-      return { kind: "failed", fault: { phase: stopped.phase ?? phase.current, message: messageOf(error) } };
+      const isOwn = stoppedIn === undefined || stoppedIn === phase.current || stoppedIn === "config";
+      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, { startedAt, bundleMs }, true);
+      return { kind: "failed", inputs, hash, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
     }
   }
 
@@ -270,7 +267,7 @@ export class HostedPlugin {
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { arrival: undefined, admitted: undefined, unchanged: undefined };
+        const held: Held = { arrival: undefined, unchanged: undefined };
         return prerendered(
           { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
           { maxTextLength, maxValueBytes, maxDepth, report },
@@ -290,8 +287,8 @@ export class HostedPlugin {
   }
 
   /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
-  #current(): Promise<PluginTransport | undefined> {
-    if (this.#isClosed) return Promise.resolve(undefined);
+  #current(): Promise<PluginTransport> {
+    if (this.#isClosed) return Promise.reject(new ContextHostError("the plugin set is closed"));
     if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
     if (this.#starting === undefined) {
       clearTimeout(this.#restartTimer);
@@ -303,12 +300,12 @@ export class HostedPlugin {
     return this.#starting;
   }
 
-  async #start(): Promise<PluginTransport | undefined> {
+  async #start(): Promise<PluginTransport> {
     this.#living.clear();
     const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
     if (this.#isClosed) {
       await worker.terminate();
-      return undefined;
+      throw new ContextHostError("the plugin set is closed");
     }
     this.#worker = worker;
     return worker;
@@ -514,8 +511,8 @@ export class HostedPlugin {
       const w = waiting[i] as Waiting;
       const arrived = observations[i];
       // The runner no longer had the held observation's value: asked once more, with the value.
-      if (arrived?.kind === "ask-again" && w.held.admitted !== undefined) {
-        w.held.admitted = undefined;
+      if (arrived?.kind === "ask-again" && w.held.unchanged !== undefined) {
+        w.held.unchanged = undefined;
         again.push(w);
         continue;
       }
@@ -531,25 +528,19 @@ export class HostedPlugin {
 function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
   if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
   if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
+  const { held, stored } = waiting;
   if (arrived.kind === "unchanged") {
     // The admitted value (the very object: no check again) with the held texts.
-    const arrival = waiting.held.arrival;
-    if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
-    const { held, stored } = waiting;
-    held.admitted = stored;
-    if (held.unchanged?.kind === "present" && held.unchanged.value === stored) return held.unchanged;
-    const { baseline, removed } = arrival;
-    held.unchanged = { kind: "present", value: stored, baseline, ...(removed === undefined ? {} : { removed }) };
+    if (held.arrival?.transport !== transport || stored === undefined) return unavailableObservation;
+    if (held.unchanged?.value !== stored) held.unchanged = { kind: "present", value: stored, ...held.arrival.texts };
     return held.unchanged;
   }
   if (arrived.kind !== "present") return unavailableObservation;
-  const baseline = textOf(arrived.baseline);
-  const removed = arrived.removed === undefined ? undefined : textOf(arrived.removed);
-  const texts = { baseline, ...(removed === undefined ? {} : { removed }) };
+  const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
+  const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
   if (typeof arrived.number === "number") {
-    waiting.held.arrival = { number: arrived.number, transport, ...texts };
-    waiting.held.admitted = undefined;
-    waiting.held.unchanged = undefined;
+    held.arrival = { number: arrived.number, transport, texts };
+    held.unchanged = undefined;
   }
   const previous = arrived.previous;
   if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
@@ -566,11 +557,11 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], generation:
   if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.key === key;
   for (index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
-    const { arrival, admitted } = w.held;
+    const { arrival, unchanged } = w.held;
     const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
     held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
-    if (w.stored !== undefined && !(number > 0 && admitted === w.stored)) stored.push([index, w.stored]);
+    if (w.stored !== undefined && !(number > 0 && unchanged?.value === w.stored)) stored.push([index, w.stored]);
   }
   return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
 }

@@ -14,7 +14,7 @@ import type { Registration, Registry } from "../registry/registry.ts";
 import type { SourceFault } from "../system-context/index.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
-import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
+import { type HostedGeneration, HostedPlugin, hundredths, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
@@ -50,8 +50,6 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
 
 export type Isolation = "worker" | "none";
 
-const hundredths = (ms: number) => Math.round(ms * 100) / 100;
-
 /** The generation of a plugin that is swapped in, and the hash of the bundle it was loaded from. */
 interface Active extends HostedGeneration {
   readonly hash: string;
@@ -74,10 +72,6 @@ interface PluginEntry {
   active?: Active;
   /** Why the last load failed (its diagnostic was emitted). */
   failed?: Diagnostic;
-  /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
-  attemptedHash?: string;
-  /** Generation numbers handed out so far. */
-  attempts: number;
   /** Files the last bundle attempt read, and when they reload the plugin. */
   readonly inputs: WatchedPlugin;
   /** Source keys whose faults are in the current diagnostics. */
@@ -325,7 +319,7 @@ export class PluginSet {
       if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
         // An updated package reloads its plugins even when their bundles are byte for byte the
         // same (its dependencies may have changed); a replaced one is loaded again if they differ.
-        if (updated.has(name)) known.attemptedHash = undefined;
+        if (updated.has(name)) known.hosted.attemptedHash = undefined;
         void this.#markDirty(known, false);
       }
     }
@@ -339,7 +333,7 @@ export class PluginSet {
         // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
         // costs start-up one deadline); in the host's thread their setups take turns in name
         // order, so their side effects come in that order. They are swapped in in name order.
-        entry.load = discovered(this.#load(entry, this.#workers === undefined ? previous : undefined));
+        entry.load = discovered(this.#load(entry, false, this.#workers === undefined ? previous : undefined));
         previous = this.#drain(entry, previous);
       }
     }
@@ -389,7 +383,6 @@ export class PluginSet {
         },
       }),
       load: idle,
-      attempts: 0,
       inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
       faulted: new Set(),
       observed: new Map(),
@@ -450,7 +443,7 @@ export class PluginSet {
   }
 
   /** One load of a plugin, never rejecting. */
-  async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
+  async #load(entry: PluginEntry, isProvisional: boolean, turn?: Promise<unknown>): Promise<Loaded> {
     const { origin, inputs } = entry;
     // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
     if (origin.kind === "package") {
@@ -461,20 +454,11 @@ export class PluginSet {
         return { kind: "unchanged", inputs: inputs.files, hash: "" };
       }
     }
-    const request = {
-      generation: entry.attempts + 1,
-      attemptedHash: entry.attemptedHash,
-      ownDependenciesFirst: origin.kind === "package",
-    };
-    try {
-      return await entry.hosted.load(request, turn);
-    } catch (error) {
-      return { kind: "bundle-failed", inputs: inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
-    }
+    return entry.hosted.load({ ownDependenciesFirst: origin.kind === "package", isProvisional }, turn);
   }
 
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
-    const result = await (preload ?? this.#load(entry));
+    const result = await (preload ?? this.#load(entry, isProvisional));
     // A bundle that failed read only part of the plugin: the files read before stay watched.
     const isPartial = result.kind === "bundle-failed";
     this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
@@ -490,18 +474,9 @@ export class PluginSet {
       }
       return;
     }
-    if (result.kind === "bundle-failed") {
-      // A write may still be under way: the quiet re-check decides whether the failure holds.
+    if (result.kind === "bundle-failed" || result.kind === "failed") {
+      // A failure on the first event of a burst may be a write seen half done: the quiet re-check decides whether it holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
-      return;
-    }
-    // A failure on the first event of a burst may be a write seen half done: the quiet
-    // re-check decides, and a save in place takes no generation.
-    if (result.kind === "failed" && isProvisional) return;
-    const generation = ++entry.attempts;
-    if (result.kind === "failed") {
-      entry.attemptedHash = result.hash;
-      entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
     // A change arrived meanwhile: the next load wins (and may load the same content again).
@@ -509,8 +484,8 @@ export class PluginSet {
       await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
       return;
     }
-    entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, result, generation);
+    entry.hosted.attemptedHash = result.hash;
+    const displaced = this.#swap(entry, result);
     if (displaced !== undefined) await this.#closeScope(entry, displaced.name, displaced.scope);
   }
 
@@ -523,7 +498,6 @@ export class PluginSet {
   #swap(
     entry: PluginEntry,
     load: Extract<Loaded, { kind: "activated" }>,
-    generation: number,
   ): { readonly name: string; readonly scope: Scope } | undefined {
     const next = load.loaded;
     const refuse = (message: string) => {
@@ -562,19 +536,13 @@ export class PluginSet {
       void this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
     }
     const { startedAt, readyAt } = load;
-    entry.active = { ...next, generation, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
+    entry.active = { ...next, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.faulted.clear();
     const now = performance.now();
-    const timings: LoadTimings = {
-      loadMs: hundredths(now - startedAt),
-      bundleMs: hundredths(load.bundleMs),
-      evaluateMs: hundredths(load.evaluateMs),
-      setupMs: hundredths(load.setupMs),
-      swapMs: hundredths(now - readyAt),
-    };
-    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
+    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...load.timings, swapMs: hundredths(now - readyAt) };
+    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
     return previous;
   }
@@ -640,7 +608,7 @@ export class PluginSet {
     for (const file of files) {
       const other = this.#entries.get(file);
       if (other === undefined || other.load.kind === "removed") continue;
-      other.attemptedHash = undefined;
+      other.hosted.attemptedHash = undefined;
       void this.#markDirty(other, false);
     }
   }
