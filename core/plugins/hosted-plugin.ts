@@ -43,7 +43,7 @@ export class PluginCodeFault extends ContextHostError {
 }
 
 /** The location a fault of plugin code in its runner carries (on the error or a cause of it). */
-export function locatedInRunner(error: unknown): Location | undefined {
+function locatedInRunner(error: unknown): Location | undefined {
   let current = error;
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
     if (current instanceof PluginCodeFault) return current.location;
@@ -64,6 +64,8 @@ export interface HostedPluginOptions {
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
+  /** What a source of the generation of `plugin` returned at an observation without a fault. */
+  observed(plugin: string, key: string, kind: ObservedKind): void;
 }
 
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
@@ -162,12 +164,9 @@ export class HostedPlugin {
   /** The batches of this turn, each flushed at its end. */
   readonly #batches: Batch[] = [];
 
+  /** Starts the transport at once, so that it starts while the plugin is bundled. */
   constructor(options: HostedPluginOptions) {
     this.#options = options;
-  }
-
-  /** Starts the transport now, so that it starts while the plugin is bundled. */
-  warm(): void {
     void this.#current().catch(() => undefined);
   }
 
@@ -255,15 +254,17 @@ export class HostedPlugin {
     if (recipe !== undefined) this.#active = recipe;
   }
 
-  /** The registration of one source of a generation, observed pre-rendered by the runner. */
-  registration(
-    generation: number,
-    key: string,
-    report: (fault: SourceFault) => void,
-    observed: (key: string, kind: ObservedKind) => void,
-  ): Registration {
+  /**
+   * The registrations of a generation's sources, observed pre-rendered by the runner. Their
+   * closures are made here, apart from the swap: closures made in one function share its V8
+   * context, so one made in the swap would keep the generation it displaced alive.
+   */
+  registrations({ name, generation, keys }: HostedGeneration): Registration[] {
     const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
-    return {
+    const report = ({ key, phase, error }: SourceFault) =>
+      this.#options.report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
+    const observed = (key: string, kind: ObservedKind) => this.#options.observed(name, key, kind);
+    return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
@@ -273,7 +274,7 @@ export class HostedPlugin {
           { maxTextLength, maxValueBytes, maxDepth, report },
         );
       }),
-    };
+    }));
   }
 
   /** Stops the worker (after the caller disposed what it wanted to). */

@@ -10,11 +10,10 @@ import { withinDeadline } from "../base/deadline.ts";
 import { type Diagnostic, Diagnostics, diagnosticIdentity, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
-import type { Registration, Registry } from "../registry/registry.ts";
-import type { SourceFault } from "../system-context/index.ts";
+import type { Registry } from "../registry/registry.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
-import { type HostedGeneration, HostedPlugin, hundredths, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
+import { type HostedGeneration, HostedPlugin, hundredths, type Loaded } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import type { Location } from "./locations.ts";
@@ -381,6 +380,13 @@ export class PluginSet {
           if (problem.key !== undefined) entry.faulted.add(problem.key);
           this.#diagnose(entry, problem);
         },
+        observed: (plugin, key, kind) => {
+          entry.observed.set(key, kind);
+          // Cheap at every boundary: only a source with a fault on record resolves anything.
+          if (!entry.faulted.delete(key)) return;
+          const isResolved = (d: Diagnostic) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase);
+          this.#diagnostics.resolve((d) => isResolved(d) && entry.reported.has(diagnosticIdentity(d)));
+        },
       }),
       load: idle,
       inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
@@ -389,8 +395,6 @@ export class PluginSet {
       reported: new Set(),
       queue: Promise.resolve(),
     };
-    // Its worker starts now, while the plugin is bundled: start-up overlaps.
-    entry.hosted.warm();
     return entry;
   }
 
@@ -511,7 +515,7 @@ export class PluginSet {
       );
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
-    const registrations = this.#registrationsOf(entry, next);
+    const registrations = entry.hosted.registrations(next);
     const previous = entry.active;
     const held = holder?.active;
     try {
@@ -545,31 +549,6 @@ export class PluginSet {
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
     return previous;
-  }
-
-  /**
-   * The registrations of one generation's sources, their faults reported as the entry's. They
-   * are built here, not inside `#swap`, on purpose: closures created in one function share one
-   * V8 context, so a `report` closure made in `#swap` would hold `#swap`'s `previous` (captured
-   * by the batch callback) for as long as the registration lives, and every generation would
-   * keep the one before it alive.
-   */
-  #registrationsOf(entry: PluginEntry, next: HostedGeneration): Registration[] {
-    const plugin = next.name;
-    const report = (fault: SourceFault) => {
-      entry.faulted.add(fault.key);
-      const location = locatedInRunner(fault.error);
-      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), location });
-    };
-    const observed = (key: string, kind: ObservedKind) => {
-      entry.observed.set(key, kind);
-      // Cheap at every boundary: only a source with a fault on record resolves anything.
-      if (!entry.faulted.delete(key)) return;
-      this.#diagnostics.resolve(
-        (d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase) && entry.reported.has(diagnosticIdentity(d)),
-      );
-    };
-    return next.keys.map((key) => entry.hosted.registration(next.generation, key, report, observed));
   }
 
   /** Closes a generation within the dispose deadline; a failure or a miss is a diagnostic. */
