@@ -34,11 +34,12 @@ import type {
 import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
-export class PluginCodeFault extends ContextHostError {
-  readonly location: Location | undefined;
-  constructor(options: { readonly message: string; readonly location?: Location | undefined }) {
-    super(options.message);
-    this.location = options.location;
+class PluginCodeFault extends ContextHostError {
+  constructor(
+    message: string,
+    readonly location?: Location,
+  ) {
+    super(message);
   }
 }
 
@@ -74,6 +75,8 @@ export interface HostedGeneration {
   readonly generation: number;
   readonly scope: Scope;
   readonly keys: readonly string[];
+  /** What a restarted worker rebuilds it from (its config follows from its name). */
+  readonly bundle: PluginBundle;
 }
 
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
@@ -94,12 +97,6 @@ export type Loaded =
       readonly readyAt: number;
       readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
     };
-
-/** What the worker needs to bring a generation back after a restart (its config follows from its name). */
-interface Recipe {
-  readonly bundle: PluginBundle;
-  readonly generation: number;
-}
 
 /** The texts of one source's present observation, as a present observation carries them. */
 type Texts = Pick<Present, "baseline" | "removed">;
@@ -155,12 +152,11 @@ export class HostedPlugin {
   #isRestartDue = false;
   #restarting: Promise<void> | undefined;
   /** The generation swapped in, as a restarted worker rebuilds it. */
-  #active: Recipe | undefined;
+  #active: HostedGeneration | undefined;
   readonly #crashes: number[] = [];
   #isDisabled = false;
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
-  readonly #recipes = new WeakMap<Scope, Recipe>();
   /** The batches of this turn, each flushed at its end. */
   readonly #batches: Batch[] = [];
 
@@ -234,7 +230,7 @@ export class HostedPlugin {
       // A transport that failed to start fails the load in its first phase.
       const worker = await this.#current();
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
-      const loaded = { name, generation, scope: this.#scopeOf(name, { bundle, generation }), keys };
+      const loaded = this.#hosted(name, generation, keys, bundle);
       const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
       return { kind: "activated", inputs, hash, loaded, startedAt, readyAt: performance.now(), timings };
     } catch (error) {
@@ -248,10 +244,9 @@ export class HostedPlugin {
     }
   }
 
-  /** `scope`'s generation is the active one now. */
-  swappedIn(scope: Scope): void {
-    const recipe = this.#recipes.get(scope);
-    if (recipe !== undefined) this.#active = recipe;
+  /** `loaded` is the active generation now. */
+  swappedIn(loaded: HostedGeneration): void {
+    this.#active = loaded;
   }
 
   /**
@@ -413,25 +408,25 @@ export class HostedPlugin {
     return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs };
   }
 
-  /** The host-side scope of a generation: closing it runs its disposers in the worker. */
-  #scopeOf(name: string, recipe: Recipe): Scope {
-    const scope = new Scope(`plugin ${name} generation ${recipe.generation}`);
-    this.#recipes.set(scope, recipe);
+  /** A generation set up in the worker, with its host-side scope: closing it runs its disposers there. */
+  #hosted(name: string, generation: number, keys: readonly string[], bundle: PluginBundle): HostedGeneration {
+    const scope = new Scope(`plugin ${name} generation ${generation}`);
+    const hosted = { name, generation, scope, keys, bundle };
     void scope.add(async () => {
-      if (this.#active === recipe) this.#active = undefined;
+      if (this.#active === hosted) this.#active = undefined;
       const worker = this.#worker;
-      if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(recipe.generation)) return;
+      if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(generation)) return;
       const ms = this.#options.limits.disposeDeadlineMs;
       const what = `disposers of ${scope.name}`;
       try {
-        await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({ what, phase: "dispose" }));
+        await worker.request({ type: "dispose", generation }, ms, () => ({ what, phase: "dispose" }));
       } catch (error) {
-        if (error instanceof PluginWorkerFault) throw new PluginCodeFault({ message: error.fault.message });
+        if (error instanceof PluginWorkerFault) throw new PluginCodeFault(error.fault.message);
         // The worker was stopped: that was reported, and it restarts with the active generation.
         throw new DeadlineExceeded({ what, ms });
       }
     });
-    return scope;
+    return hosted;
   }
 
   #observe(
@@ -571,5 +566,5 @@ function textOf(text: WorkerText | undefined): RenderedText {
   if (typeof text !== "object" || text === null) return { ok: false, reason: "produced no rendering" };
   if (text.ok === true) return { ok: true, text: text.text };
   const reason = typeof text.reason === "string" ? text.reason.slice(0, 4096) : "failed";
-  return { ok: false, reason, cause: new PluginCodeFault({ message: reason, location: sanitizeLocation(text.location) }) };
+  return { ok: false, reason, cause: new PluginCodeFault(reason, sanitizeLocation(text.location)) };
 }

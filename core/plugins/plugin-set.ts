@@ -9,7 +9,6 @@ import { type Clock, type Logger, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
 import { type Diagnostic, Diagnostics, diagnosticIdentity, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
-import type { Scope } from "../base/scope.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
@@ -49,9 +48,8 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
 
 export type Isolation = "worker" | "none";
 
-/** The generation of a plugin that is swapped in, and the hash of the bundle it was loaded from. */
+/** The generation of a plugin that is swapped in, and how long its load took. */
 interface Active extends HostedGeneration {
-  readonly hash: string;
   readonly loadMs: number;
 }
 
@@ -219,8 +217,7 @@ export class PluginSet {
   }
 
   #isSettled(): boolean {
-    if (this.#tasks.size > 0 || this.#watcher.isPending) return false;
-    if (this.#timers.size > 0) return false;
+    if (this.#tasks.size > 0 || this.#timers.size > 0 || this.#watcher.isPending) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
   }
@@ -436,11 +433,9 @@ export class PluginSet {
       while (entry.load.kind === "due" && !this.#isClosed) {
         const { isProvisional, preload } = entry.load;
         entry.load = began(entry.load);
-        try {
-          await this.#loadOnce(entry, isProvisional, preload);
-        } finally {
+        await this.#loadOnce(entry, isProvisional, preload).finally(() => {
           entry.load = finished(entry.load);
-        }
+        });
       }
     };
     return this.#enqueue(entry, drain, after);
@@ -469,7 +464,7 @@ export class PluginSet {
     if (result.kind === "unchanged") {
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
-      if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
+      if (active !== undefined && entry.failed !== undefined && active.bundle.hash === result.hash) {
         entry.failed = undefined;
         // The problems of its failed loads no longer hold; its sources' boundary faults stay until they load again.
         const isLoadProblem = (d: Diagnostic) => d.origin === "plugin" && !boundaryPhases.has(d.phase);
@@ -485,28 +480,24 @@ export class PluginSet {
     }
     // A change arrived meanwhile: the next load wins (and may load the same content again).
     if (isStale(entry.load) || this.#isClosed) {
-      await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
+      await this.#closeScope(entry, result.loaded);
       return;
     }
     entry.hosted.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, result);
-    if (displaced !== undefined) await this.#closeScope(entry, displaced.name, displaced.scope);
+    await this.#swap(entry, result);
   }
 
   /**
    * Swaps a generation in: its registrations replace those of the one it follows (and of a
-   * file whose namespace it takes) in one registry version. Returns the generation of this
-   * file it displaced, for the caller to close (a refused one: itself); a displaced holder's
-   * is closed on the holder's own queue.
+   * file whose namespace it takes) in one registry version; then closes the generation of
+   * this file it displaced (a refused one: itself). A displaced holder's is closed on the
+   * holder's own queue.
    */
-  #swap(
-    entry: PluginEntry,
-    load: Extract<Loaded, { kind: "activated" }>,
-  ): { readonly name: string; readonly scope: Scope } | undefined {
+  async #swap(entry: PluginEntry, load: Extract<Loaded, { kind: "activated" }>): Promise<void> {
     const next = load.loaded;
     const refuse = (message: string) => {
       entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
-      return next;
+      return this.#closeScope(entry, next);
     };
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
@@ -528,7 +519,7 @@ export class PluginSet {
       return refuse(messageOf(error));
     }
     this.#namespaces.hold(next.name, entry.file, claim.displaced);
-    entry.hosted.swappedIn(next.scope);
+    entry.hosted.swappedIn(next);
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
       holder.failed = this.#diagnose(holder, {
@@ -537,10 +528,10 @@ export class PluginSet {
         message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
       });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      void this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
+      void this.#enqueue(holder, () => this.#closeScope(holder, held));
     }
     const { startedAt, readyAt } = load;
-    entry.active = { ...next, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
+    entry.active = { ...next, loadMs: Math.round(readyAt - startedAt) };
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.faulted.clear();
@@ -548,15 +539,15 @@ export class PluginSet {
     const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...load.timings, swapMs: hundredths(now - readyAt) };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
-    return previous;
+    if (previous !== undefined) await this.#closeScope(entry, previous);
   }
 
   /** Closes a generation within the dispose deadline; a failure or a miss is a diagnostic. */
-  async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
+  async #closeScope(entry: PluginEntry, { name, scope }: HostedGeneration) {
     try {
       await withinDeadline(() => scope.close(), this.#limits.disposeDeadlineMs, `disposers of ${scope.name}`);
     } catch (error) {
-      this.#diagnose(entry, { plugin, phase: "dispose", message: messageOf(error) });
+      this.#diagnose(entry, { plugin: name, phase: "dispose", message: messageOf(error) });
     }
   }
 
@@ -567,7 +558,7 @@ export class PluginSet {
     entry.active = undefined;
     this.#options.registry.retire(active.scope);
     this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
-    await this.#closeScope(entry, active.name, active.scope);
+    await this.#closeScope(entry, active);
   }
 
   /**
