@@ -183,12 +183,8 @@ export class HostedPlugin {
       bundle = await bundlePlugin(file, { ownDependenciesFirst: request.ownDependenciesFirst });
     } catch (error) {
       const failure = error instanceof BundleFailed ? error : undefined;
-      const location = failure?.location;
-      return {
-        kind: "bundle-failed",
-        inputs: failure?.inputs ?? [file],
-        fault: { phase: "bundle", message: messageOf(error), ...(location === undefined ? {} : { location }) },
-      };
+      const fault: WorkerFault = { phase: "bundle", message: messageOf(error), location: failure?.location };
+      return { kind: "bundle-failed", inputs: failure?.inputs ?? [file], fault };
     }
     const { inputs, hash } = bundle;
     if (this.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
@@ -362,7 +358,7 @@ export class HostedPlugin {
       // A stop is reported by `#stopped`, a fault here.
       if (error instanceof PluginWorkerFault) {
         const { phase, message, location } = error.fault;
-        this.#options.report({ phase, message: `after a restart: ${message}`, ...(location === undefined ? {} : { location }) });
+        this.#options.report({ phase, message: `after a restart: ${message}`, location });
       }
     }
   }
@@ -439,9 +435,8 @@ export class HostedPlugin {
   ): Promise<PrerenderedObservation> {
     const deadlines = this.#living.get(generation);
     const worker = this.#worker;
-    if (deadlines === undefined || worker === undefined || worker.stopped !== undefined) {
+    if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
       return Promise.resolve(unavailableObservation);
-    }
     // Every source of a boundary is asked for in the same turn: one message carries them all.
     let batch: Batch | undefined;
     for (const open of this.#batches)

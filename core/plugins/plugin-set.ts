@@ -15,11 +15,11 @@ import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, read
 import { type HostedGeneration, HostedPlugin, hundredths, type Loaded } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
-import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
 import { InThreadTransport } from "./runner.ts";
 import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
+import type { WorkerFault } from "./worker/protocol.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
@@ -121,9 +121,9 @@ export class PluginSet {
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
     const clock = service<Clock>("clock", systemClock);
+    this.#clock = clock;
     const logger = service<Logger | undefined>("logger", undefined);
     const location = String(service("location", process.cwd()));
-    this.#clock = clock;
     this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
@@ -278,17 +278,14 @@ export class PluginSet {
   }
 
   /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */
-  #diagnose(
-    entry: PluginEntry,
-    problem: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string; location?: Location },
-  ) {
+  #diagnose(entry: PluginEntry, problem: WorkerFault) {
     const { location, ...rest } = problem;
     const diagnostic: Diagnostic = {
       ...rest,
       ...location,
       origin: "plugin",
       plugin: rest.plugin ?? entry.active?.name ?? entry.id,
-      file: location?.file ?? rest.file ?? entry.file,
+      file: location?.file ?? entry.file,
     };
     entry.reported.add(diagnosticIdentity(diagnostic));
     this.#emit({ kind: "diagnostic", diagnostic });
@@ -305,9 +302,7 @@ export class PluginSet {
       seen.add(plugin.file);
       const known = this.#entries.get(plugin.file);
       if (known === undefined) {
-        const entry = this.#newEntry(plugin.id, plugin.file, plugin.origin);
-        this.#entries.set(plugin.file, entry);
-        created.add(entry);
+        created.add(this.#newEntry(plugin.id, plugin.file, plugin.origin));
         continue;
       }
       known.origin = plugin.origin;
@@ -356,6 +351,7 @@ export class PluginSet {
     return updated;
   }
 
+  /** A plugin file a scan found for the first time, entered in the set. */
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const { container, settings = {} } = this.#options;
     const limits = this.#limits;
@@ -392,6 +388,7 @@ export class PluginSet {
       reported: new Set(),
       queue: Promise.resolve(),
     };
+    this.#entries.set(file, entry);
     return entry;
   }
 
