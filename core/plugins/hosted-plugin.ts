@@ -43,14 +43,9 @@ class PluginCodeFault extends ContextHostError {
   }
 }
 
-/** The location a fault of plugin code in its runner carries (on the error or a cause of it). */
+/** The location of a fault of plugin code in its runner, which a render failure carries as its cause (`textOf`). */
 function locatedInRunner(error: unknown): Location | undefined {
-  let current = error;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (current instanceof PluginCodeFault) return current.location;
-    current = current.cause;
-  }
-  return undefined;
+  return error instanceof Error && error.cause instanceof PluginCodeFault ? error.cause.location : undefined;
 }
 
 export interface HostedPluginOptions {

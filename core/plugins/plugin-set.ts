@@ -332,19 +332,16 @@ export class PluginSet {
 
   /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
   #notePackages(found: FoundPlugins): Set<string> {
-    const { packages } = found;
-    const updated = new Set(
-      [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
-    );
-    this.#packages = packages;
+    const updated = new Set<string>();
+    for (const [name, seen] of found.packages) if ((this.#packages.get(name) ?? seen) !== seen) updated.add(name);
+    this.#packages = found.packages;
     this.#watcher.watchInstallPlaces(found.installPlaces);
     const known = this.#packageProblems;
-    this.#packageProblems = new Map(
-      found.problems.map(({ package: plugin, file, message }) => {
-        const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
-        return [diagnosticIdentity(diagnostic), diagnostic];
-      }),
-    );
+    this.#packageProblems = new Map();
+    for (const { package: plugin, file, message } of found.problems) {
+      const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
+      this.#packageProblems.set(diagnosticIdentity(diagnostic), diagnostic);
+    }
     const isGone = (id: string) => known.has(id) && !this.#packageProblems.has(id);
     this.#diagnostics.resolve((d) => d.phase === "package" && isGone(diagnosticIdentity(d)));
     for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
