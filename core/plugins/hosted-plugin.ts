@@ -78,14 +78,11 @@ export interface HostedGeneration {
 export type Loaded =
   /** The bundle is identical to the last attempted one: nothing was evaluated. */
   | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
-  /** esbuild failed: the bundle hash is unknown. */
-  | { readonly kind: "bundle-failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
-  /** The module, its definition, its config or its setup failed. */
-  | { readonly kind: "failed"; readonly inputs: readonly string[]; readonly hash: string; readonly fault: WorkerFault }
+  /** esbuild failed (its inputs: the files read before), or the module, its definition, its config or its setup did. */
+  | { readonly kind: "bundle-failed" | "failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
   | {
       readonly kind: "activated";
       readonly inputs: readonly string[];
-      readonly hash: string;
       readonly loaded: HostedGeneration;
       /** `performance.now()` at the load's start and when its generation was ready; the steps' times (`hundredths`). */
       readonly startedAt: number;
@@ -215,7 +212,7 @@ export class HostedPlugin {
     { startedAt, bundleMs }: { readonly startedAt: number; readonly bundleMs: number },
     isRetry = false,
   ): Promise<Loaded> {
-    const { inputs, hash } = bundle;
+    const { inputs } = bundle;
     const phase: { current: DiagnosticPhase } = { current: "evaluate" };
     try {
       // A transport that failed to start fails the load in its first phase.
@@ -223,15 +220,15 @@ export class HostedPlugin {
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
       const loaded = this.#hosted(name, generation, keys, bundle);
       const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
-      return { kind: "activated", inputs, hash, loaded, startedAt, readyAt: performance.now(), timings };
+      return { kind: "activated", inputs, loaded, startedAt, readyAt: performance.now(), timings };
     } catch (error) {
-      if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, hash, fault: error.fault };
+      if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, fault: error.fault };
       const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
       const isOwn = stoppedIn === undefined || stoppedIn === phase.current || stoppedIn === "config";
       if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, { startedAt, bundleMs }, true);
-      return { kind: "failed", inputs, hash, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
+      return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
     }
   }
 
@@ -339,23 +336,19 @@ export class HostedPlugin {
   }
 
   async #rebuild(): Promise<void> {
-    if (this.#loads > 0) {
-      this.#isRestartDue = true;
-      return;
-    }
+    // With loads in flight, the last of them schedules the restart (it is never due without them).
+    this.#isRestartDue = this.#loads > 0;
+    if (this.#isRestartDue) return;
     const recipe = this.#active;
     if (recipe === undefined || this.#isClosed || this.#isDisabled) return;
     const worker = await this.#current().catch(() => undefined);
     if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
-    try {
-      await this.#setUp(worker, recipe.bundle, recipe.generation);
-    } catch (error) {
+    await this.#setUp(worker, recipe.bundle, recipe.generation).catch((error) => {
       // A stop is reported by `#stopped`, a fault here.
-      if (error instanceof PluginWorkerFault) {
-        const { phase, message, location } = error.fault;
-        this.#options.report({ phase, message: `after a restart: ${message}`, location });
-      }
-    }
+      if (!(error instanceof PluginWorkerFault)) return;
+      const { phase, message, location } = error.fault;
+      this.#options.report({ phase, message: `after a restart: ${message}`, location });
+    });
   }
 
   /**

@@ -467,17 +467,14 @@ export class PluginSet {
       }
       return;
     }
-    if (result.kind === "bundle-failed" || result.kind === "failed") {
+    if (result.kind !== "activated") {
       // A failure on the first event of a burst may be a write seen half done: the quiet re-check decides whether it holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
     // A change arrived meanwhile: the next load wins (and may load the same content again).
-    if (isStale(entry.load) || this.#isClosed) {
-      await this.#closeScope(entry, result.loaded);
-      return;
-    }
-    entry.hosted.attemptedHash = result.hash;
+    if (isStale(entry.load) || this.#isClosed) return this.#closeScope(entry, result.loaded);
+    entry.hosted.attemptedHash = result.loaded.bundle.hash;
     await this.#swap(entry, result);
   }
 
