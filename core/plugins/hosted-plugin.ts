@@ -1,9 +1,8 @@
-// Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
-// carries it. It loads generations (bundled here, evaluated and set up in the runner),
-// observes a generation's sources with one message per boundary (an unchanged source costs
-// its runner a load and a comparison: its texts are held here), disposes generations, and
-// restarts a stopped worker with the last good generation, backing off, until the plugin
-// stops too often and is disabled until its file changes.
+// Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport carries
+// it: it loads generations (bundled here, set up in the runner), observes their sources with one
+// message per boundary (an unchanged source's texts are held here, its runner only compares),
+// disposes them, and restarts a stopped worker with the last good generation, backing off,
+// until the plugin stops too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -90,7 +89,6 @@ export type Loaded =
       readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
     };
 
-/** The texts of one source's present observation, as a present observation carries them. */
 type Texts = Pick<Present, "baseline" | "removed">;
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 

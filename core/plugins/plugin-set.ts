@@ -48,11 +48,6 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
 
 export type Isolation = "worker" | "none";
 
-/** The generation of a plugin that is swapped in, and how long its load took. */
-interface Active extends HostedGeneration {
-  readonly loadMs: number;
-}
-
 /**
  * One discovered plugin file and its life. Its loads stand in `load` (a `LoadState`, moved
  * only by its transitions); the rest is what the loads left: the active generation, the
@@ -66,7 +61,8 @@ interface PluginEntry {
   /** The host's handle on the plugin's runner (its transport starts with the entry). */
   readonly hosted: HostedPlugin;
   load: LoadState;
-  active?: Active;
+  /** The generation swapped in, and how long its load took. */
+  active?: HostedGeneration & { readonly loadMs: number };
   /** Why the last load failed (its diagnostic was emitted). */
   failed?: Diagnostic;
   /** Files the last bundle attempt read, and when they reload the plugin. */
@@ -352,7 +348,6 @@ export class PluginSet {
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const { container, settings = {} } = this.#options;
     const limits = this.#limits;
-    const workers = this.#workers;
     const entry: PluginEntry = {
       id,
       file,
@@ -364,7 +359,7 @@ export class PluginSet {
         limits,
         now: () => this.#clock.now(),
         startTransport: async (onStopped) =>
-          workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
+          this.#workers === undefined ? new InThreadTransport({ container, limits }) : this.#workers.start(file, onStopped),
         // The runner's stops and faults become the entry's diagnostics.
         report: (problem) => {
           if (problem.key !== undefined) entry.faulted.add(problem.key);
@@ -479,10 +474,9 @@ export class PluginSet {
   }
 
   /**
-   * Swaps a generation in: its registrations replace those of the one it follows (and of a
-   * file whose namespace it takes) in one registry version; then closes the generation of
-   * this file it displaced (a refused one: itself). A displaced holder's is closed on the
-   * holder's own queue.
+   * Swaps a generation in: its registrations replace those of the one it follows (and of a file
+   * whose namespace it takes) in one registry version. Closes the one it follows (a refused one:
+   * itself); a displaced holder's is closed on the holder's own queue.
    */
   async #swap(entry: PluginEntry, load: Extract<Loaded, { kind: "activated" }>): Promise<void> {
     const next = load.loaded;
