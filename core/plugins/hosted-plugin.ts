@@ -241,19 +241,17 @@ export class HostedPlugin {
    * context, so one made in the swap would keep the generation it displaced alive.
    */
   registrations({ name, generation, keys }: HostedGeneration): Registration[] {
-    const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
     const report = ({ key, phase, error }: SourceFault) =>
       this.#options.report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
+    const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
+    const limits = { maxTextLength, maxValueBytes, maxDepth, report };
     const observed = (key: string, kind: ObservedKind) => this.#options.observed(name, key, kind);
     return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
         const held: Held = { arrival: undefined, unchanged: undefined };
-        return prerendered(
-          { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
-          { maxTextLength, maxValueBytes, maxDepth, report },
-        );
+        return prerendered({ key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) }, limits);
       }),
     }));
   }
@@ -311,11 +309,8 @@ export class HostedPlugin {
           : stopped.isCollateral
             ? "; restarting it with the last good generation"
             : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
-    this.#options.report({
-      phase: stopped.phase ?? "load",
-      message: `${stopped.reason}${restart}`,
-      ...(stopped.key === undefined ? {} : { key: stopped.key }),
-    });
+    const key = stopped.key === undefined ? {} : { key: stopped.key };
+    this.#options.report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
     if (this.#active === undefined) return;
     if (count >= maxCrashes) this.#isDisabled = true;
     else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
@@ -444,22 +439,16 @@ export class HostedPlugin {
   }
 
   async #flush(worker: PluginTransport, batch: Batch, observed: (key: string, kind: ObservedKind) => void): Promise<void> {
-    const { waiting } = batch;
+    const { generation, env, waiting } = batch;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
     for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
     const ms = longest + renderDeadlineMs;
+    const columns = asked(worker, waiting, this.#living.get(generation));
     let result: Observed;
     try {
       result = await worker.request<Observed>(
-        {
-          type: "observe",
-          generation: batch.generation,
-          env: batch.env,
-          now: this.#options.now(),
-          deadlineMs,
-          ...asked(worker, waiting, this.#living.get(batch.generation)),
-        },
+        { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
         ms + graceMs,
         (phase, index) => {
           const stuck = waiting[index];

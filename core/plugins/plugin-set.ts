@@ -507,11 +507,8 @@ export class PluginSet {
     entry.hosted.swappedIn(next);
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
-      holder.failed = this.#diagnose(holder, {
-        plugin: next.name,
-        phase: "namespace",
-        message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
-      });
+      const message = `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`;
+      holder.failed = this.#diagnose(holder, { plugin: next.name, phase: "namespace", message });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
       void this.#enqueue(holder, () => this.#closeScope(holder, held));
     }
