@@ -167,6 +167,8 @@ export class HostedPlugin {
     turn?: Promise<unknown>,
   ): Promise<Loaded> {
     const startedAt = performance.now();
+    // The attempt known when the load was asked for: a reset meanwhile is for the next load.
+    const attemptedHash = this.attemptedHash;
     const { file } = this.#options;
     let bundle: PluginBundle;
     try {
@@ -177,13 +179,11 @@ export class HostedPlugin {
       return { kind: "bundle-failed", inputs: failure?.inputs ?? [file], fault };
     }
     const { inputs, hash } = bundle;
-    if (this.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
+    if (attemptedHash === hash) return { kind: "unchanged", inputs, hash };
     const bundleMs = performance.now() - startedAt;
     await turn;
-    if (this.#isDisabled) {
-      this.#isDisabled = false;
-      this.#crashes.length = 0;
-    }
+    if (this.#isDisabled) this.#crashes.length = 0;
+    this.#isDisabled = false;
     this.#loads++;
     try {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
