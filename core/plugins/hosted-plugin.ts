@@ -34,11 +34,10 @@ import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
 class PluginCodeFault extends ContextHostError {
-  constructor(
-    message: string,
-    readonly location?: Location,
-  ) {
+  readonly location: Location | undefined;
+  constructor(message: string, location?: Location) {
     super(message);
+    this.location = location;
   }
 }
 

@@ -117,9 +117,9 @@ export class PluginSet {
     this.#options = options;
     this.#diagnostics = options.diagnostics ?? new Diagnostics();
     const clock = service<Clock>("clock", systemClock);
-    this.#clock = clock;
     const logger = service<Logger | undefined>("logger", undefined);
     const location = String(service("location", process.cwd()));
+    this.#clock = clock;
     this.#projectRoot = path.resolve(options.projectRoot ?? location);
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
