@@ -269,17 +269,15 @@ export class HostedPlugin {
   #current(): Promise<PluginTransport> {
     if (this.#isClosed) return Promise.reject(new ContextHostError("the plugin set is closed"));
     if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
-    if (this.#starting === undefined) {
-      clearTimeout(this.#restartTimer);
-      this.#restartTimer = undefined;
-      this.#starting = this.#start().finally(() => {
-        this.#starting = undefined;
-      });
-    }
+    this.#starting ??= this.#start().finally(() => {
+      this.#starting = undefined;
+    });
     return this.#starting;
   }
 
   async #start(): Promise<PluginTransport> {
+    clearTimeout(this.#restartTimer);
+    this.#restartTimer = undefined;
     this.#living.clear();
     const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
     if (this.#isClosed) {
@@ -380,8 +378,7 @@ export class HostedPlugin {
         deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
     }
     this.#living.set(generation, deadlines);
-    const setupMs = performance.now() - evaluatedAt;
-    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs };
+    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs: performance.now() - evaluatedAt };
   }
 
   /** A generation set up in the worker, with its host-side scope: closing it runs its disposers there. */
@@ -442,13 +439,12 @@ export class HostedPlugin {
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
     for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
-    const ms = longest + renderDeadlineMs;
     const columns = asked(worker, waiting, this.#living.get(generation));
     let result: Observed;
     try {
       result = await worker.request<Observed>(
         { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
-        ms + graceMs,
+        longest + renderDeadlineMs + graceMs,
         (phase, index) => {
           const stuck = waiting[index];
           if (phase === undefined || phase === "load")
