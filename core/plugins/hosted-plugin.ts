@@ -92,11 +92,16 @@ type Texts = Pick<Present, "baseline" | "removed">;
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 
 /**
- * The texts of the last observation of one source in one env, and `unchanged`: that
- * observation with the admitted value known to be its own (the very object the snapshot
- * holds, so the runner is not sent it again), the same object while both stay.
+ * One source of a generation in one env, and what the host holds of it: the texts of its last
+ * observation, and `unchanged`: that observation with the admitted value known to be its own
+ * (the very object the snapshot holds, so the runner is not sent it again), the same object
+ * while both stay. `observed`: told what its loader returned.
  */
 interface Held {
+  readonly generation: number;
+  readonly env: SourceEnv;
+  readonly key: string;
+  readonly observed: (key: string, kind: ObservedKind) => void;
   arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
   unchanged: Present | undefined;
 }
@@ -249,8 +254,8 @@ export class HostedPlugin {
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { arrival: undefined, unchanged: undefined };
-        return prerendered({ key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) }, limits);
+        const held: Held = { generation, env, key, observed, arrival: undefined, unchanged: undefined };
+        return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
       }),
     }));
   }
@@ -402,14 +407,8 @@ export class HostedPlugin {
     return hosted;
   }
 
-  #observe(
-    generation: number,
-    env: SourceEnv,
-    key: string,
-    stored: Json | undefined,
-    held: Held,
-    observed: (key: string, kind: ObservedKind) => void,
-  ): Promise<PrerenderedObservation> {
+  #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
+    const { generation, env, key } = held;
     const deadlines = this.#living.get(generation);
     const worker = this.#worker;
     if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
@@ -425,7 +424,7 @@ export class HostedPlugin {
       this.#batches.push(created);
       queueMicrotask(() => {
         this.#batches.splice(this.#batches.indexOf(created), 1);
-        void this.#flush(worker, created, observed);
+        void this.#flush(worker, created, held.observed);
       });
     }
     const waiting = batch.waiting;
