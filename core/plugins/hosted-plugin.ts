@@ -424,7 +424,7 @@ export class HostedPlugin {
       this.#batches.push(created);
       queueMicrotask(() => {
         this.#batches.splice(this.#batches.indexOf(created), 1);
-        void this.#flush(worker, created, held.observed);
+        void this.#flush(worker, created);
       });
     }
     const waiting = batch.waiting;
@@ -433,7 +433,7 @@ export class HostedPlugin {
     });
   }
 
-  async #flush(worker: PluginTransport, batch: Batch, observed: (key: string, kind: ObservedKind) => void): Promise<void> {
+  async #flush(worker: PluginTransport, batch: Batch): Promise<void> {
     const { generation, env, waiting } = batch;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
@@ -477,10 +477,10 @@ export class HostedPlugin {
         continue;
       }
       if (faulted?.has(w.key) !== true)
-        observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+        w.held.observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     }
-    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
+    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again });
   }
 }
 
