@@ -1,9 +1,8 @@
-// Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport
-// carries it. It loads generations (bundled here, evaluated and set up in the runner),
-// observes a generation's sources with one message per boundary (an unchanged source costs
-// its runner a load and a comparison: its texts are held here), disposes generations, and
-// restarts a stopped worker with the last good generation, backing off, until the plugin
-// stops too often and is disabled until its file changes.
+// Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport carries
+// it: it loads generations (bundled here, set up in the runner), observes their sources with one
+// message per boundary (an unchanged source's texts are held here, its runner only compares),
+// disposes them, and restarts a stopped worker with the last good generation, backing off,
+// until the plugin stops too often and is disabled until its file changes.
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -19,7 +18,7 @@ import {
   type SourceFault,
 } from "../system-context/index.ts";
 import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
-import type { ObservedKind } from "./events.ts";
+import type { LoadTimings, ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
 import type {
@@ -27,30 +26,24 @@ import type {
   Evaluated,
   Observed,
   PluginTransport,
-  PluginWorkerStopped,
   WorkerFault,
   WorkerObservation,
   WorkerText,
 } from "./worker/protocol.ts";
-import { PluginWorkerFault, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
+import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
-export class PluginCodeFault extends ContextHostError {
+class PluginCodeFault extends ContextHostError {
   readonly location: Location | undefined;
-  constructor(options: { readonly message: string; readonly location?: Location | undefined }) {
-    super(options.message);
-    this.location = options.location;
+  constructor(message: string, location?: Location) {
+    super(message);
+    this.location = location;
   }
 }
 
-/** The location a fault of plugin code in its runner carries (on the error or a cause of it). */
-export function locatedInRunner(error: unknown): Location | undefined {
-  let current = error;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (current instanceof PluginCodeFault) return current.location;
-    current = current.cause;
-  }
-  return undefined;
+/** The location of a fault of plugin code in its runner, which a render failure carries as its cause (`textOf`). */
+function locatedInRunner(error: unknown): Location | undefined {
+  return error instanceof Error && error.cause instanceof PluginCodeFault ? error.cause.location : undefined;
 }
 
 export interface HostedPluginOptions {
@@ -65,13 +58,8 @@ export interface HostedPluginOptions {
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
-}
-
-/** One load's request; `attemptedHash`: of the last bundle attempted (identical content is not loaded again); `ownDependenciesFirst`: a package's plugin (decision 131). */
-export interface LoadRequest {
-  readonly generation: number;
-  readonly attemptedHash: string | undefined;
-  readonly ownDependenciesFirst: boolean;
+  /** What a source of the generation of `plugin` returned at an observation without a fault. */
+  observed(plugin: string, key: string, kind: ObservedKind): void;
 }
 
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
@@ -80,51 +68,42 @@ export interface HostedGeneration {
   readonly generation: number;
   readonly scope: Scope;
   readonly keys: readonly string[];
+  /** What a restarted worker rebuilds it from (its config follows from its name). */
+  readonly bundle: PluginBundle;
 }
 
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
 export type Loaded =
   /** The bundle is identical to the last attempted one: nothing was evaluated. */
   | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
-  /** esbuild failed: the bundle hash is unknown. */
-  | { readonly kind: "bundle-failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
-  /** The module, its definition, its config or its setup failed. */
-  | { readonly kind: "failed"; readonly inputs: readonly string[]; readonly hash: string; readonly fault: WorkerFault }
+  /** esbuild failed (its inputs: the files read before), or the module, its definition, its config or its setup did. */
+  | { readonly kind: "bundle-failed" | "failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
   | {
       readonly kind: "activated";
       readonly inputs: readonly string[];
-      readonly hash: string;
       readonly loaded: HostedGeneration;
-      /** `performance.now()` at the load's start and when its generation was ready. */
+      /** `performance.now()` at the load's start and when its generation was ready; the steps' times (`hundredths`). */
       readonly startedAt: number;
       readonly readyAt: number;
-      readonly bundleMs: number;
-      readonly evaluateMs: number;
-      readonly setupMs: number;
+      readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
     };
 
-/** What the worker needs to bring a generation back after a restart (its config follows from its name). */
-interface Recipe {
-  readonly bundle: PluginBundle;
-  readonly generation: number;
-}
+type Texts = Pick<Present, "baseline" | "removed">;
+type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 
 /**
- * The texts of the last observation of one source in one env, and the admitted value known
- * to be that observation's (the very object the snapshot holds): the runner is not sent it again.
+ * One source of a generation in one env, and what the host holds of it: the texts of its last
+ * observation, and `unchanged`: that observation with the admitted value known to be its own
+ * (the very object the snapshot holds, so the runner is not sent it again), the same object
+ * while both stay. `observed`: told what its loader returned.
  */
 interface Held {
-  arrival:
-    | {
-        readonly number: number;
-        readonly transport: PluginTransport;
-        readonly baseline: RenderedText;
-        readonly removed?: RenderedText;
-      }
-    | undefined;
-  admitted: Json | undefined;
-  /** The observation last made of the admitted value and the held texts: the same object while both stay. */
-  unchanged: PrerenderedObservation | undefined;
+  readonly generation: number;
+  readonly env: SourceEnv;
+  readonly key: string;
+  readonly observed: (key: string, kind: ObservedKind) => void;
+  arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
+  unchanged: Present | undefined;
 }
 
 interface Waiting {
@@ -141,6 +120,9 @@ interface Batch {
   readonly waiting: Waiting[];
 }
 
+/** A time in ms, rounded to hundredths as load timings are reported. */
+export const hundredths = (ms: number) => Math.round(ms * 100) / 100;
+
 const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "unavailable" });
 
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
@@ -148,8 +130,15 @@ const graceMs = 100;
 
 export class HostedPlugin {
   readonly #options: HostedPluginOptions;
+  /**
+   * Hash of the last bundle whose load's outcome stands (a final failure, or a generation the
+   * plugin set kept): identical content is not loaded again. The plugin set clears it to load anyway.
+   */
+  attemptedHash: string | undefined;
+  /** Generation numbers handed out so far. */
+  #generations = 0;
   #worker: PluginTransport | undefined;
-  #starting: Promise<PluginTransport | undefined> | undefined;
+  #starting: Promise<PluginTransport> | undefined;
   /** Generations living in the current worker, with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
   /** Loads in flight; a restart due meanwhile waits for them. */
@@ -157,59 +146,58 @@ export class HostedPlugin {
   #isRestartDue = false;
   #restarting: Promise<void> | undefined;
   /** The generation swapped in, as a restarted worker rebuilds it. */
-  #active: Recipe | undefined;
+  #active: HostedGeneration | undefined;
   readonly #crashes: number[] = [];
   #isDisabled = false;
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
-  readonly #recipes = new WeakMap<Scope, Recipe>();
   /** The batches of this turn, each flushed at its end. */
   readonly #batches: Batch[] = [];
 
+  /** Starts the transport at once, so that it starts while the plugin is bundled. */
   constructor(options: HostedPluginOptions) {
     this.#options = options;
-  }
-
-  /** Starts the transport now, so that it starts while the plugin is bundled. */
-  warm(): void {
     void this.#current().catch(() => undefined);
   }
 
   /**
-   * One load: bundle here, stopping there when that failed or gave the bundle last attempted;
-   * then, once `turn` has come, evaluate and set up in the runner. A plugin disabled by stops
-   * is enabled again (its file changed).
+   * One load, never rejecting: bundle here, stopping there when that failed or gave the bundle
+   * last attempted; then, once `turn` has come, evaluate and set up in the runner. A plugin
+   * disabled by stops is enabled again (its file changed). `ownDependenciesFirst`: a package's
+   * plugin (decision 131); `isProvisional`: a failure is not final (the quiet re-check decides).
    */
-  async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
+  async load(
+    request: { readonly ownDependenciesFirst: boolean; readonly isProvisional: boolean },
+    turn?: Promise<unknown>,
+  ): Promise<Loaded> {
     const startedAt = performance.now();
+    // The attempt known when the load was asked for: a reset meanwhile is for the next load.
+    const attemptedHash = this.attemptedHash;
     const { file } = this.#options;
     let bundle: PluginBundle;
     try {
       bundle = await bundlePlugin(file, { ownDependenciesFirst: request.ownDependenciesFirst });
     } catch (error) {
       const failure = error instanceof BundleFailed ? error : undefined;
-      const location = failure?.location;
-      return {
-        kind: "bundle-failed",
-        inputs: failure?.inputs ?? [file],
-        fault: { phase: "bundle", message: messageOf(error), ...(location === undefined ? {} : { location }) },
-      };
+      const fault: WorkerFault = { phase: "bundle", message: messageOf(error), location: failure?.location };
+      return { kind: "bundle-failed", inputs: failure?.inputs ?? [file], fault };
     }
     const { inputs, hash } = bundle;
-    if (request.attemptedHash === hash) return { kind: "unchanged", inputs, hash };
+    if (attemptedHash === hash) return { kind: "unchanged", inputs, hash };
     const bundleMs = performance.now() - startedAt;
     await turn;
-    if (this.#isDisabled) {
-      this.#isDisabled = false;
-      this.#crashes.length = 0;
-    }
+    if (this.#isDisabled) this.#crashes.length = 0;
+    this.#isDisabled = false;
     this.#loads++;
     try {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#restarting;
-      const outcome = await this.#loadIn(bundle, request);
-      if (outcome.kind === "failed") return { kind: "failed", inputs, hash, fault: outcome.fault };
-      return { ...outcome, inputs, hash, startedAt, readyAt: performance.now(), bundleMs };
+      const generation = this.#generations + 1;
+      const loaded = await this.#loadIn(bundle, generation, { startedAt, bundleMs });
+      // A failure on the first event of a burst may be a write seen half done: a save in place takes no generation.
+      if (loaded.kind === "activated" || !request.isProvisional) this.#generations = generation;
+      if (loaded.kind === "failed" && !request.isProvisional) this.attemptedHash = hash;
+      return loaded;
     } finally {
       this.#loads--;
       if (this.#loads === 0 && this.#isRestartDue) {
@@ -222,61 +210,54 @@ export class HostedPlugin {
 
   async #loadIn(
     bundle: PluginBundle,
-    request: LoadRequest,
+    generation: number,
+    { startedAt, bundleMs }: { readonly startedAt: number; readonly bundleMs: number },
     isRetry = false,
-  ): Promise<
-    | { readonly kind: "activated"; readonly loaded: HostedGeneration; readonly evaluateMs: number; readonly setupMs: number }
-    | { readonly kind: "failed"; readonly fault: WorkerFault }
-  > {
-    let worker: PluginTransport | undefined;
-    try {
-      worker = await this.#current();
-    } catch (error) {
-      return { kind: "failed", fault: { phase: "evaluate", message: messageOf(error) } };
-    }
-    if (worker === undefined) return { kind: "failed", fault: { phase: "evaluate", message: "the plugin set is closed" } };
-    const { generation } = request;
+  ): Promise<Loaded> {
+    const { inputs } = bundle;
     const phase: { current: DiagnosticPhase } = { current: "evaluate" };
     try {
+      // A transport that failed to start fails the load in its first phase.
+      const worker = await this.#current();
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
-      const loaded = { name, generation, scope: this.#scopeOf(name, { bundle, generation }), keys };
-      return { kind: "activated", loaded, evaluateMs, setupMs };
+      const loaded = this.#hosted(name, generation, keys, bundle);
+      const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
+      return { kind: "activated", inputs, loaded, startedAt, readyAt: performance.now(), timings };
     } catch (error) {
-      if (error instanceof PluginWorkerFault) return { kind: "failed", fault: error.fault };
-      const stopped = error as PluginWorkerStopped;
+      if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, fault: error.fault };
+      const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
-      const isOwn = stopped.phase === undefined || stopped.phase === phase.current || stopped.phase === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, request, true);
-      return { kind: "failed", fault: { phase: stopped.phase ?? phase.current, message: messageOf(error) } };
+      const isOwn = stoppedIn === undefined || stoppedIn === phase.current || stoppedIn === "config";
+      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, { startedAt, bundleMs }, true);
+      return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
     }
   }
 
-  /** `scope`'s generation is the active one now. */
-  swappedIn(scope: Scope): void {
-    const recipe = this.#recipes.get(scope);
-    if (recipe !== undefined) this.#active = recipe;
+  /** `loaded` is the active generation now. */
+  swappedIn(loaded: HostedGeneration): void {
+    this.#active = loaded;
   }
 
-  /** The registration of one source of a generation, observed pre-rendered by the runner. */
-  registration(
-    generation: number,
-    key: string,
-    report: (fault: SourceFault) => void,
-    observed: (key: string, kind: ObservedKind) => void,
-  ): Registration {
+  /**
+   * The registrations of a generation's sources, observed pre-rendered by the runner. Their
+   * closures are made here, apart from the swap: closures made in one function share its V8
+   * context, so one made in the swap would keep the generation it displaced alive.
+   */
+  registrations({ name, generation, keys }: HostedGeneration): Registration[] {
+    const report = ({ key, phase, error }: SourceFault) =>
+      this.#options.report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
     const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
-    return {
+    const limits = { maxTextLength, maxValueBytes, maxDepth, report };
+    const observed = (key: string, kind: ObservedKind) => this.#options.observed(name, key, kind);
+    return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { arrival: undefined, admitted: undefined, unchanged: undefined };
-        return prerendered(
-          { key, observe: (stored) => this.#observe(generation, env, key, stored, held, observed) },
-          { maxTextLength, maxValueBytes, maxDepth, report },
-        );
+        const held: Held = { generation, env, key, observed, arrival: undefined, unchanged: undefined };
+        return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
       }),
-    };
+    }));
   }
 
   /** Stops the worker (after the caller disposed what it wanted to). */
@@ -290,25 +271,23 @@ export class HostedPlugin {
   }
 
   /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
-  #current(): Promise<PluginTransport | undefined> {
-    if (this.#isClosed) return Promise.resolve(undefined);
+  #current(): Promise<PluginTransport> {
+    if (this.#isClosed) return Promise.reject(new ContextHostError("the plugin set is closed"));
     if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
-    if (this.#starting === undefined) {
-      clearTimeout(this.#restartTimer);
-      this.#restartTimer = undefined;
-      this.#starting = this.#start().finally(() => {
-        this.#starting = undefined;
-      });
-    }
+    this.#starting ??= this.#start().finally(() => {
+      this.#starting = undefined;
+    });
     return this.#starting;
   }
 
-  async #start(): Promise<PluginTransport | undefined> {
+  async #start(): Promise<PluginTransport> {
+    clearTimeout(this.#restartTimer);
+    this.#restartTimer = undefined;
     this.#living.clear();
     const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
     if (this.#isClosed) {
       await worker.terminate();
-      return undefined;
+      throw new ContextHostError("the plugin set is closed");
     }
     this.#worker = worker;
     return worker;
@@ -332,11 +311,8 @@ export class HostedPlugin {
           : stopped.isCollateral
             ? "; restarting it with the last good generation"
             : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
-    this.#options.report({
-      phase: stopped.phase ?? "load",
-      message: `${stopped.reason}${restart}`,
-      ...(stopped.key === undefined ? {} : { key: stopped.key }),
-    });
+    const key = stopped.key === undefined ? {} : { key: stopped.key };
+    this.#options.report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
     if (this.#active === undefined) return;
     if (count >= maxCrashes) this.#isDisabled = true;
     else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
@@ -355,23 +331,19 @@ export class HostedPlugin {
   }
 
   async #rebuild(): Promise<void> {
-    if (this.#loads > 0) {
-      this.#isRestartDue = true;
-      return;
-    }
+    // With loads in flight, the last of them schedules the restart (it is never due without them).
+    this.#isRestartDue = this.#loads > 0;
+    if (this.#isRestartDue) return;
     const recipe = this.#active;
     if (recipe === undefined || this.#isClosed || this.#isDisabled) return;
     const worker = await this.#current().catch(() => undefined);
     if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
-    try {
-      await this.#setUp(worker, recipe.bundle, recipe.generation);
-    } catch (error) {
+    await this.#setUp(worker, recipe.bundle, recipe.generation).catch((error) => {
       // A stop is reported by `#stopped`, a fault here.
-      if (error instanceof PluginWorkerFault) {
-        const { phase, message, location } = error.fault;
-        this.#options.report({ phase, message: `after a restart: ${message}`, ...(location === undefined ? {} : { location }) });
-      }
-    }
+      if (!(error instanceof PluginWorkerFault)) return;
+      const { phase, message, location } = error.fault;
+      this.#options.report({ phase, message: `after a restart: ${message}`, location });
+    });
   }
 
   /**
@@ -411,44 +383,36 @@ export class HostedPlugin {
         deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
     }
     this.#living.set(generation, deadlines);
-    const setupMs = performance.now() - evaluatedAt;
-    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs };
+    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs: performance.now() - evaluatedAt };
   }
 
-  /** The host-side scope of a generation: closing it runs its disposers in the worker. */
-  #scopeOf(name: string, recipe: Recipe): Scope {
-    const scope = new Scope(`plugin ${name} generation ${recipe.generation}`);
-    this.#recipes.set(scope, recipe);
+  /** A generation set up in the worker, with its host-side scope: closing it runs its disposers there. */
+  #hosted(name: string, generation: number, keys: readonly string[], bundle: PluginBundle): HostedGeneration {
+    const scope = new Scope(`plugin ${name} generation ${generation}`);
+    const hosted = { name, generation, scope, keys, bundle };
     void scope.add(async () => {
-      if (this.#active === recipe) this.#active = undefined;
+      if (this.#active === hosted) this.#active = undefined;
       const worker = this.#worker;
-      if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(recipe.generation)) return;
+      if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(generation)) return;
       const ms = this.#options.limits.disposeDeadlineMs;
       const what = `disposers of ${scope.name}`;
       try {
-        await worker.request({ type: "dispose", generation: recipe.generation }, ms, () => ({ what, phase: "dispose" }));
+        await worker.request({ type: "dispose", generation }, ms, () => ({ what, phase: "dispose" }));
       } catch (error) {
-        if (error instanceof PluginWorkerFault) throw new PluginCodeFault({ message: error.fault.message });
+        if (error instanceof PluginWorkerFault) throw new PluginCodeFault(error.fault.message);
         // The worker was stopped: that was reported, and it restarts with the active generation.
         throw new DeadlineExceeded({ what, ms });
       }
     });
-    return scope;
+    return hosted;
   }
 
-  #observe(
-    generation: number,
-    env: SourceEnv,
-    key: string,
-    stored: Json | undefined,
-    held: Held,
-    observed: (key: string, kind: ObservedKind) => void,
-  ): Promise<PrerenderedObservation> {
+  #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
+    const { generation, env, key } = held;
     const deadlines = this.#living.get(generation);
     const worker = this.#worker;
-    if (deadlines === undefined || worker === undefined || worker.stopped !== undefined) {
+    if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
       return Promise.resolve(unavailableObservation);
-    }
     // Every source of a boundary is asked for in the same turn: one message carries them all.
     let batch: Batch | undefined;
     for (const open of this.#batches)
@@ -460,7 +424,7 @@ export class HostedPlugin {
       this.#batches.push(created);
       queueMicrotask(() => {
         this.#batches.splice(this.#batches.indexOf(created), 1);
-        void this.#flush(worker, created, observed);
+        void this.#flush(worker, created);
       });
     }
     const waiting = batch.waiting;
@@ -469,24 +433,17 @@ export class HostedPlugin {
     });
   }
 
-  async #flush(worker: PluginTransport, batch: Batch, observed: (key: string, kind: ObservedKind) => void): Promise<void> {
-    const { waiting } = batch;
+  async #flush(worker: PluginTransport, batch: Batch): Promise<void> {
+    const { generation, env, waiting } = batch;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
     for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
-    const ms = longest + renderDeadlineMs;
+    const columns = asked(worker, waiting, this.#living.get(generation));
     let result: Observed;
     try {
       result = await worker.request<Observed>(
-        {
-          type: "observe",
-          generation: batch.generation,
-          env: batch.env,
-          now: this.#options.now(),
-          deadlineMs,
-          ...asked(worker, waiting, this.#living.get(batch.generation)),
-        },
-        ms + graceMs,
+        { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
+        longest + renderDeadlineMs + graceMs,
         (phase, index) => {
           const stuck = waiting[index];
           if (phase === undefined || phase === "load")
@@ -514,16 +471,16 @@ export class HostedPlugin {
       const w = waiting[i] as Waiting;
       const arrived = observations[i];
       // The runner no longer had the held observation's value: asked once more, with the value.
-      if (arrived?.kind === "ask-again" && w.held.admitted !== undefined) {
-        w.held.admitted = undefined;
+      if (arrived?.kind === "ask-again" && w.held.unchanged !== undefined) {
+        w.held.unchanged = undefined;
         again.push(w);
         continue;
       }
       if (faulted?.has(w.key) !== true)
-        observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+        w.held.observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     }
-    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again }, observed);
+    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again });
   }
 }
 
@@ -531,25 +488,19 @@ export class HostedPlugin {
 function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
   if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
   if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
+  const { held, stored } = waiting;
   if (arrived.kind === "unchanged") {
     // The admitted value (the very object: no check again) with the held texts.
-    const arrival = waiting.held.arrival;
-    if (arrival?.transport !== transport || waiting.stored === undefined) return unavailableObservation;
-    const { held, stored } = waiting;
-    held.admitted = stored;
-    if (held.unchanged?.kind === "present" && held.unchanged.value === stored) return held.unchanged;
-    const { baseline, removed } = arrival;
-    held.unchanged = { kind: "present", value: stored, baseline, ...(removed === undefined ? {} : { removed }) };
+    if (held.arrival?.transport !== transport || stored === undefined) return unavailableObservation;
+    if (held.unchanged?.value !== stored) held.unchanged = { kind: "present", value: stored, ...held.arrival.texts };
     return held.unchanged;
   }
   if (arrived.kind !== "present") return unavailableObservation;
-  const baseline = textOf(arrived.baseline);
-  const removed = arrived.removed === undefined ? undefined : textOf(arrived.removed);
-  const texts = { baseline, ...(removed === undefined ? {} : { removed }) };
+  const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
+  const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
   if (typeof arrived.number === "number") {
-    waiting.held.arrival = { number: arrived.number, transport, ...texts };
-    waiting.held.admitted = undefined;
-    waiting.held.unchanged = undefined;
+    held.arrival = { number: arrived.number, transport, texts };
+    held.unchanged = undefined;
   }
   const previous = arrived.previous;
   if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
@@ -566,11 +517,11 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], generation:
   if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.key === key;
   for (index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
-    const { arrival, admitted } = w.held;
+    const { arrival, unchanged } = w.held;
     const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
     held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
-    if (w.stored !== undefined && !(number > 0 && admitted === w.stored)) stored.push([index, w.stored]);
+    if (w.stored !== undefined && !(number > 0 && unchanged?.value === w.stored)) stored.push([index, w.stored]);
   }
   return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
 }
@@ -579,5 +530,5 @@ function textOf(text: WorkerText | undefined): RenderedText {
   if (typeof text !== "object" || text === null) return { ok: false, reason: "produced no rendering" };
   if (text.ok === true) return { ok: true, text: text.text };
   const reason = typeof text.reason === "string" ? text.reason.slice(0, 4096) : "failed";
-  return { ok: false, reason, cause: new PluginCodeFault({ message: reason, location: sanitizeLocation(text.location) }) };
+  return { ok: false, reason, cause: new PluginCodeFault(reason, sanitizeLocation(text.location)) };
 }

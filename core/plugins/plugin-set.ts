@@ -9,19 +9,17 @@ import { type Clock, type Logger, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
 import { type Diagnostic, Diagnostics, diagnosticIdentity, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
-import type { Scope } from "../base/scope.ts";
-import type { Registration, Registry } from "../registry/registry.ts";
-import type { SourceFault } from "../system-context/index.ts";
+import type { Registry } from "../registry/registry.ts";
 import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
-import { type HostedGeneration, HostedPlugin, type Loaded, locatedInRunner } from "./hosted-plugin.ts";
+import { type HostedGeneration, HostedPlugin, hundredths, type Loaded } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
-import type { Location } from "./locations.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
 import { InThreadTransport } from "./runner.ts";
 import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
+import type { WorkerFault } from "./worker/protocol.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
@@ -50,14 +48,6 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
 
 export type Isolation = "worker" | "none";
 
-const hundredths = (ms: number) => Math.round(ms * 100) / 100;
-
-/** The generation of a plugin that is swapped in, and the hash of the bundle it was loaded from. */
-interface Active extends HostedGeneration {
-  readonly hash: string;
-  readonly loadMs: number;
-}
-
 /**
  * One discovered plugin file and its life. Its loads stand in `load` (a `LoadState`, moved
  * only by its transitions); the rest is what the loads left: the active generation, the
@@ -71,13 +61,10 @@ interface PluginEntry {
   /** The host's handle on the plugin's runner (its transport starts with the entry). */
   readonly hosted: HostedPlugin;
   load: LoadState;
-  active?: Active;
+  /** The generation swapped in, and how long its load took. */
+  active?: HostedGeneration & { readonly loadMs: number };
   /** Why the last load failed (its diagnostic was emitted). */
   failed?: Diagnostic;
-  /** Hash of the last bundle a load was attempted with: identical content is not loaded twice. */
-  attemptedHash?: string;
-  /** Generation numbers handed out so far. */
-  attempts: number;
   /** Files the last bundle attempt read, and when they reload the plugin. */
   readonly inputs: WatchedPlugin;
   /** Source keys whose faults are in the current diagnostics. */
@@ -226,8 +213,7 @@ export class PluginSet {
   }
 
   #isSettled(): boolean {
-    if (this.#tasks.size > 0 || this.#watcher.isPending) return false;
-    if (this.#timers.size > 0) return false;
+    if (this.#tasks.size > 0 || this.#timers.size > 0 || this.#watcher.isPending) return false;
     for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
     return true;
   }
@@ -288,17 +274,14 @@ export class PluginSet {
   }
 
   /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */
-  #diagnose(
-    entry: PluginEntry,
-    problem: Omit<Diagnostic, "origin" | "plugin" | "file"> & { file?: string; plugin?: string; location?: Location },
-  ) {
+  #diagnose(entry: PluginEntry, problem: WorkerFault) {
     const { location, ...rest } = problem;
     const diagnostic: Diagnostic = {
       ...rest,
       ...location,
       origin: "plugin",
       plugin: rest.plugin ?? entry.active?.name ?? entry.id,
-      file: location?.file ?? rest.file ?? entry.file,
+      file: location?.file ?? entry.file,
     };
     entry.reported.add(diagnosticIdentity(diagnostic));
     this.#emit({ kind: "diagnostic", diagnostic });
@@ -315,9 +298,7 @@ export class PluginSet {
       seen.add(plugin.file);
       const known = this.#entries.get(plugin.file);
       if (known === undefined) {
-        const entry = this.#newEntry(plugin.id, plugin.file, plugin.origin);
-        this.#entries.set(plugin.file, entry);
-        created.add(entry);
+        created.add(this.#newEntry(plugin.id, plugin.file, plugin.origin));
         continue;
       }
       known.origin = plugin.origin;
@@ -325,7 +306,7 @@ export class PluginSet {
       if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
         // An updated package reloads its plugins even when their bundles are byte for byte the
         // same (its dependencies may have changed); a replaced one is loaded again if they differ.
-        if (updated.has(name)) known.attemptedHash = undefined;
+        if (updated.has(name)) known.hosted.attemptedHash = undefined;
         void this.#markDirty(known, false);
       }
     }
@@ -339,7 +320,7 @@ export class PluginSet {
         // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
         // costs start-up one deadline); in the host's thread their setups take turns in name
         // order, so their side effects come in that order. They are swapped in in name order.
-        entry.load = discovered(this.#load(entry, this.#workers === undefined ? previous : undefined));
+        entry.load = discovered(this.#load(entry, false, this.#workers === undefined ? previous : undefined));
         previous = this.#drain(entry, previous);
       }
     }
@@ -347,29 +328,26 @@ export class PluginSet {
 
   /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
   #notePackages(found: FoundPlugins): Set<string> {
-    const { packages } = found;
-    const updated = new Set(
-      [...packages].filter(([name, seen]) => (this.#packages.get(name) ?? seen) !== seen).map(([name]) => name),
-    );
-    this.#packages = packages;
+    const updated = new Set<string>();
+    for (const [name, seen] of found.packages) if ((this.#packages.get(name) ?? seen) !== seen) updated.add(name);
+    this.#packages = found.packages;
     this.#watcher.watchInstallPlaces(found.installPlaces);
     const known = this.#packageProblems;
-    this.#packageProblems = new Map(
-      found.problems.map(({ package: plugin, file, message }) => {
-        const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
-        return [diagnosticIdentity(diagnostic), diagnostic];
-      }),
-    );
+    this.#packageProblems = new Map();
+    for (const { package: plugin, file, message } of found.problems) {
+      const diagnostic: Diagnostic = { origin: "plugin", plugin, file, phase: "package", message };
+      this.#packageProblems.set(diagnosticIdentity(diagnostic), diagnostic);
+    }
     const isGone = (id: string) => known.has(id) && !this.#packageProblems.has(id);
     this.#diagnostics.resolve((d) => d.phase === "package" && isGone(diagnosticIdentity(d)));
     for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
     return updated;
   }
 
+  /** A plugin file a scan found for the first time, entered in the set. */
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
     const { container, settings = {} } = this.#options;
     const limits = this.#limits;
-    const workers = this.#workers;
     const entry: PluginEntry = {
       id,
       file,
@@ -381,23 +359,28 @@ export class PluginSet {
         limits,
         now: () => this.#clock.now(),
         startTransport: async (onStopped) =>
-          workers === undefined ? new InThreadTransport({ container, limits }) : workers.start(file, onStopped),
+          this.#workers === undefined ? new InThreadTransport({ container, limits }) : this.#workers.start(file, onStopped),
         // The runner's stops and faults become the entry's diagnostics.
         report: (problem) => {
           if (problem.key !== undefined) entry.faulted.add(problem.key);
           this.#diagnose(entry, problem);
         },
+        observed: (plugin, key, kind) => {
+          entry.observed.set(key, kind);
+          // Cheap at every boundary: only a source with a fault on record resolves anything.
+          if (!entry.faulted.delete(key)) return;
+          const isResolved = (d: Diagnostic) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase);
+          this.#diagnostics.resolve((d) => isResolved(d) && entry.reported.has(diagnosticIdentity(d)));
+        },
       }),
       load: idle,
-      attempts: 0,
       inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
       faulted: new Set(),
       observed: new Map(),
       reported: new Set(),
       queue: Promise.resolve(),
     };
-    // Its worker starts now, while the plugin is bundled: start-up overlaps.
-    entry.hosted.warm();
+    this.#entries.set(file, entry);
     return entry;
   }
 
@@ -439,18 +422,16 @@ export class PluginSet {
       while (entry.load.kind === "due" && !this.#isClosed) {
         const { isProvisional, preload } = entry.load;
         entry.load = began(entry.load);
-        try {
-          await this.#loadOnce(entry, isProvisional, preload);
-        } finally {
+        await this.#loadOnce(entry, isProvisional, preload).finally(() => {
           entry.load = finished(entry.load);
-        }
+        });
       }
     };
     return this.#enqueue(entry, drain, after);
   }
 
   /** One load of a plugin, never rejecting. */
-  async #load(entry: PluginEntry, turn?: Promise<unknown>): Promise<Loaded> {
+  async #load(entry: PluginEntry, isProvisional: boolean, turn?: Promise<unknown>): Promise<Loaded> {
     const { origin, inputs } = entry;
     // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
     if (origin.kind === "package") {
@@ -461,27 +442,18 @@ export class PluginSet {
         return { kind: "unchanged", inputs: inputs.files, hash: "" };
       }
     }
-    const request = {
-      generation: entry.attempts + 1,
-      attemptedHash: entry.attemptedHash,
-      ownDependenciesFirst: origin.kind === "package",
-    };
-    try {
-      return await entry.hosted.load(request, turn);
-    } catch (error) {
-      return { kind: "bundle-failed", inputs: inputs.files, fault: { phase: "evaluate", message: messageOf(error) } };
-    }
+    return entry.hosted.load({ ownDependenciesFirst: origin.kind === "package", isProvisional }, turn);
   }
 
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
-    const result = await (preload ?? this.#load(entry));
+    const result = await (preload ?? this.#load(entry, isProvisional));
     // A bundle that failed read only part of the plugin: the files read before stay watched.
     const isPartial = result.kind === "bundle-failed";
     this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
     if (result.kind === "unchanged") {
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
       const active = entry.active;
-      if (active !== undefined && entry.failed !== undefined && active.hash === result.hash) {
+      if (active !== undefined && entry.failed !== undefined && active.bundle.hash === result.hash) {
         entry.failed = undefined;
         // The problems of its failed loads no longer hold; its sources' boundary faults stay until they load again.
         const isLoadProblem = (d: Diagnostic) => d.origin === "plugin" && !boundaryPhases.has(d.phase);
@@ -490,45 +462,27 @@ export class PluginSet {
       }
       return;
     }
-    if (result.kind === "bundle-failed") {
-      // A write may still be under way: the quiet re-check decides whether the failure holds.
+    if (result.kind !== "activated") {
+      // A failure on the first event of a burst may be a write seen half done: the quiet re-check decides whether it holds.
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    // A failure on the first event of a burst may be a write seen half done: the quiet
-    // re-check decides, and a save in place takes no generation.
-    if (result.kind === "failed" && isProvisional) return;
-    const generation = ++entry.attempts;
-    if (result.kind === "failed") {
-      entry.attemptedHash = result.hash;
-      entry.failed = this.#diagnose(entry, result.fault);
-      return;
-    }
     // A change arrived meanwhile: the next load wins (and may load the same content again).
-    if (isStale(entry.load) || this.#isClosed) {
-      await this.#closeScope(entry, result.loaded.name, result.loaded.scope);
-      return;
-    }
-    entry.attemptedHash = result.hash;
-    const displaced = this.#swap(entry, result, generation);
-    if (displaced !== undefined) await this.#closeScope(entry, displaced.name, displaced.scope);
+    if (isStale(entry.load) || this.#isClosed) return this.#closeScope(entry, result.loaded);
+    entry.hosted.attemptedHash = result.loaded.bundle.hash;
+    await this.#swap(entry, result);
   }
 
   /**
-   * Swaps a generation in: its registrations replace those of the one it follows (and of a
-   * file whose namespace it takes) in one registry version. Returns the generation of this
-   * file it displaced, for the caller to close (a refused one: itself); a displaced holder's
-   * is closed on the holder's own queue.
+   * Swaps a generation in: its registrations replace those of the one it follows (and of a file
+   * whose namespace it takes) in one registry version. Closes the one it follows (a refused one:
+   * itself); a displaced holder's is closed on the holder's own queue.
    */
-  #swap(
-    entry: PluginEntry,
-    load: Extract<Loaded, { kind: "activated" }>,
-    generation: number,
-  ): { readonly name: string; readonly scope: Scope } | undefined {
+  async #swap(entry: PluginEntry, load: Extract<Loaded, { kind: "activated" }>): Promise<void> {
     const next = load.loaded;
     const refuse = (message: string) => {
       entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
-      return next;
+      return this.#closeScope(entry, next);
     };
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
@@ -537,7 +491,7 @@ export class PluginSet {
       );
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
-    const registrations = this.#registrationsOf(entry, next);
+    const registrations = entry.hosted.registrations(next);
     const previous = entry.active;
     const held = holder?.active;
     try {
@@ -550,66 +504,32 @@ export class PluginSet {
       return refuse(messageOf(error));
     }
     this.#namespaces.hold(next.name, entry.file, claim.displaced);
-    entry.hosted.swappedIn(next.scope);
+    entry.hosted.swappedIn(next);
     if (holder !== undefined && held !== undefined) {
       holder.active = undefined;
-      holder.failed = this.#diagnose(holder, {
-        plugin: next.name,
-        phase: "namespace",
-        message: `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`,
-      });
+      const message = `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`;
+      holder.failed = this.#diagnose(holder, { plugin: next.name, phase: "namespace", message });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      void this.#enqueue(holder, () => this.#closeScope(holder, held.name, held.scope));
+      void this.#enqueue(holder, () => this.#closeScope(holder, held));
     }
     const { startedAt, readyAt } = load;
-    entry.active = { ...next, generation, hash: load.hash, loadMs: Math.round(readyAt - startedAt) };
+    entry.active = { ...next, loadMs: Math.round(readyAt - startedAt) };
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.faulted.clear();
     const now = performance.now();
-    const timings: LoadTimings = {
-      loadMs: hundredths(now - startedAt),
-      bundleMs: hundredths(load.bundleMs),
-      evaluateMs: hundredths(load.evaluateMs),
-      setupMs: hundredths(load.setupMs),
-      swapMs: hundredths(now - readyAt),
-    };
-    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation, timings });
+    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...load.timings, swapMs: hundredths(now - readyAt) };
+    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
-    return previous;
-  }
-
-  /**
-   * The registrations of one generation's sources, their faults reported as the entry's. They
-   * are built here, not inside `#swap`, on purpose: closures created in one function share one
-   * V8 context, so a `report` closure made in `#swap` would hold `#swap`'s `previous` (captured
-   * by the batch callback) for as long as the registration lives, and every generation would
-   * keep the one before it alive.
-   */
-  #registrationsOf(entry: PluginEntry, next: HostedGeneration): Registration[] {
-    const plugin = next.name;
-    const report = (fault: SourceFault) => {
-      entry.faulted.add(fault.key);
-      const location = locatedInRunner(fault.error);
-      this.#diagnose(entry, { plugin, key: fault.key, phase: fault.phase, message: messageOf(fault.error), location });
-    };
-    const observed = (key: string, kind: ObservedKind) => {
-      entry.observed.set(key, kind);
-      // Cheap at every boundary: only a source with a fault on record resolves anything.
-      if (!entry.faulted.delete(key)) return;
-      this.#diagnostics.resolve(
-        (d) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase) && entry.reported.has(diagnosticIdentity(d)),
-      );
-    };
-    return next.keys.map((key) => entry.hosted.registration(next.generation, key, report, observed));
+    if (previous !== undefined) await this.#closeScope(entry, previous);
   }
 
   /** Closes a generation within the dispose deadline; a failure or a miss is a diagnostic. */
-  async #closeScope(entry: PluginEntry, plugin: string, scope: Scope) {
+  async #closeScope(entry: PluginEntry, { name, scope }: HostedGeneration) {
     try {
       await withinDeadline(() => scope.close(), this.#limits.disposeDeadlineMs, `disposers of ${scope.name}`);
     } catch (error) {
-      this.#diagnose(entry, { plugin, phase: "dispose", message: messageOf(error) });
+      this.#diagnose(entry, { plugin: name, phase: "dispose", message: messageOf(error) });
     }
   }
 
@@ -620,7 +540,7 @@ export class PluginSet {
     entry.active = undefined;
     this.#options.registry.retire(active.scope);
     this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
-    await this.#closeScope(entry, active.name, active.scope);
+    await this.#closeScope(entry, active);
   }
 
   /**
@@ -640,7 +560,7 @@ export class PluginSet {
     for (const file of files) {
       const other = this.#entries.get(file);
       if (other === undefined || other.load.kind === "removed") continue;
-      other.attemptedHash = undefined;
+      other.hosted.attemptedHash = undefined;
       void this.#markDirty(other, false);
     }
   }
