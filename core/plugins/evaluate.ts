@@ -12,12 +12,11 @@ import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
 import { BundleLocations } from "./locations.ts";
 
+/** A copy of a module's namespace marked `__esModule`, so that a CommonJS bundle's `import x from` gets its `default`. */
+const asRequired = (namespace: object) => Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
+
 /** What `context-host` and `context-host/plugin` are inside a plugin: the plugin API's named exports only (bundled, a namespace may carry a `default`). */
-const pluginApiModule = Object.freeze(
-  Object.defineProperty(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")), "__esModule", {
-    value: true,
-  }),
-);
+const pluginApiModule = asRequired(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")));
 
 const hostRequire = createRequire(import.meta.url);
 
@@ -41,30 +40,24 @@ export class PluginImportRefused extends ContextHostError {
   }
 }
 
-/** An ES module's namespace marked `__esModule`, so that a CommonJS bundle's `import Type from "typebox"` gets the default export. */
-function asRequired(namespace: object): object {
-  if (!("default" in namespace) || "__esModule" in namespace) return namespace;
-  return Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
-}
-
 /**
  * TypeBox as the host's own code imported it: under tsx `require("typebox")` compiles a second
  * copy, and a plugin would build its schemas with TypeBox objects the host has never seen.
  */
-const typeboxNamespaces: Readonly<Record<string, object>> = {
-  typebox,
-  "typebox/compile": typeboxCompile,
-  "typebox/value": typeboxValue,
-};
+const typeboxNamespaces = new Map<string, object>([
+  ["typebox", typebox],
+  ["typebox/compile", typeboxCompile],
+  ["typebox/value", typeboxValue],
+]);
 /** Made on a plugin's first `require` of each (copying a namespace costs a worker's start-up time). */
 const typeboxModules = new Map<string, object>();
 
+/** TypeBox's module `specifier` as `require` returns it, if it is one. */
 function typeboxModule(specifier: string): object | undefined {
-  let required = typeboxModules.get(specifier);
-  if (required === undefined && Object.hasOwn(typeboxNamespaces, specifier)) {
-    required = asRequired(typeboxNamespaces[specifier] as object);
-    typeboxModules.set(specifier, required);
-  }
+  const namespace = typeboxNamespaces.get(specifier);
+  if (namespace === undefined || !("default" in namespace) || "__esModule" in namespace) return namespace;
+  const required = typeboxModules.get(specifier) ?? asRequired(namespace);
+  typeboxModules.set(specifier, required);
   return required;
 }
 

@@ -51,6 +51,9 @@ interface Sent {
   readonly number: number;
 }
 
+/** What a source's loader returned, or threw; `undefined` for a key the generation does not have. */
+type Outcome = { readonly loaded: unknown } | { readonly error: unknown };
+
 /** One generation living in this runner. */
 interface Living {
   readonly exports: Record<string, unknown>;
@@ -78,9 +81,9 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   /** Numbers the observations sent with texts, so the host can say which one it holds. */
   let sentCount = 0;
 
-  function mark(request: number, phase: DiagnosticPhase | "idle", source = 0) {
+  function mark(request: number, phase: (typeof phaseCodes)[number], source = 0) {
     Atomics.store(cells, progress.request, request);
-    Atomics.store(cells, progress.phase, Math.max(0, phaseCodes.indexOf(phase)));
+    Atomics.store(cells, progress.phase, phaseCodes.indexOf(phase));
     Atomics.store(cells, progress.source, source);
   }
 
@@ -108,7 +111,6 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       container,
       settings: { [living.name]: request.config },
       setupDeadlineMs: request.setupDeadlineMs,
-      reservedNamespaces: new Set(),
     });
     living.scope = activated.scope;
     living.sources = new Map(
@@ -119,23 +121,17 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     };
   }
 
-  /** The values this generation last sent in `envId`, the least recently used env dropped beyond `maxEnvs`. */
-  function sentIn(living: Living, envId: string): Map<string, Sent> {
-    let sent = living.sent.get(envId);
-    if (sent === undefined) {
-      sent = new Map();
-      if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
-    } else living.sent.delete(envId);
-    living.sent.set(envId, sent);
-    return sent;
-  }
-
   async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
     if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
     const env = Object.freeze({ ...request.env });
-    const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
+    // What was last sent in this env; the least recently used env is dropped beyond `maxEnvs`.
+    const envId = `${env.location}\u0000${env.sessionId ?? ""}`;
+    const sent = living.sent.get(envId) ?? new Map<string, Sent>();
+    living.sent.delete(envId);
+    if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
+    living.sent.set(envId, sent);
     const keys = request.keys ?? [...sources.keys()];
     const storedAt = new Map(request.stored);
     const faults: WorkerFault[] = [];
@@ -144,33 +140,26 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       return unavailableObservation;
     };
     // Every loader starts before any is awaited, as in the host: sources are observed
-    // concurrently. A loader that returns at once costs no promise.
-    const settled: Array<PromiseSettledResult<unknown>> = [];
-    const pending: Array<Promise<void>> = [];
-    keys.forEach((key, index) => {
+    // concurrently. Loaders that all return at once cost no promise.
+    const outcomes = keys.map((key, index): Outcome | Promise<Outcome> | undefined => {
       const held = sources.get(key);
-      if (held === undefined) return;
+      if (held === undefined) return undefined;
       mark(request.id, "load", index);
       try {
         const loaded = held.source.load(env);
-        if (!(loaded instanceof Promise)) settled[index] = { status: "fulfilled", value: loaded };
-        else
-          pending.push(
-            withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`).then(
-              (value) => {
-                settled[index] = { status: "fulfilled", value };
-              },
-              (reason) => {
-                settled[index] = { status: "rejected", reason };
-              },
-            ),
-          );
-      } catch (reason) {
-        settled[index] = { status: "rejected", reason };
+        if (!(loaded instanceof Promise)) return { loaded };
+        const within = withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`);
+        return within.then(
+          (value) => ({ loaded: value }),
+          (error: unknown) => ({ error }),
+        );
+      } catch (error) {
+        return { error };
       }
     });
     mark(request.id, "idle");
-    if (pending.length > 0) await Promise.all(pending);
+    const isPending = outcomes.some((outcome) => outcome instanceof Promise);
+    const settled = isPending ? await Promise.all(outcomes) : (outcomes as (Outcome | undefined)[]);
     const observations = keys.map((key, index): WorkerObservation => {
       const heldNumber = request.held[index] ?? 0;
       const last = sent.get(key);
@@ -184,8 +173,8 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       const held = sources.get(key);
       const outcome = settled[index];
       if (held === undefined || outcome === undefined) return unavailableObservation;
-      if (outcome.status === "rejected") return faulty(outcome.reason, "load", key);
-      const loaded = outcome.value;
+      if ("error" in outcome) return faulty(outcome.error, "load", key);
+      const { loaded } = outcome;
       if (loaded === unavailable) return unavailableObservation;
       if (loaded === absent) return absentObservation;
       const { codec, source } = held;
@@ -210,7 +199,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
           const rendering = codec.render(renderer, loaded, previous);
           if (rendering.ok) return { ok: true, text: rendering.text };
           const location = locate(living.locations, rendering.error);
-          const reason = rendering.error.message.replace(/^Context Source "[^"]*": renderer "[a-z]+" /, "");
+          const { reason } = rendering.error;
           return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
         } catch (error) {
           return { ok: false, reason: `threw: ${messageOf(error)}` };
@@ -243,20 +232,18 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
 
   // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
   return async function serve(request) {
-    const living = generations.get(request.generation);
     try {
       if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
       if (request.type === "activate") return { ok: true, result: await activate(request) };
       if (request.type === "observe") return { ok: true, result: await observe(request) };
       return { ok: true, result: await dispose(request) };
     } catch (error) {
+      // A disposer's fault is not located (`dispose` forgot the generation before it ran them).
+      const locations =
+        request.type === "evaluate" ? locationsOf(request, request.generation) : generations.get(request.generation)?.locations;
       // A generation whose evaluation or setup failed does not live on.
       if (request.type !== "observe") generations.delete(request.generation);
-      const locations = request.type === "evaluate" ? locationsOf(request, request.generation) : living?.locations;
-      return {
-        ok: false,
-        fault: faultOf(error, request.type === "dispose" ? undefined : locations, faultPhases[request.type]),
-      };
+      return { ok: false, fault: faultOf(error, locations, faultPhases[request.type]) };
     } finally {
       mark(0, "idle");
     }
@@ -280,8 +267,7 @@ function faultOf(error: unknown, locations: BundleLocations | undefined, phase: 
 
 function locate(locations: BundleLocations | undefined, error: unknown): Location | undefined {
   try {
-    const found = locations?.locate(error);
-    return found === undefined ? undefined : { ...found };
+    return locations?.locate(error);
   } catch {
     return undefined;
   }

@@ -21,17 +21,8 @@ export interface WorkerInit extends ValueLimits {
 /** Indices into the progress cells (an `Int32Array`): the request served (0: none), its phase code, the source's index in it. */
 export const progress = { request: 0, phase: 1, source: 2, length: 3 } as const;
 
-export const phaseCodes: readonly (DiagnosticPhase | "idle")[] = [
-  "idle",
-  "evaluate",
-  "setup",
-  "load",
-  "value",
-  "baseline",
-  "update",
-  "removed",
-  "dispose",
-];
+/** The phase codes of the progress cells: a phase's index here. */
+export const phaseCodes = ["idle", "evaluate", "setup", "load", "value", "baseline", "update", "removed", "dispose"] as const;
 
 /** Why a request failed, as a diagnostic will say it. */
 export interface WorkerFault {
@@ -210,31 +201,28 @@ export interface PluginTransport {
 /** The phases a worker's fault may name. */
 const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
 
+/** A string the worker sent, cut to `max` code units. */
+const text = (value: unknown, max: number) => (typeof value === "string" ? value.slice(0, max) : undefined);
+
 /** A location as the worker sent it, if it is one. */
 export function sanitizeLocation(location: unknown): Location | undefined {
-  if (typeof location !== "object" || location === null) return undefined;
-  const raw = location as Record<string, unknown>;
-  if (typeof raw.file !== "string" || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
-  const lineText = typeof raw.lineText === "string" ? raw.lineText.slice(0, 1000) : undefined;
-  return {
-    file: raw.file.slice(0, 4096),
-    line: Number(raw.line),
-    column: Number(raw.column),
-    ...(lineText === undefined ? {} : { lineText }),
-  };
+  const raw = (typeof location === "object" && location !== null ? location : {}) as Record<string, unknown>;
+  const file = text(raw.file, 4096);
+  if (file === undefined || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
+  const lineText = text(raw.lineText, 1000);
+  return { file, line: Number(raw.line), column: Number(raw.column), ...(lineText === undefined ? {} : { lineText }) };
 }
 
 /** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
 export function sanitizeFault(fault: unknown): WorkerFault {
   const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
-  const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
   const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
   const plugin = text(raw.plugin, 200);
   const key = text(raw.key, 500);
   const location = sanitizeLocation(raw.location);
   return {
     phase: phase as DiagnosticPhase,
-    message: text(raw.message) ?? "the plugin's worker reported a fault without a message",
+    message: text(raw.message, 4096) ?? "the plugin's worker reported a fault without a message",
     ...(plugin === undefined ? {} : { plugin }),
     ...(key === undefined ? {} : { key }),
     ...(location === undefined ? {} : { location }),
