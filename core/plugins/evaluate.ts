@@ -20,7 +20,8 @@ const pluginApiModule = asRequired(Object.fromEntries(Object.entries(pluginApi).
 
 const hostRequire = createRequire(import.meta.url);
 
-type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
+/** What evaluating a bundle reads of it. */
+export type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
 
 /**
  * A plugin imported an entry of the host's package other than the plugin API

@@ -6,6 +6,7 @@
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { ContextHostError } from "../../base/errors.ts";
 import type { ValueLimits } from "../../system-context/prerendered.ts";
+import type { Evaluable } from "../evaluate.ts";
 import type { Location } from "../locations.ts";
 
 /** What a plugin's runner is started with (a dedicated worker's `workerData`); values beyond its limits are not sent. */
@@ -40,14 +41,12 @@ export type WorkerText =
 
 /** One source's observation made in the runner. */
 export type WorkerObservation =
-  | { readonly kind: "unavailable" | "absent" }
   /**
-   * The encoded value is the `stored` one the source was asked with, and the one of the
-   * observation the host said it holds (`held`): the host has its texts, nothing was rendered.
+   * `unchanged`: the encoded value is the `stored` one the source was asked with, and the one of
+   * the observation the host said it holds (`held`): the host has its texts, nothing was rendered.
+   * `ask-again`: asked with a held value not sent, the runner no longer had that observation's value: ask with the value.
    */
-  | { readonly kind: "unchanged" }
-  /** Asked with a held value not sent, the runner no longer had that observation's value: ask with the value. */
-  | { readonly kind: "ask-again" }
+  | { readonly kind: "unavailable" | "absent" | "unchanged" | "ask-again" }
   | {
       readonly kind: "present";
       readonly value: unknown;
@@ -58,27 +57,12 @@ export type WorkerObservation =
       readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
     };
 
-export type HostRequest = { readonly id: number } & (
-  | {
-      readonly type: "evaluate";
-      readonly generation: number;
-      readonly code: string;
-      readonly entry: string;
-      readonly baseDir: string;
-      /** The plugin came from a package: its dependencies resolve from the package first (decision 131). */
-      readonly ownDependenciesFirst?: boolean;
-      readonly reserved: readonly string[];
-    }
-  | {
-      readonly type: "activate";
-      readonly generation: number;
-      readonly config: unknown;
-      readonly now: number;
-      readonly setupDeadlineMs: number;
-    }
+/** What the host asks a runner; `evaluate`'s `reserved`: the namespaces its plugin may not take. */
+export type HostRequest = { readonly id: number; readonly generation: number } & (
+  | ({ readonly type: "evaluate"; readonly reserved: readonly string[] } & Evaluable)
+  | { readonly type: "activate"; readonly config: unknown; readonly now: number; readonly setupDeadlineMs: number }
   | {
       readonly type: "observe";
-      readonly generation: number;
       readonly env: { readonly location: string; readonly sessionId?: string };
       readonly now: number;
       readonly deadlineMs: number;
@@ -94,7 +78,7 @@ export type HostRequest = { readonly id: number } & (
       readonly stored: ReadonlyArray<readonly [index: number, value: unknown]>;
       readonly held: Float64Array;
     }
-  | { readonly type: "dispose"; readonly generation: number }
+  | { readonly type: "dispose" }
 );
 
 /** A request before the transport numbers it. */
