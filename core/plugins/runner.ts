@@ -17,7 +17,7 @@ import { absent, type Source, SourceCodec, unavailable } from "../system-context
 import type { PluginSource } from "./define.ts";
 import { evaluateBundle, locationsOf } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
-import type { BundleLocations, Location } from "./locations.ts";
+import type { BundleLocations } from "./locations.ts";
 import {
   type Activated,
   type Evaluated,
@@ -198,7 +198,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
         try {
           const rendering = codec.render(renderer, loaded, previous);
           if (rendering.ok) return { ok: true, text: rendering.text };
-          const location = locate(living.locations, rendering.error);
+          const location = living.locations.locate(rendering.error);
           const { reason } = rendering.error;
           return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
         } catch (error) {
@@ -255,7 +255,7 @@ const faultPhases = { evaluate: "evaluate", activate: "setup", observe: "load", 
 
 function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
   const failure = error instanceof ActivationFailed ? error : undefined;
-  const location = locate(locations, failure?.cause ?? error);
+  const location = locations?.locate(failure?.cause ?? error);
   return {
     phase: failure?.phase ?? phase,
     message: messageOf(error),
@@ -263,14 +263,6 @@ function faultOf(error: unknown, locations: BundleLocations | undefined, phase: 
     ...(failure?.key === undefined ? {} : { key: failure.key }),
     ...(location === undefined ? {} : { location }),
   };
-}
-
-function locate(locations: BundleLocations | undefined, error: unknown): Location | undefined {
-  try {
-    return locations?.locate(error);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
