@@ -114,16 +114,13 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
     source<S extends TSchema>(source: PluginSource<S>) {
       const key = source?.key;
       if (isSetUp) throw new SourceDeclaredAfterSetup({ plugin: plugin.name, key: String(key) });
-      const failed = (reason: string, at: string) =>
-        new ActivationFailed({ phase: "setup", reason, plugin: plugin.name, key: at });
-      if (!isKey(key)) throw failed(`invalid source key ${JSON.stringify(key)}`, String(key));
-      if (!key.startsWith(`${plugin.name}/`)) {
-        throw failed(`source key "${key}" is outside the plugin's namespace "${plugin.name}/"`, key);
-      }
-      if (sources.some((s) => s.key === key)) throw failed(`source key "${key}" is declared twice`, key);
-      for (const renderer of ["load", "baseline", "update"] as const) {
-        if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`, key);
-      }
+      const failed = (reason: string) => new ActivationFailed({ phase: "setup", reason, plugin: plugin.name, key: String(key) });
+      if (!isKey(key)) throw failed(`invalid source key ${JSON.stringify(key)}`);
+      if (!key.startsWith(`${plugin.name}/`))
+        throw failed(`source key "${key}" is outside the plugin's namespace "${plugin.name}/"`);
+      if (sources.some((s) => s.key === key)) throw failed(`source key "${key}" is declared twice`);
+      for (const renderer of ["load", "baseline", "update"] as const)
+        if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`);
       sources.push(source as unknown as PluginSource);
     },
     onDispose(disposer) {

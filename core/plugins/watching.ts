@@ -83,9 +83,9 @@ export class PluginWatcher {
     this.#watchExactly();
   }
 
+  /** Whether a re-check is due. */
   get isPending(): boolean {
-    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
-    return false;
+    return [...this.#plugins].some((plugin) => plugin.quietCheck !== undefined);
   }
 
   /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
@@ -103,8 +103,7 @@ export class PluginWatcher {
   /** Keeps the watcher on exactly the plugins' files (besides the folders). */
   #watchExactly(): void {
     if (this.#watcher === undefined || this.#isClosed) return;
-    const files = new Set<string>();
-    for (const plugin of this.#plugins) for (const input of plugin.files) files.add(input);
+    const files = new Set([...this.#plugins].flatMap((plugin) => plugin.files));
     const added = [...files].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !files.has(file));
     let unseen = new Set<string>();

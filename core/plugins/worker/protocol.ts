@@ -145,12 +145,7 @@ export class PluginWorkerStopped extends ContextHostError {
   readonly key: string | undefined;
   /** Stopped for another plugin of a shared worker (decision 185): no stop of this plugin's own. */
   readonly isCollateral: boolean;
-  constructor(options: {
-    readonly reason: string;
-    readonly phase?: DiagnosticPhase | undefined;
-    readonly key?: string | undefined;
-    readonly isCollateral?: boolean;
-  }) {
+  constructor(options: { readonly reason: string } & Partial<Pick<PluginWorkerStopped, "phase" | "key" | "isCollateral">>) {
     super(options.reason);
     this.reason = options.reason;
     this.phase = options.phase;
