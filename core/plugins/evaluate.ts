@@ -86,9 +86,7 @@ function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
 }
 
 // A distinct name per generation keeps stack frames (and source maps) apart.
-function bundleName(bundle: Evaluable, generation: number): string {
-  return `${bundle.entry}#generation-${generation}`;
-}
+const bundleName = (bundle: Evaluable, generation: number) => `${bundle.entry}#generation-${generation}`;
 
 /** Maps errors thrown by this generation's code back to the plugin's own files and lines. */
 export function locationsOf(bundle: Evaluable, generation: number): BundleLocations {

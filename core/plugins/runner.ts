@@ -96,8 +96,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
     const { name } = pluginOf(exports, new Set(request.reserved));
-    const locations = locationsOf(request, request.generation);
-    generations.set(request.generation, { exports, locations, name, sent: new Map() });
+    generations.set(request.generation, { exports, locations: locationsOf(request, request.generation), name, sent: new Map() });
     return { name };
   }
 

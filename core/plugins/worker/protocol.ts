@@ -114,16 +114,9 @@ export interface RealmHooks {
 }
 
 /** The results of `evaluate`, `activate` (the generation's sources) and `observe` (one observation per source asked, and the faults met). */
-export interface Evaluated {
-  readonly name: string;
-}
-export interface Activated {
-  readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[];
-}
-export interface Observed {
-  readonly observations: readonly WorkerObservation[];
-  readonly faults: readonly WorkerFault[];
-}
+export type Evaluated = { readonly name: string };
+export type Activated = { readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[] };
+export type Observed = { readonly observations: readonly WorkerObservation[]; readonly faults: readonly WorkerFault[] };
 
 /** What a request was doing when its transport stopped, from the phase running and the source's index in the request. */
 export type Describe = (
