@@ -106,12 +106,9 @@ export class PluginWatcher {
     const files = new Set([...this.#plugins].flatMap((plugin) => plugin.files));
     const added = [...files].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !files.has(file));
-    let unseen = new Set<string>();
-    if (added.length > 0) {
-      const watched = this.#watcher.getWatched();
-      unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
-      this.#watcher.add(added);
-    }
+    const watched: Record<string, string[]> = added.length === 0 ? {} : this.#watcher.getWatched();
+    const unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
+    if (added.length > 0) this.#watcher.add(added);
     const folders = this.#options.folders;
     if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
     this.#watched = files;
