@@ -1,8 +1,6 @@
-// Owns the one plugin runner (decision 160): it evaluates each generation the host sends (a
-// fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
-// observations (loaders, codecs and renderers) and disposers, in a plugin's worker thread or,
-// with `isolation: "none"`, in the host's own thread (`InThreadTransport`, below): the
-// transport is the only difference. What it answers is plain data the host checks on arrival.
+// Owns the one plugin runner (decision 160): it evaluates the generations the host sends, runs `setup`, and serves
+// observations and disposers, in a plugin's worker thread or, with `isolation: "none"`, in the host's own thread
+// (`InThreadTransport`): only the transport differs. What it answers is plain data the host checks on arrival.
 
 import type { AwilixContainer } from "awilix";
 import { withinDeadline } from "../base/deadline.ts";

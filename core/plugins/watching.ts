@@ -1,8 +1,6 @@
-// Owns watching plugin files: one chokidar watcher over the plugin folders and exactly the files
-// each plugin's last load read, plain watches of where plugin packages are installed, and when a
-// change reloads a plugin. Watchers report a write before it finished and drop repeated writes
-// without a trailing event (MEASURED.md), so a plugin reloads on the first event of a burst and
-// once more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
+// Owns watching plugin files (chokidar: the plugin folders and exactly the files each plugin's last load read; fs.watch:
+// where plugin packages are installed) and when a change reloads a plugin: on a burst's first event and once more when it
+// is quiet, as watchers report unfinished writes and drop repeated ones (MEASURED.md); the bundle hash keeps that cheap.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
