@@ -49,7 +49,7 @@ interface Sent {
   readonly number: number;
 }
 
-/** What a source's loader returned, or threw; `undefined` for a key the generation does not have. */
+/** What a source's loader returned, or what it threw. */
 type Outcome = { readonly loaded: unknown } | { readonly error: unknown };
 
 /** One generation living in this runner. */
