@@ -43,21 +43,20 @@ export class PluginImportRefused extends ContextHostError {
 
 /**
  * TypeBox as the host's own code imported it: under tsx `require("typebox")` compiles a second
- * copy, and a plugin would build its schemas with TypeBox objects the host has never seen.
+ * copy, and a plugin would build its schemas with TypeBox objects the host has never seen. Each
+ * is marked `__esModule` on a plugin's first `require` of it (copying costs a worker's start-up time).
  */
-const typeboxNamespaces = new Map<string, object>([
+const typeboxModules = new Map<string, object>([
   ["typebox", typebox],
   ["typebox/compile", typeboxCompile],
   ["typebox/value", typeboxValue],
 ]);
-/** Made on a plugin's first `require` of each (copying a namespace costs a worker's start-up time). */
-const typeboxModules = new Map<string, object>();
 
 /** TypeBox's module `specifier` as `require` returns it, if it is one. */
 function typeboxModule(specifier: string): object | undefined {
-  const namespace = typeboxNamespaces.get(specifier);
+  const namespace = typeboxModules.get(specifier);
   if (namespace === undefined || !("default" in namespace) || "__esModule" in namespace) return namespace;
-  const required = typeboxModules.get(specifier) ?? asRequired(namespace);
+  const required = asRequired(namespace);
   typeboxModules.set(specifier, required);
   return required;
 }
