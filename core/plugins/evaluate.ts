@@ -12,16 +12,16 @@ import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
 import { BundleLocations } from "./locations.ts";
 
+/** A copy of a module's namespace marked `__esModule`, so that a CommonJS bundle's `import x from` gets its `default`. */
+const asRequired = (namespace: object) => Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
+
 /** What `context-host` and `context-host/plugin` are inside a plugin: the plugin API's named exports only (bundled, a namespace may carry a `default`). */
-const pluginApiModule = Object.freeze(
-  Object.defineProperty(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")), "__esModule", {
-    value: true,
-  }),
-);
+const pluginApiModule = asRequired(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")));
 
 const hostRequire = createRequire(import.meta.url);
 
-type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
+/** What evaluating a bundle reads of it. */
+export type Evaluable = Pick<PluginBundle, "entry" | "code" | "baseDir" | "ownDependenciesFirst">;
 
 /**
  * A plugin imported an entry of the host's package other than the plugin API
@@ -41,30 +41,23 @@ export class PluginImportRefused extends ContextHostError {
   }
 }
 
-/** An ES module's namespace marked `__esModule`, so that a CommonJS bundle's `import Type from "typebox"` gets the default export. */
-function asRequired(namespace: object): object {
-  if (!("default" in namespace) || "__esModule" in namespace) return namespace;
-  return Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
-}
-
 /**
  * TypeBox as the host's own code imported it: under tsx `require("typebox")` compiles a second
- * copy, and a plugin would build its schemas with TypeBox objects the host has never seen.
+ * copy, and a plugin would build its schemas with TypeBox objects the host has never seen. Each
+ * is marked `__esModule` on a plugin's first `require` of it (copying costs a worker's start-up time).
  */
-const typeboxNamespaces: Readonly<Record<string, object>> = {
-  typebox,
-  "typebox/compile": typeboxCompile,
-  "typebox/value": typeboxValue,
-};
-/** Made on a plugin's first `require` of each (copying a namespace costs a worker's start-up time). */
-const typeboxModules = new Map<string, object>();
+const typeboxModules = new Map<string, object>([
+  ["typebox", typebox],
+  ["typebox/compile", typeboxCompile],
+  ["typebox/value", typeboxValue],
+]);
 
+/** TypeBox's module `specifier` as `require` returns it, if it is one. */
 function typeboxModule(specifier: string): object | undefined {
-  let required = typeboxModules.get(specifier);
-  if (required === undefined && Object.hasOwn(typeboxNamespaces, specifier)) {
-    required = asRequired(typeboxNamespaces[specifier] as object);
-    typeboxModules.set(specifier, required);
-  }
+  const namespace = typeboxModules.get(specifier);
+  if (namespace === undefined || !("default" in namespace) || "__esModule" in namespace) return namespace;
+  const required = asRequired(namespace);
+  typeboxModules.set(specifier, required);
   return required;
 }
 
@@ -92,9 +85,7 @@ function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
 }
 
 // A distinct name per generation keeps stack frames (and source maps) apart.
-function bundleName(bundle: Evaluable, generation: number): string {
-  return `${bundle.entry}#generation-${generation}`;
-}
+const bundleName = (bundle: Evaluable, generation: number) => `${bundle.entry}#generation-${generation}`;
 
 /** Maps errors thrown by this generation's code back to the plugin's own files and lines. */
 export function locationsOf(bundle: Evaluable, generation: number): BundleLocations {

@@ -1,9 +1,6 @@
-// Owns finding the plugins a host would load from its `plugins` entries (decision 131): those
-// of a plugin folder or a plugin file, and plugin packages (decision 130), found by name the
-// way Node resolves packages from the host project, declaring their plugin modules in their
-// package.json (`"context-host": { "plugins": [...] }`), loaded only when their peer range of
-// context-host admits the host's version. What it finds is plain data; the plugin set decides
-// what to load and what to report, and `context-host plugins` lists it.
+// Owns finding the plugins of a host's `plugins` entries (decision 131): plugin folders and files, and plugin packages
+// (decision 130) found as Node resolves them from the host project, declaring their plugin modules in package.json, loaded
+// only when their peer range of context-host admits the host's version. Plain data: the plugin set decides what to load.
 
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";

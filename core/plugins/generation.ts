@@ -17,7 +17,6 @@ export const pluginNamePattern = /^[a-z0-9][a-z0-9._-]*$/;
 /** An activated generation, ready to be swapped in. */
 export interface ActivatedGeneration {
   readonly name: string;
-  readonly generation: number;
   readonly scope: Scope;
   readonly sources: readonly PluginSource[];
 }
@@ -67,27 +66,17 @@ export interface ActivationInput {
 /** The definition a plugin module default-exports, or an `ActivationFailed` saying what is wrong. */
 export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet<string> = new Set(["core"])): Plugin {
   const candidate = exports.default;
-  if (!isPlugin(candidate)) {
-    throw new ActivationFailed({
-      phase: "evaluate",
-      reason: "the module does not default-export a plugin: write `export default definePlugin({ name, setup })`",
-    });
-  }
-  if (typeof candidate.name !== "string" || !pluginNamePattern.test(candidate.name)) {
-    throw new ActivationFailed({
-      phase: "setup",
-      reason: `invalid plugin name ${JSON.stringify(candidate.name)}: expected ${pluginNamePattern}`,
-    });
-  }
-  if (reserved.has(candidate.name)) {
-    throw new ActivationFailed({
-      phase: "namespace",
-      reason: `the namespace "${candidate.name}" is reserved for the host's core sources`,
-      plugin: candidate.name,
-    });
-  }
-  if (typeof candidate.setup !== "function")
-    throw new ActivationFailed({ phase: "setup", reason: "setup is not a function", plugin: candidate.name });
+  const refused = (phase: DiagnosticPhase, reason: string, plugin?: string) => new ActivationFailed({ phase, reason, plugin });
+  if (!isPlugin(candidate))
+    throw refused(
+      "evaluate",
+      "the module does not default-export a plugin: write `export default definePlugin({ name, setup })`",
+    );
+  const { name } = candidate;
+  if (typeof name !== "string" || !pluginNamePattern.test(name))
+    throw refused("setup", `invalid plugin name ${JSON.stringify(name)}: expected ${pluginNamePattern}`);
+  if (reserved.has(name)) throw refused("namespace", `the namespace "${name}" is reserved for the host's core sources`, name);
+  if (typeof candidate.setup !== "function") throw refused("setup", "setup is not a function", name);
   return candidate;
 }
 
@@ -125,16 +114,13 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
     source<S extends TSchema>(source: PluginSource<S>) {
       const key = source?.key;
       if (isSetUp) throw new SourceDeclaredAfterSetup({ plugin: plugin.name, key: String(key) });
-      const failed = (reason: string, at: string) =>
-        new ActivationFailed({ phase: "setup", reason, plugin: plugin.name, key: at });
-      if (!isKey(key)) throw failed(`invalid source key ${JSON.stringify(key)}`, String(key));
-      if (!key.startsWith(`${plugin.name}/`)) {
-        throw failed(`source key "${key}" is outside the plugin's namespace "${plugin.name}/"`, key);
-      }
-      if (sources.some((s) => s.key === key)) throw failed(`source key "${key}" is declared twice`, key);
-      for (const renderer of ["load", "baseline", "update"] as const) {
-        if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`, key);
-      }
+      const failed = (reason: string) => new ActivationFailed({ phase: "setup", reason, plugin: plugin.name, key: String(key) });
+      if (!isKey(key)) throw failed(`invalid source key ${JSON.stringify(key)}`);
+      if (!key.startsWith(`${plugin.name}/`))
+        throw failed(`source key "${key}" is outside the plugin's namespace "${plugin.name}/"`);
+      if (sources.some((s) => s.key === key)) throw failed(`source key "${key}" is declared twice`);
+      for (const renderer of ["load", "baseline", "update"] as const)
+        if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`);
       sources.push(source as unknown as PluginSource);
     },
     onDispose(disposer) {
@@ -152,5 +138,5 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
   } finally {
     isSetUp = true;
   }
-  return { name: plugin.name, generation: input.generation, scope, sources };
+  return { name: plugin.name, scope, sources };
 }

@@ -55,9 +55,7 @@ export class PluginLimitInvalid extends RangeError {
 }
 
 /** The limits given (undefined: the default), checked, in one frozen object. */
-export function resolvePluginLimits(
-  given: { readonly [K in keyof PluginLimits]?: PluginLimits[K] | undefined } = {},
-): PluginLimits {
+export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {
   const resolved: Record<string, unknown> = {};
   for (const name of Object.keys(pluginLimitDefaults) as Array<keyof PluginLimits>) {
     const value = given[name] ?? pluginLimitDefaults[name];

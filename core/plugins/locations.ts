@@ -32,21 +32,25 @@ export class BundleLocations {
     return this.#map;
   }
 
-  /** The original location of the first stack frame inside the bundle; an error without one is located by its `cause`. */
+  /** The original location of the first stack frame inside the bundle, or its `cause`'s; never throws (a `stack` may). */
   locate(error: unknown, depth = 0): Location | undefined {
-    const stack = error instanceof Error ? (error.stack ?? "") : "";
-    const escaped = this.bundleName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
-    if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
-      return this.locate(error.cause, depth + 1);
-    const map = frame === null ? null : this.#sourceMap();
-    if (frame === null || map === null) return undefined;
-    const entry: Partial<SourceMapping> = map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1);
-    if (entry.originalSource === undefined || entry.originalLine === undefined) return undefined;
-    const file = path.resolve(this.baseDir, entry.originalSource);
-    // Bundles leave their sources out (`bundle.ts`): the line is read from the author's file.
-    const lineText = readQuietly(file)?.split("\n")[entry.originalLine];
-    return { file, line: entry.originalLine + 1, column: entry.originalColumn ?? 0, lineText };
+    try {
+      const stack = error instanceof Error ? (error.stack ?? "") : "";
+      const escaped = this.bundleName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
+      if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
+        return this.locate(error.cause, depth + 1);
+      const map = frame === null ? null : this.#sourceMap();
+      if (frame === null || map === null) return undefined;
+      const entry: Partial<SourceMapping> = map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1);
+      if (entry.originalSource === undefined || entry.originalLine === undefined) return undefined;
+      const file = path.resolve(this.baseDir, entry.originalSource);
+      // Bundles leave their sources out (`bundle.ts`): the line is read from the author's file.
+      const lineText = readQuietly(file)?.split("\n")[entry.originalLine];
+      return { file, line: entry.originalLine + 1, column: entry.originalColumn ?? 0, lineText };
+    } catch {
+      return undefined;
+    }
   }
 }
 

@@ -1,8 +1,6 @@
-// Owns the one plugin runner (decision 160): it evaluates each generation the host sends (a
-// fresh CommonJS module, so old generations stay collectable), runs `setup`, and serves
-// observations (loaders, codecs and renderers) and disposers, in a plugin's worker thread or,
-// with `isolation: "none"`, in the host's own thread (`InThreadTransport`, below): the
-// transport is the only difference. What it answers is plain data the host checks on arrival.
+// Owns the one plugin runner (decision 160): it evaluates the generations the host sends, runs `setup`, and serves
+// observations and disposers, in a plugin's worker thread or, with `isolation: "none"`, in the host's own thread
+// (`InThreadTransport`): only the transport differs. What it answers is plain data the host checks on arrival.
 
 import type { AwilixContainer } from "awilix";
 import { withinDeadline } from "../base/deadline.ts";
@@ -17,7 +15,7 @@ import { absent, type Source, SourceCodec, unavailable } from "../system-context
 import type { PluginSource } from "./define.ts";
 import { evaluateBundle, locationsOf } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
-import type { BundleLocations, Location } from "./locations.ts";
+import type { BundleLocations } from "./locations.ts";
 import {
   type Activated,
   type Evaluated,
@@ -51,6 +49,9 @@ interface Sent {
   readonly number: number;
 }
 
+/** What a source's loader returned, or what it threw. */
+type Outcome = { readonly loaded: unknown } | { readonly error: unknown };
+
 /** One generation living in this runner. */
 interface Living {
   readonly exports: Record<string, unknown>;
@@ -78,9 +79,9 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   /** Numbers the observations sent with texts, so the host can say which one it holds. */
   let sentCount = 0;
 
-  function mark(request: number, phase: DiagnosticPhase | "idle", source = 0) {
+  function mark(request: number, phase: (typeof phaseCodes)[number], source = 0) {
     Atomics.store(cells, progress.request, request);
-    Atomics.store(cells, progress.phase, Math.max(0, phaseCodes.indexOf(phase)));
+    Atomics.store(cells, progress.phase, phaseCodes.indexOf(phase));
     Atomics.store(cells, progress.source, source);
   }
 
@@ -93,8 +94,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
     const { name } = pluginOf(exports, new Set(request.reserved));
-    const locations = locationsOf(request, request.generation);
-    generations.set(request.generation, { exports, locations, name, sent: new Map() });
+    generations.set(request.generation, { exports, locations: locationsOf(request, request.generation), name, sent: new Map() });
     return { name };
   }
 
@@ -108,7 +108,6 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       container,
       settings: { [living.name]: request.config },
       setupDeadlineMs: request.setupDeadlineMs,
-      reservedNamespaces: new Set(),
     });
     living.scope = activated.scope;
     living.sources = new Map(
@@ -119,23 +118,17 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     };
   }
 
-  /** The values this generation last sent in `envId`, the least recently used env dropped beyond `maxEnvs`. */
-  function sentIn(living: Living, envId: string): Map<string, Sent> {
-    let sent = living.sent.get(envId);
-    if (sent === undefined) {
-      sent = new Map();
-      if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
-    } else living.sent.delete(envId);
-    living.sent.set(envId, sent);
-    return sent;
-  }
-
   async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
     if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
     const env = Object.freeze({ ...request.env });
-    const sent = sentIn(living, `${env.location}\u0000${env.sessionId ?? ""}`);
+    // What was last sent in this env; the least recently used env is dropped beyond `maxEnvs`.
+    const envId = `${env.location}\u0000${env.sessionId ?? ""}`;
+    const sent = living.sent.get(envId) ?? new Map<string, Sent>();
+    living.sent.delete(envId);
+    if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
+    living.sent.set(envId, sent);
     const keys = request.keys ?? [...sources.keys()];
     const storedAt = new Map(request.stored);
     const faults: WorkerFault[] = [];
@@ -144,33 +137,26 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       return unavailableObservation;
     };
     // Every loader starts before any is awaited, as in the host: sources are observed
-    // concurrently. A loader that returns at once costs no promise.
-    const settled: Array<PromiseSettledResult<unknown>> = [];
-    const pending: Array<Promise<void>> = [];
-    keys.forEach((key, index) => {
+    // concurrently. Loaders that all return at once cost no promise.
+    const outcomes = keys.map((key, index): Outcome | Promise<Outcome> | undefined => {
       const held = sources.get(key);
-      if (held === undefined) return;
+      if (held === undefined) return undefined;
       mark(request.id, "load", index);
       try {
         const loaded = held.source.load(env);
-        if (!(loaded instanceof Promise)) settled[index] = { status: "fulfilled", value: loaded };
-        else
-          pending.push(
-            withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`).then(
-              (value) => {
-                settled[index] = { status: "fulfilled", value };
-              },
-              (reason) => {
-                settled[index] = { status: "rejected", reason };
-              },
-            ),
-          );
-      } catch (reason) {
-        settled[index] = { status: "rejected", reason };
+        if (!(loaded instanceof Promise)) return { loaded };
+        const within = withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`);
+        return within.then(
+          (value) => ({ loaded: value }),
+          (error: unknown) => ({ error }),
+        );
+      } catch (error) {
+        return { error };
       }
     });
     mark(request.id, "idle");
-    if (pending.length > 0) await Promise.all(pending);
+    const isPending = outcomes.some((outcome) => outcome instanceof Promise);
+    const settled = isPending ? await Promise.all(outcomes) : (outcomes as (Outcome | undefined)[]);
     const observations = keys.map((key, index): WorkerObservation => {
       const heldNumber = request.held[index] ?? 0;
       const last = sent.get(key);
@@ -184,8 +170,8 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       const held = sources.get(key);
       const outcome = settled[index];
       if (held === undefined || outcome === undefined) return unavailableObservation;
-      if (outcome.status === "rejected") return faulty(outcome.reason, "load", key);
-      const loaded = outcome.value;
+      if ("error" in outcome) return faulty(outcome.error, "load", key);
+      const { loaded } = outcome;
       if (loaded === unavailable) return unavailableObservation;
       if (loaded === absent) return absentObservation;
       const { codec, source } = held;
@@ -209,8 +195,8 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
         try {
           const rendering = codec.render(renderer, loaded, previous);
           if (rendering.ok) return { ok: true, text: rendering.text };
-          const location = locate(living.locations, rendering.error);
-          const reason = rendering.error.message.replace(/^Context Source "[^"]*": renderer "[a-z]+" /, "");
+          const location = living.locations.locate(rendering.error);
+          const { reason } = rendering.error;
           return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
         } catch (error) {
           return { ok: false, reason: `threw: ${messageOf(error)}` };
@@ -243,20 +229,18 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
 
   // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
   return async function serve(request) {
-    const living = generations.get(request.generation);
     try {
       if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
       if (request.type === "activate") return { ok: true, result: await activate(request) };
       if (request.type === "observe") return { ok: true, result: await observe(request) };
       return { ok: true, result: await dispose(request) };
     } catch (error) {
+      // A disposer's fault is not located (`dispose` forgot the generation before it ran them).
+      const locations =
+        request.type === "evaluate" ? locationsOf(request, request.generation) : generations.get(request.generation)?.locations;
       // A generation whose evaluation or setup failed does not live on.
       if (request.type !== "observe") generations.delete(request.generation);
-      const locations = request.type === "evaluate" ? locationsOf(request, request.generation) : living?.locations;
-      return {
-        ok: false,
-        fault: faultOf(error, request.type === "dispose" ? undefined : locations, faultPhases[request.type]),
-      };
+      return { ok: false, fault: faultOf(error, locations, faultPhases[request.type]) };
     } finally {
       mark(0, "idle");
     }
@@ -268,7 +252,7 @@ const faultPhases = { evaluate: "evaluate", activate: "setup", observe: "load", 
 
 function faultOf(error: unknown, locations: BundleLocations | undefined, phase: DiagnosticPhase): WorkerFault {
   const failure = error instanceof ActivationFailed ? error : undefined;
-  const location = locate(locations, failure?.cause ?? error);
+  const location = locations?.locate(failure?.cause ?? error);
   return {
     phase: failure?.phase ?? phase,
     message: messageOf(error),
@@ -276,15 +260,6 @@ function faultOf(error: unknown, locations: BundleLocations | undefined, phase: 
     ...(failure?.key === undefined ? {} : { key: failure.key }),
     ...(location === undefined ? {} : { location }),
   };
-}
-
-function locate(locations: BundleLocations | undefined, error: unknown): Location | undefined {
-  try {
-    const found = locations?.locate(error);
-    return found === undefined ? undefined : { ...found };
-  } catch {
-    return undefined;
-  }
 }
 
 /**

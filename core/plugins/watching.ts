@@ -1,8 +1,6 @@
-// Owns watching plugin files: one chokidar watcher over the plugin folders and exactly the files
-// each plugin's last load read, plain watches of where plugin packages are installed, and when a
-// change reloads a plugin. Watchers report a write before it finished and drop repeated writes
-// without a trailing event (MEASURED.md), so a plugin reloads on the first event of a burst and
-// once more when the burst is quiet; the bundle hash makes an unchanged re-check cheap.
+// Owns watching plugin files (chokidar: the plugin folders and exactly the files each plugin's last load read; fs.watch:
+// where plugin packages are installed) and when a change reloads a plugin: on a burst's first event and once more when it
+// is quiet, as watchers report unfinished writes and drop repeated ones (MEASURED.md); the bundle hash keeps that cheap.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
@@ -83,9 +81,9 @@ export class PluginWatcher {
     this.#watchExactly();
   }
 
+  /** Whether a re-check is due. */
   get isPending(): boolean {
-    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
-    return false;
+    return [...this.#plugins].some((plugin) => plugin.quietCheck !== undefined);
   }
 
   /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
@@ -103,16 +101,12 @@ export class PluginWatcher {
   /** Keeps the watcher on exactly the plugins' files (besides the folders). */
   #watchExactly(): void {
     if (this.#watcher === undefined || this.#isClosed) return;
-    const files = new Set<string>();
-    for (const plugin of this.#plugins) for (const input of plugin.files) files.add(input);
+    const files = new Set([...this.#plugins].flatMap((plugin) => plugin.files));
     const added = [...files].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !files.has(file));
-    let unseen = new Set<string>();
-    if (added.length > 0) {
-      const watched = this.#watcher.getWatched();
-      unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
-      this.#watcher.add(added);
-    }
+    const watched: Record<string, string[]> = added.length === 0 ? {} : this.#watcher.getWatched();
+    const unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
+    if (added.length > 0) this.#watcher.add(added);
     const folders = this.#options.folders;
     if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
     this.#watched = files;

@@ -6,6 +6,7 @@
 import type { DiagnosticPhase } from "../../base/diagnostics.ts";
 import { ContextHostError } from "../../base/errors.ts";
 import type { ValueLimits } from "../../system-context/prerendered.ts";
+import type { Evaluable } from "../evaluate.ts";
 import type { Location } from "../locations.ts";
 
 /** What a plugin's runner is started with (a dedicated worker's `workerData`); values beyond its limits are not sent. */
@@ -21,17 +22,8 @@ export interface WorkerInit extends ValueLimits {
 /** Indices into the progress cells (an `Int32Array`): the request served (0: none), its phase code, the source's index in it. */
 export const progress = { request: 0, phase: 1, source: 2, length: 3 } as const;
 
-export const phaseCodes: readonly (DiagnosticPhase | "idle")[] = [
-  "idle",
-  "evaluate",
-  "setup",
-  "load",
-  "value",
-  "baseline",
-  "update",
-  "removed",
-  "dispose",
-];
+/** The phase codes of the progress cells: a phase's index here. */
+export const phaseCodes = ["idle", "evaluate", "setup", "load", "value", "baseline", "update", "removed", "dispose"] as const;
 
 /** Why a request failed, as a diagnostic will say it. */
 export interface WorkerFault {
@@ -49,14 +41,12 @@ export type WorkerText =
 
 /** One source's observation made in the runner. */
 export type WorkerObservation =
-  | { readonly kind: "unavailable" | "absent" }
   /**
-   * The encoded value is the `stored` one the source was asked with, and the one of the
-   * observation the host said it holds (`held`): the host has its texts, nothing was rendered.
+   * `unchanged`: the encoded value is the `stored` one the source was asked with, and the one of
+   * the observation the host said it holds (`held`): the host has its texts, nothing was rendered.
+   * `ask-again`: asked with a held value not sent, the runner no longer had that observation's value: ask with the value.
    */
-  | { readonly kind: "unchanged" }
-  /** Asked with a held value not sent, the runner no longer had that observation's value: ask with the value. */
-  | { readonly kind: "ask-again" }
+  | { readonly kind: "unavailable" | "absent" | "unchanged" | "ask-again" }
   | {
       readonly kind: "present";
       readonly value: unknown;
@@ -67,27 +57,12 @@ export type WorkerObservation =
       readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
     };
 
-export type HostRequest = { readonly id: number } & (
-  | {
-      readonly type: "evaluate";
-      readonly generation: number;
-      readonly code: string;
-      readonly entry: string;
-      readonly baseDir: string;
-      /** The plugin came from a package: its dependencies resolve from the package first (decision 131). */
-      readonly ownDependenciesFirst?: boolean;
-      readonly reserved: readonly string[];
-    }
-  | {
-      readonly type: "activate";
-      readonly generation: number;
-      readonly config: unknown;
-      readonly now: number;
-      readonly setupDeadlineMs: number;
-    }
+/** What the host asks a runner; `evaluate`'s `reserved`: the namespaces its plugin may not take. */
+export type HostRequest = { readonly id: number; readonly generation: number } & (
+  | ({ readonly type: "evaluate"; readonly reserved: readonly string[] } & Evaluable)
+  | { readonly type: "activate"; readonly config: unknown; readonly now: number; readonly setupDeadlineMs: number }
   | {
       readonly type: "observe";
-      readonly generation: number;
       readonly env: { readonly location: string; readonly sessionId?: string };
       readonly now: number;
       readonly deadlineMs: number;
@@ -103,7 +78,7 @@ export type HostRequest = { readonly id: number } & (
       readonly stored: ReadonlyArray<readonly [index: number, value: unknown]>;
       readonly held: Float64Array;
     }
-  | { readonly type: "dispose"; readonly generation: number }
+  | { readonly type: "dispose" }
 );
 
 /** A request before the transport numbers it. */
@@ -139,16 +114,9 @@ export interface RealmHooks {
 }
 
 /** The results of `evaluate`, `activate` (the generation's sources) and `observe` (one observation per source asked, and the faults met). */
-export interface Evaluated {
-  readonly name: string;
-}
-export interface Activated {
-  readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[];
-}
-export interface Observed {
-  readonly observations: readonly WorkerObservation[];
-  readonly faults: readonly WorkerFault[];
-}
+export type Evaluated = { readonly name: string };
+export type Activated = { readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[] };
+export type Observed = { readonly observations: readonly WorkerObservation[]; readonly faults: readonly WorkerFault[] };
 
 /** What a request was doing when its transport stopped, from the phase running and the source's index in the request. */
 export type Describe = (
@@ -170,12 +138,7 @@ export class PluginWorkerStopped extends ContextHostError {
   readonly key: string | undefined;
   /** Stopped for another plugin of a shared worker (decision 185): no stop of this plugin's own. */
   readonly isCollateral: boolean;
-  constructor(options: {
-    readonly reason: string;
-    readonly phase?: DiagnosticPhase | undefined;
-    readonly key?: string | undefined;
-    readonly isCollateral?: boolean;
-  }) {
+  constructor(options: { readonly reason: string } & Partial<Pick<PluginWorkerStopped, "phase" | "key" | "isCollateral">>) {
     super(options.reason);
     this.reason = options.reason;
     this.phase = options.phase;
@@ -210,31 +173,28 @@ export interface PluginTransport {
 /** The phases a worker's fault may name. */
 const faultPhases = new Set<string>([...phaseCodes.filter((phase) => phase !== "idle"), "config", "namespace"]);
 
+/** A string the worker sent, cut to `max` code units. */
+const text = (value: unknown, max: number) => (typeof value === "string" ? value.slice(0, max) : undefined);
+
 /** A location as the worker sent it, if it is one. */
 export function sanitizeLocation(location: unknown): Location | undefined {
-  if (typeof location !== "object" || location === null) return undefined;
-  const raw = location as Record<string, unknown>;
-  if (typeof raw.file !== "string" || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
-  const lineText = typeof raw.lineText === "string" ? raw.lineText.slice(0, 1000) : undefined;
-  return {
-    file: raw.file.slice(0, 4096),
-    line: Number(raw.line),
-    column: Number(raw.column),
-    ...(lineText === undefined ? {} : { lineText }),
-  };
+  const raw = (typeof location === "object" && location !== null ? location : {}) as Record<string, unknown>;
+  const file = text(raw.file, 4096);
+  if (file === undefined || !Number.isInteger(raw.line) || !Number.isInteger(raw.column)) return undefined;
+  const lineText = text(raw.lineText, 1000);
+  return { file, line: Number(raw.line), column: Number(raw.column), ...(lineText === undefined ? {} : { lineText }) };
 }
 
 /** A fault as the worker sent it, reduced to the fields and types a diagnostic has. */
 export function sanitizeFault(fault: unknown): WorkerFault {
   const raw = (typeof fault === "object" && fault !== null ? fault : {}) as Record<string, unknown>;
-  const text = (value: unknown, max = 4096) => (typeof value === "string" ? value.slice(0, max) : undefined);
   const phase = typeof raw.phase === "string" && faultPhases.has(raw.phase) ? raw.phase : "load";
   const plugin = text(raw.plugin, 200);
   const key = text(raw.key, 500);
   const location = sanitizeLocation(raw.location);
   return {
     phase: phase as DiagnosticPhase,
-    message: text(raw.message) ?? "the plugin's worker reported a fault without a message",
+    message: text(raw.message, 4096) ?? "the plugin's worker reported a fault without a message",
     ...(plugin === undefined ? {} : { plugin }),
     ...(key === undefined ? {} : { key }),
     ...(location === undefined ? {} : { location }),
