@@ -140,7 +140,6 @@ class PluginThread {
   /** Being ended: nothing more is placed on it. */
   isEnding = false;
   #lastError: unknown;
-  #markReady: (() => void) | undefined;
   /** Where a shared one adds the plugins that were running when it stopped: they run alone from then on. */
   readonly #alone: Set<string>;
   readonly ready: Promise<void>;
@@ -176,9 +175,8 @@ class PluginThread {
       () => this.#stopAll(`the plugin's worker did not start within ${startDeadlineMs} ms`),
       startDeadlineMs,
     );
-    this.ready = new Promise<void>((resolve) => {
-      this.#markReady = resolve;
-    }).then(() => clearTimeout(timer));
+    // Its first message says it is ready (entry.ts).
+    this.ready = new Promise<void>((resolve) => this.#worker.once("message", () => resolve())).then(() => clearTimeout(timer));
     this.exited = new Promise((resolve) => {
       this.#worker.once("exit", (code) => {
         clearTimeout(timer);
@@ -216,11 +214,7 @@ class PluginThread {
     if (this.isShared && !isLast && !plugin.isBusy) {
       this.plugins.delete(tag);
       plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
-      try {
-        this.post({ type: "close", tag } satisfies ThreadRequest);
-      } catch {
-        // The thread is ending anyway.
-      }
+      this.post({ type: "close", tag } satisfies ThreadRequest);
       return;
     }
     // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
@@ -240,20 +234,18 @@ class PluginThread {
     this.#end();
     // Plugins running code when it stopped are culprits; when one is known (or it stopped
     // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
-    const stopping = [...this.plugins.values()].filter((plugin) => plugin.stopped === undefined);
-    const culprits = stopping.filter((plugin) => plugin.running() !== undefined);
-    for (const plugin of stopping) {
-      const running = plugin.running();
-      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running === undefined;
+    const stopping = [...this.plugins.values()].flatMap((p) => (p.stopped === undefined ? [[p, p.running()] as const] : []));
+    const isCulpritKnown = forAnother || stopping.some(([, running]) => running !== undefined);
+    for (const [plugin, running] of stopping) {
+      const isCollateral = this.isShared && isCulpritKnown && running === undefined;
       plugin.stop(new PluginWorkerStopped({ reason, phase: running?.phase, key: running?.key, isCollateral }));
+      if (this.isShared && running !== undefined) this.#alone.add(plugin.plugin);
     }
-    if (this.isShared) for (const culprit of culprits) this.#alone.add(culprit.plugin);
   }
 
   #receive(message: WorkerReply) {
     if (typeof message !== "object" || message === null) return;
-    if (message.type === "ready") this.#markReady?.();
-    else this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
+    this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
   }
 
   #why(code: number, heapMb: number): string {
@@ -354,14 +346,10 @@ export class PluginWorker implements PluginTransport {
 
   /** What request `id` was doing, as it describes itself: with the phase and source of its code if that runs now (the progress cells). */
   #described(id: number) {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return undefined;
     const code = Atomics.load(this.#cells, progress.phase);
     const isRunning = code > 0 && Atomics.load(this.#cells, progress.request) === id;
-    return pending.describe(
-      isRunning ? (phaseCodes[code] as DiagnosticPhase) : undefined,
-      Atomics.load(this.#cells, progress.source),
-    );
+    const phase = isRunning ? (phaseCodes[code] as DiagnosticPhase) : undefined;
+    return this.#pending.get(id)?.describe(phase, Atomics.load(this.#cells, progress.source));
   }
 
   /** A reply or a log line of this plugin's runner. */
