@@ -171,19 +171,13 @@ class PluginThread {
       this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
       this.#end();
     });
-    const timer = setTimeout(
-      () => this.#stopAll(`the plugin's worker did not start within ${startDeadlineMs} ms`),
-      startDeadlineMs,
-    );
-    // Its first message says it is ready (entry.ts).
-    this.ready = new Promise<void>((resolve) => this.#worker.once("message", () => resolve())).then(() => clearTimeout(timer));
-    this.exited = new Promise((resolve) => {
-      this.#worker.once("exit", (code) => {
-        clearTimeout(timer);
-        this.#stopAll(this.#why(code, heapMb));
-        resolve();
-      });
-    });
+    const notStarted = `the plugin's worker did not start within ${startDeadlineMs} ms`;
+    const timer = setTimeout(() => this.#stopAll(notStarted), startDeadlineMs);
+    const exit = new Promise<number>((resolve) => this.#worker.once("exit", resolve));
+    this.exited = exit.then((code) => this.#stopAll(this.#why(code, heapMb)));
+    // Ready at its first message (entry.ts), or once it ended.
+    const firstMessage = new Promise((resolve) => this.#worker.once("message", resolve));
+    this.ready = Promise.race([firstMessage, this.exited]).then(() => clearTimeout(timer));
   }
 
   /** Places a plugin here; returns its tag (a dedicated thread: 0). */
@@ -208,14 +202,13 @@ class PluginThread {
     );
   }
 
-  /** A plugin leaves: a shared thread closes its realm (the thread ends with its last plugin); a dedicated one ends. */
-  async release(plugin: PluginWorker, tag: number): Promise<void> {
+  /** A plugin leaves (`isBusy`: a request of it awaits its answer): a shared thread closes its realm, or ends with its last plugin. */
+  async release(plugin: PluginWorker, tag: number, isBusy: boolean): Promise<void> {
     const isLast = [...this.plugins.values()].every((other) => other === plugin || other.stopped !== undefined);
-    if (this.isShared && !isLast && !plugin.isBusy) {
+    if (this.isShared && !isLast && !isBusy) {
       this.plugins.delete(tag);
       plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
-      this.post({ type: "close", tag } satisfies ThreadRequest);
-      return;
+      return this.post({ type: "close", tag } satisfies ThreadRequest);
     }
     // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
     if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran", true);
@@ -256,8 +249,7 @@ class PluginThread {
     return `${worker} exited with code ${code}`;
   }
 
-  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn") {
-    if (stream === null) return;
+  #forward(stream: NodeJS.ReadableStream, level: "info" | "warn") {
     let buffered = "";
     stream.setEncoding("utf8");
     stream.on("data", (chunk: string) => {
@@ -291,7 +283,7 @@ export class PluginWorker implements PluginTransport {
 
   /** Opens the plugin once its thread is ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
   async open(init: WorkerInit, onStopped: OnStopped): Promise<this> {
-    await Promise.race([this.#thread.ready, this.#thread.exited]);
+    await this.#thread.ready;
     if (this.#thread.isShared) {
       try {
         await this.request({ type: "open", init }, startDeadlineMs, opening);
@@ -309,23 +301,16 @@ export class PluginWorker implements PluginTransport {
     return this.#stopped;
   }
 
-  /** Whether a request of this plugin is waiting for its answer. */
-  get isBusy(): boolean {
-    return this.#pending.size > 0;
-  }
-
   /** As `PluginTransport.request`: a request that misses `ms` stops the worker. */
   request<T>(request: HostRequestBody | { readonly type: "open"; readonly init: WorkerInit }, ms: number, describe: Describe) {
     if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => this.#missed(id, ms), ms);
-      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       try {
         this.#thread.post(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
+        const timer = setTimeout(() => this.#missed(id, ms), ms);
+        this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       } catch (error) {
-        clearTimeout(timer);
-        this.#pending.delete(id);
         reject(new PluginWorkerStopped({ reason: `could not send to the plugin's worker: ${messageOf(error)}` }));
       }
     });
@@ -334,7 +319,7 @@ export class PluginWorker implements PluginTransport {
   /** Stops the plugin's code at once (running or not) and waits until it ended. */
   async terminate(): Promise<void> {
     this.#onStopped = undefined;
-    await this.#thread.release(this, this.#tag);
+    await this.#thread.release(this, this.#tag, this.#pending.size > 0);
   }
 
   #missed(id: number, ms: number) {
@@ -370,9 +355,8 @@ export class PluginWorker implements PluginTransport {
 
   /** What the plugin's code is doing now, if it runs: the request running (the progress cells), as it describes itself. */
   running() {
-    return Atomics.load(this.#cells, progress.phase) === 0
-      ? undefined
-      : this.#described(Atomics.load(this.#cells, progress.request));
+    const isIdle = Atomics.load(this.#cells, progress.phase) === 0;
+    return isIdle ? undefined : this.#described(Atomics.load(this.#cells, progress.request));
   }
 
   /** Stops this plugin's transport, once: `missedId`'s request first, then every other. */
