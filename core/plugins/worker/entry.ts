@@ -23,8 +23,7 @@ function serveRunner(init: WorkerInit, post: Post): (request: HostRequest) => vo
   let hostNow = dateNow();
   const clock = { now: init.clock === "system" ? () => dateNow() : () => hostNow };
   const send = (level: "info" | "warn" | "error") => logTo(post, level, String);
-  const container = createContainer();
-  container.register({
+  const container = createContainer().register({
     clock: asValue(freeze(clock)),
     logger: asValue(freeze({ info: send("info"), warn: send("warn"), error: send("error") })),
     location: asValue(init.location),
@@ -50,6 +49,9 @@ function serveRealms(port: MessagePort, post: Post): void {
   if (script === undefined) throw new Error("a shared plugin worker was started without its program");
   // Only this thread's own realm talks to the host: no plugin can read or answer another's requests.
   (workerThreads as { parentPort: unknown }).parentPort = null;
+  // The globals Node adds to the thread's own realm (a fresh context has the language's only); `global` is each realm's own.
+  const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
+  const nodeGlobals = Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && name !== "global");
   const realms = new Map<number, ReturnType<typeof openRealm>>();
   port.on("message", (message: ThreadRequest) => {
     const { tag } = message;
@@ -58,7 +60,7 @@ function serveRealms(port: MessagePort, post: Post): void {
       realms.delete(tag);
     } else if (message.type === "open") {
       try {
-        realms.set(tag, openRealm(script, message, post));
+        realms.set(tag, openRealm(script, message, post, nodeGlobals));
         post({ type: "reply", tag, id: message.id, ok: true, result: null });
       } catch (error) {
         const fault = { phase: "evaluate" as const, message: `the plugin's realm could not be opened: ${messageOf(error)}` };
@@ -68,11 +70,8 @@ function serveRealms(port: MessagePort, post: Post): void {
   });
 }
 
-/** The globals Node adds to a thread's own realm (a fresh context has the language's only); `global` is each realm's own. */
-let nodeGlobals: readonly string[] | undefined;
-
 /** Opens a plugin's realm: its runner's `serve`, and `close`, which clears the timers it left. */
-function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post) {
+function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open" }>, post: Post, nodeGlobals: string[]) {
   const { tag } = open;
   const timers = new Map<unknown, (handle: never) => void>();
   const later =
@@ -110,10 +109,6 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     clearImmediate: cancel(clearImmediate),
     console: { log: info, info, debug: info, dir: info, warn, error: warn, trace: warn },
   };
-  nodeGlobals ??= (() => {
-    const language = new Set(Object.getOwnPropertyNames(vm.runInNewContext("globalThis")));
-    return Object.getOwnPropertyNames(globalThis).filter((name) => !language.has(name) && name !== "global");
-  })();
   for (const name of nodeGlobals.filter((name) => !Object.hasOwn(sandbox, name)))
     Object.defineProperty(sandbox, name, { get: () => Reflect.get(globalThis, name), configurable: true, enumerable: false });
   const context = vm.createContext(sandbox, { name: `plugin realm ${tag}` });

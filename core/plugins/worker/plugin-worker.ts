@@ -84,9 +84,8 @@ const bootstrap = `"use strict";
   // A shared worker runs it again in each plugin's realm (decision 185).
   if (data.shared) data.script = script;
   if (cacheFile !== undefined && (!isStored || script.cachedDataRejected)) {
-    // The first worker to answer an observation (its reply has \`observations\`) stores the code
-    // cache, which then holds what evaluating, setting up and observing compiled (decision 193).
-    // No failure is an error.
+    // The first worker to answer an observation (a reply with \`observations\`) stores the code
+    // cache (why then: \`withCodeCache\`); no failure is an error.
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
@@ -109,12 +108,12 @@ const bootstrap = `"use strict";
 type Log = (level: "info" | "warn" | "error", message: string) => void;
 type OnStopped = (stopped: PluginWorkerStopped) => void;
 
-interface Pending {
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
-  readonly timer: NodeJS.Timeout;
-  readonly describe: Describe;
-}
+type Pending = Readonly<{
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  timer: NodeJS.Timeout;
+  describe: Describe;
+}>;
 
 const startDeadlineMs = 10_000;
 const opening: Describe = () => ({ what: "opening the plugin's realm", phase: "evaluate" });
@@ -401,9 +400,7 @@ export class PluginWorkers {
     const threads = [...this.#threads];
     const dedicated = threads.filter((thread) => !thread.isShared).length;
     const isDedicated = dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
-    let thread = isDedicated
-      ? undefined
-      : threads.find((shared) => shared.isShared && !shared.isEnding && shared.plugins.size < pluginsPerWorker);
+    let thread = isDedicated ? undefined : threads.find((t) => t.isShared && !t.isEnding && t.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
       const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, this.#alone);
       this.#threads.add(created);
