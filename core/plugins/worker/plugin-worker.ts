@@ -130,7 +130,7 @@ const maxLogLine = 4096;
 
 /** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
-  readonly #worker: Worker;
+  readonly worker: Worker;
   readonly log: Log;
   readonly isShared: boolean;
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
@@ -149,7 +149,7 @@ class PluginThread {
     this.log = log;
     this.isShared = init === undefined;
     this.#alone = alone;
-    this.#worker = new Worker(bootstrap, {
+    this.worker = new Worker(bootstrap, {
       eval: true,
       workerData: { ...(init ?? { shared: true }), program: program.shared },
       resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: Math.min(youngGenerationMb, heapMb / 4) },
@@ -159,23 +159,23 @@ class PluginThread {
       stderr: true,
       name: this.isShared ? "context-host plugins" : "context-host plugin",
     });
-    this.#forward(this.#worker.stdout, "info");
-    this.#forward(this.#worker.stderr, "warn");
-    this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
-    this.#worker.on("error", (error) => {
+    this.#forward(this.worker.stdout, "info");
+    this.#forward(this.worker.stderr, "warn");
+    this.worker.on("message", (message: WorkerReply) => this.#receive(message));
+    this.worker.on("error", (error) => {
       this.#lastError = error;
     });
     // A message the host's thread cannot read (too deep for its stack, say) ends the worker.
-    this.#worker.on("messageerror", (error) => {
+    this.worker.on("messageerror", (error) => {
       this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
       this.#end();
     });
     const notStarted = `the plugin's worker did not start within ${startDeadlineMs} ms`;
     const timer = setTimeout(() => this.#stopAll(notStarted), startDeadlineMs);
-    const exit = new Promise<number>((resolve) => this.#worker.once("exit", resolve));
+    const exit = new Promise<number>((resolve) => this.worker.once("exit", resolve));
     this.exited = exit.then((code) => this.#stopAll(this.#why(code, heapMb)));
     // Ready at its first message (entry.ts), or once it ended.
-    const firstMessage = new Promise((resolve) => this.#worker.once("message", resolve));
+    const firstMessage = new Promise((resolve) => this.worker.once("message", resolve));
     this.ready = Promise.race([firstMessage, this.exited]).then(() => clearTimeout(timer));
   }
 
@@ -184,10 +184,6 @@ class PluginThread {
     const tag = this.isShared ? this.#nextTag++ : 0;
     this.plugins.set(tag, plugin);
     return tag;
-  }
-
-  post(message: object): void {
-    this.#worker.postMessage(message);
   }
 
   /** Stops the thread because `culprit` missed a deadline: the culprit with `stopped`, its thread mates with why. */
@@ -207,7 +203,7 @@ class PluginThread {
     if (this.isShared && !isLast && !isBusy) {
       this.plugins.delete(tag);
       plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
-      return this.post({ type: "close", tag } satisfies ThreadRequest);
+      return this.worker.postMessage({ type: "close", tag } satisfies ThreadRequest);
     }
     // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
     if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran", true);
@@ -218,7 +214,7 @@ class PluginThread {
   /** Nothing more is placed on it; its worker is terminated (again, if it was). */
   #end() {
     this.isEnding = true;
-    void this.#worker.terminate().catch(() => {});
+    void this.worker.terminate().catch(() => {});
   }
 
   /** Ends the thread and stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
@@ -306,7 +302,7 @@ export class PluginWorker implements PluginTransport {
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
       try {
-        this.#thread.post(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
+        this.#thread.worker.postMessage(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
         const timer = setTimeout(() => this.#missed(id, ms), ms);
         this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       } catch (error) {
