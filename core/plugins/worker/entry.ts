@@ -78,11 +78,13 @@ function openRealm(script: vm.Script, open: Extract<ThreadRequest, { type: "open
     (start: (run: () => void, ...rest: unknown[]) => unknown, clear: (handle: never) => void, isOnce: boolean) =>
     (run: unknown, ...rest: unknown[]) => {
       if (typeof run !== "function") return start(run as () => void, ...rest);
-      const once = (...args: unknown[]) => {
-        timers.delete(handle);
-        run(...args);
-      };
-      const handle = start(isOnce ? once : (run as () => void), ...rest);
+      const handle = start(
+        (...args: unknown[]) => {
+          if (isOnce) timers.delete(handle);
+          run(...args);
+        },
+        ...rest,
+      );
       timers.set(handle, clear);
       return handle;
     };
