@@ -108,12 +108,12 @@ const bootstrap = `"use strict";
 type Log = (level: "info" | "warn" | "error", message: string) => void;
 type OnStopped = (stopped: PluginWorkerStopped) => void;
 
-type Pending = Readonly<{
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-  timer: NodeJS.Timeout;
-  describe: Describe;
-}>;
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  readonly timer: NodeJS.Timeout;
+  readonly describe: Describe;
+}
 
 const startDeadlineMs = 10_000;
 const opening: Describe = () => ({ what: "opening the plugin's realm", phase: "evaluate" });
@@ -161,7 +161,10 @@ class PluginThread {
     });
     this.#forward(this.worker.stdout, "info");
     this.#forward(this.worker.stderr, "warn");
-    this.worker.on("message", (message: WorkerReply) => this.#receive(message));
+    this.worker.on("message", (message: WorkerReply) => {
+      if (typeof message === "object" && message !== null)
+        this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
+    });
     this.worker.on("error", (error) => {
       this.#lastError = error;
     });
@@ -231,11 +234,6 @@ class PluginThread {
     }
   }
 
-  #receive(message: WorkerReply) {
-    if (typeof message !== "object" || message === null) return;
-    this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
-  }
-
   #why(code: number, heapMb: number): string {
     const error = this.#lastError as (Error & { code?: string }) | undefined;
     const worker = this.isShared ? `the worker the plugin shares with others` : `the plugin's worker`;
@@ -301,11 +299,13 @@ export class PluginWorker implements PluginTransport {
     if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
+      // The deadline starts before the request is copied out.
+      const timer = setTimeout(() => this.#missed(id, ms), ms);
       try {
         this.#thread.worker.postMessage(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
-        const timer = setTimeout(() => this.#missed(id, ms), ms);
         this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       } catch (error) {
+        clearTimeout(timer);
         reject(new PluginWorkerStopped({ reason: `could not send to the plugin's worker: ${messageOf(error)}` }));
       }
     });
