@@ -84,9 +84,8 @@ const bootstrap = `"use strict";
   // A shared worker runs it again in each plugin's realm (decision 185).
   if (data.shared) data.script = script;
   if (cacheFile !== undefined && (!isStored || script.cachedDataRejected)) {
-    // The first worker to answer an observation (its reply has \`observations\`) stores the code
-    // cache, which then holds what evaluating, setting up and observing compiled (decision 193).
-    // No failure is an error.
+    // The first worker to answer an observation (a reply with \`observations\`) stores the code
+    // cache (why then: \`withCodeCache\`); no failure is an error.
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
@@ -131,7 +130,7 @@ const maxLogLine = 4096;
 
 /** One worker thread of plugin code, a plugin's own or shared (decision 185): whatever stops it stops every plugin on it. */
 class PluginThread {
-  readonly #worker: Worker;
+  readonly worker: Worker;
   readonly log: Log;
   readonly isShared: boolean;
   /** The plugins placed on it, opened or opening, by tag (a dedicated thread's one: tag 0). */
@@ -140,7 +139,6 @@ class PluginThread {
   /** Being ended: nothing more is placed on it. */
   isEnding = false;
   #lastError: unknown;
-  #markReady: (() => void) | undefined;
   /** Where a shared one adds the plugins that were running when it stopped: they run alone from then on. */
   readonly #alone: Set<string>;
   readonly ready: Promise<void>;
@@ -151,7 +149,7 @@ class PluginThread {
     this.log = log;
     this.isShared = init === undefined;
     this.#alone = alone;
-    this.#worker = new Worker(bootstrap, {
+    this.worker = new Worker(bootstrap, {
       eval: true,
       workerData: { ...(init ?? { shared: true }), program: program.shared },
       resourceLimits: { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: Math.min(youngGenerationMb, heapMb / 4) },
@@ -161,31 +159,27 @@ class PluginThread {
       stderr: true,
       name: this.isShared ? "context-host plugins" : "context-host plugin",
     });
-    this.#forward(this.#worker.stdout, "info");
-    this.#forward(this.#worker.stderr, "warn");
-    this.#worker.on("message", (message: WorkerReply) => this.#receive(message));
-    this.#worker.on("error", (error) => {
+    this.#forward(this.worker.stdout, "info");
+    this.#forward(this.worker.stderr, "warn");
+    this.worker.on("message", (message: WorkerReply) => {
+      if (typeof message === "object" && message !== null)
+        this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
+    });
+    this.worker.on("error", (error) => {
       this.#lastError = error;
     });
     // A message the host's thread cannot read (too deep for its stack, say) ends the worker.
-    this.#worker.on("messageerror", (error) => {
+    this.worker.on("messageerror", (error) => {
       this.#lastError = new Error(`it sent a message the host could not read (${messageOf(error)})`);
       this.#end();
     });
-    const timer = setTimeout(
-      () => this.#stopAll(`the plugin's worker did not start within ${startDeadlineMs} ms`),
-      startDeadlineMs,
-    );
-    this.ready = new Promise<void>((resolve) => {
-      this.#markReady = resolve;
-    }).then(() => clearTimeout(timer));
-    this.exited = new Promise((resolve) => {
-      this.#worker.once("exit", (code) => {
-        clearTimeout(timer);
-        this.#stopAll(this.#why(code, heapMb));
-        resolve();
-      });
-    });
+    const notStarted = `the plugin's worker did not start within ${startDeadlineMs} ms`;
+    const timer = setTimeout(() => this.#stopAll(notStarted), startDeadlineMs);
+    const exit = new Promise<number>((resolve) => this.worker.once("exit", resolve));
+    this.exited = exit.then((code) => this.#stopAll(this.#why(code, heapMb)));
+    // Ready at its first message (entry.ts), or once it ended.
+    const firstMessage = new Promise((resolve) => this.worker.once("message", resolve));
+    this.ready = Promise.race([firstMessage, this.exited]).then(() => clearTimeout(timer));
   }
 
   /** Places a plugin here; returns its tag (a dedicated thread: 0). */
@@ -193,10 +187,6 @@ class PluginThread {
     const tag = this.isShared ? this.#nextTag++ : 0;
     this.plugins.set(tag, plugin);
     return tag;
-  }
-
-  post(message: object): void {
-    this.#worker.postMessage(message);
   }
 
   /** Stops the thread because `culprit` missed a deadline: the culprit with `stopped`, its thread mates with why. */
@@ -210,18 +200,13 @@ class PluginThread {
     );
   }
 
-  /** A plugin leaves: a shared thread closes its realm (the thread ends with its last plugin); a dedicated one ends. */
-  async release(plugin: PluginWorker, tag: number): Promise<void> {
+  /** A plugin leaves (`isBusy`: a request of it awaits its answer): a shared thread closes its realm, or ends with its last plugin. */
+  async release(plugin: PluginWorker, tag: number, isBusy: boolean): Promise<void> {
     const isLast = [...this.plugins.values()].every((other) => other === plugin || other.stopped !== undefined);
-    if (this.isShared && !isLast && !plugin.isBusy) {
+    if (this.isShared && !isLast && !isBusy) {
       this.plugins.delete(tag);
       plugin.stop(new PluginWorkerStopped({ reason: "the plugin was closed" }));
-      try {
-        this.post({ type: "close", tag } satisfies ThreadRequest);
-      } catch {
-        // The thread is ending anyway.
-      }
-      return;
+      return this.worker.postMessage({ type: "close", tag } satisfies ThreadRequest);
     }
     // A realm whose code is still running cannot be closed alone: its thread mates restart (decision 185).
     if (this.isShared && !isLast) this.#stopAll("a plugin it shares its worker with was stopped while its code ran", true);
@@ -232,7 +217,7 @@ class PluginThread {
   /** Nothing more is placed on it; its worker is terminated (again, if it was). */
   #end() {
     this.isEnding = true;
-    void this.#worker.terminate().catch(() => {});
+    void this.worker.terminate().catch(() => {});
   }
 
   /** Ends the thread and stops every plugin on it not stopped yet, each with `reason` and where its own code was. */
@@ -240,20 +225,13 @@ class PluginThread {
     this.#end();
     // Plugins running code when it stopped are culprits; when one is known (or it stopped
     // `forAnother`), its mates' stops are collateral (not their own), else every stop counts.
-    const stopping = [...this.plugins.values()].filter((plugin) => plugin.stopped === undefined);
-    const culprits = stopping.filter((plugin) => plugin.running() !== undefined);
-    for (const plugin of stopping) {
-      const running = plugin.running();
-      const isCollateral = this.isShared && (forAnother || culprits.length > 0) && running === undefined;
+    const stopping = [...this.plugins.values()].flatMap((p) => (p.stopped === undefined ? [[p, p.running()] as const] : []));
+    const isCulpritKnown = forAnother || stopping.some(([, running]) => running !== undefined);
+    for (const [plugin, running] of stopping) {
+      const isCollateral = this.isShared && isCulpritKnown && running === undefined;
       plugin.stop(new PluginWorkerStopped({ reason, phase: running?.phase, key: running?.key, isCollateral }));
+      if (this.isShared && running !== undefined) this.#alone.add(plugin.plugin);
     }
-    if (this.isShared) for (const culprit of culprits) this.#alone.add(culprit.plugin);
-  }
-
-  #receive(message: WorkerReply) {
-    if (typeof message !== "object" || message === null) return;
-    if (message.type === "ready") this.#markReady?.();
-    else this.plugins.get(this.isShared ? Number(message.tag) : 0)?.receive(message);
   }
 
   #why(code: number, heapMb: number): string {
@@ -264,8 +242,7 @@ class PluginThread {
     return `${worker} exited with code ${code}`;
   }
 
-  #forward(stream: NodeJS.ReadableStream | null, level: "info" | "warn") {
-    if (stream === null) return;
+  #forward(stream: NodeJS.ReadableStream, level: "info" | "warn") {
     let buffered = "";
     stream.setEncoding("utf8");
     stream.on("data", (chunk: string) => {
@@ -299,7 +276,7 @@ export class PluginWorker implements PluginTransport {
 
   /** Opens the plugin once its thread is ready (shared: in a realm of its own); rejects with `PluginWorkerStopped` if it ends first. */
   async open(init: WorkerInit, onStopped: OnStopped): Promise<this> {
-    await Promise.race([this.#thread.ready, this.#thread.exited]);
+    await this.#thread.ready;
     if (this.#thread.isShared) {
       try {
         await this.request({ type: "open", init }, startDeadlineMs, opening);
@@ -317,23 +294,18 @@ export class PluginWorker implements PluginTransport {
     return this.#stopped;
   }
 
-  /** Whether a request of this plugin is waiting for its answer. */
-  get isBusy(): boolean {
-    return this.#pending.size > 0;
-  }
-
   /** As `PluginTransport.request`: a request that misses `ms` stops the worker. */
   request<T>(request: HostRequestBody | { readonly type: "open"; readonly init: WorkerInit }, ms: number, describe: Describe) {
     if (this.#stopped !== undefined) return Promise.reject(this.#stopped);
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
+      // The deadline starts before the request is copied out.
       const timer = setTimeout(() => this.#missed(id, ms), ms);
-      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       try {
-        this.#thread.post(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
+        this.#thread.worker.postMessage(this.#thread.isShared ? { ...request, id, tag: this.#tag } : { ...request, id });
+        this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer, describe });
       } catch (error) {
         clearTimeout(timer);
-        this.#pending.delete(id);
         reject(new PluginWorkerStopped({ reason: `could not send to the plugin's worker: ${messageOf(error)}` }));
       }
     });
@@ -342,7 +314,7 @@ export class PluginWorker implements PluginTransport {
   /** Stops the plugin's code at once (running or not) and waits until it ended. */
   async terminate(): Promise<void> {
     this.#onStopped = undefined;
-    await this.#thread.release(this, this.#tag);
+    await this.#thread.release(this, this.#tag, this.#pending.size > 0);
   }
 
   #missed(id: number, ms: number) {
@@ -354,14 +326,10 @@ export class PluginWorker implements PluginTransport {
 
   /** What request `id` was doing, as it describes itself: with the phase and source of its code if that runs now (the progress cells). */
   #described(id: number) {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return undefined;
     const code = Atomics.load(this.#cells, progress.phase);
     const isRunning = code > 0 && Atomics.load(this.#cells, progress.request) === id;
-    return pending.describe(
-      isRunning ? (phaseCodes[code] as DiagnosticPhase) : undefined,
-      Atomics.load(this.#cells, progress.source),
-    );
+    const phase = isRunning ? (phaseCodes[code] as DiagnosticPhase) : undefined;
+    return this.#pending.get(id)?.describe(phase, Atomics.load(this.#cells, progress.source));
   }
 
   /** A reply or a log line of this plugin's runner. */
@@ -382,9 +350,8 @@ export class PluginWorker implements PluginTransport {
 
   /** What the plugin's code is doing now, if it runs: the request running (the progress cells), as it describes itself. */
   running() {
-    return Atomics.load(this.#cells, progress.phase) === 0
-      ? undefined
-      : this.#described(Atomics.load(this.#cells, progress.request));
+    const isIdle = Atomics.load(this.#cells, progress.phase) === 0;
+    return isIdle ? undefined : this.#described(Atomics.load(this.#cells, progress.request));
   }
 
   /** Stops this plugin's transport, once: `missedId`'s request first, then every other. */
@@ -429,9 +396,7 @@ export class PluginWorkers {
     const threads = [...this.#threads];
     const dedicated = threads.filter((thread) => !thread.isShared).length;
     const isDedicated = dedicated < dedicatedWorkers || pluginsPerWorker < 2 || this.#alone.has(plugin);
-    let thread = isDedicated
-      ? undefined
-      : threads.find((shared) => shared.isShared && !shared.isEnding && shared.plugins.size < pluginsPerWorker);
+    let thread = isDedicated ? undefined : threads.find((t) => t.isShared && !t.isEnding && t.plugins.size < pluginsPerWorker);
     if (thread === undefined) {
       const created = new PluginThread(program, heapMb, isDedicated ? init : undefined, this.log, this.#alone);
       this.#threads.add(created);
