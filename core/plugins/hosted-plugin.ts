@@ -58,8 +58,8 @@ export interface HostedPluginOptions {
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
-  /** What a source of the generation of `plugin` returned at an observation without a fault. */
-  observed(plugin: string, key: string, kind: ObservedKind): void;
+  /** A source of the generation of `plugin`, with a fault on record, was observed without one. */
+  resolved(plugin: string, key: string): void;
 }
 
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
@@ -70,6 +70,8 @@ export interface HostedGeneration {
   readonly keys: readonly string[];
   /** What a restarted worker rebuilds it from (its config follows from its name). */
   readonly bundle: PluginBundle;
+  /** How long the load that built it took (bundle, evaluate, setup), in ms. */
+  readonly loadMs: number;
 }
 
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
@@ -95,13 +97,13 @@ type Present = Extract<PrerenderedObservation, { kind: "present" }>;
  * One source of a generation in one env, and what the host holds of it: the texts of its last
  * observation, and `unchanged`: that observation with the admitted value known to be its own
  * (the very object the snapshot holds, so the runner is not sent it again), the same object
- * while both stay. `observed`: told what its loader returned.
+ * while both stay.
  */
 interface Held {
   readonly generation: number;
   readonly env: SourceEnv;
   readonly key: string;
-  readonly observed: (key: string, kind: ObservedKind) => void;
+  readonly plugin: string;
   arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
   unchanged: Present | undefined;
 }
@@ -135,6 +137,10 @@ export class HostedPlugin {
    * plugin set kept): identical content is not loaded again. The plugin set clears it to load anyway.
    */
   attemptedHash: string | undefined;
+  /** What each source's loader returned at its last observation without a fault. */
+  readonly observed = new Map<string, ObservedKind>();
+  /** Source keys whose faults are in the current diagnostics (the plugin set clears them at a swap). */
+  readonly faulted = new Set<string>();
   /** Generation numbers handed out so far. */
   #generations = 0;
   #worker: PluginTransport | undefined;
@@ -145,8 +151,8 @@ export class HostedPlugin {
   #loads = 0;
   #isRestartDue = false;
   #restarting: Promise<void> | undefined;
-  /** The generation swapped in, as a restarted worker rebuilds it. */
-  #active: HostedGeneration | undefined;
+  /** The generation swapped in (the plugin set holds it here), as a restarted worker rebuilds it. */
+  active: HostedGeneration | undefined;
   readonly #crashes: number[] = [];
   #isDisabled = false;
   #isClosed = false;
@@ -220,9 +226,10 @@ export class HostedPlugin {
       // A transport that failed to start fails the load in its first phase.
       const worker = await this.#current();
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
-      const loaded = this.#hosted(name, generation, keys, bundle);
+      const readyAt = performance.now();
+      const loaded = this.#hosted({ name, generation, keys, bundle, loadMs: Math.round(readyAt - startedAt) });
       const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
-      return { kind: "activated", inputs, loaded, startedAt, readyAt: performance.now(), timings };
+      return { kind: "activated", inputs, loaded, startedAt, readyAt, timings };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, fault: error.fault };
       const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;
@@ -234,11 +241,6 @@ export class HostedPlugin {
     }
   }
 
-  /** `loaded` is the active generation now. */
-  swappedIn(loaded: HostedGeneration): void {
-    this.#active = loaded;
-  }
-
   /**
    * The registrations of a generation's sources, observed pre-rendered by the runner. Their
    * closures are made here, apart from the swap: closures made in one function share its V8
@@ -246,15 +248,14 @@ export class HostedPlugin {
    */
   registrations({ name, generation, keys }: HostedGeneration): Registration[] {
     const report = ({ key, phase, error }: SourceFault) =>
-      this.#options.report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
+      this.#report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
     const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
     const limits = { maxTextLength, maxValueBytes, maxDepth, report };
-    const observed = (key: string, kind: ObservedKind) => this.#options.observed(name, key, kind);
     return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { generation, env, key, observed, arrival: undefined, unchanged: undefined };
+        const held: Held = { generation, env, key, plugin: name, arrival: undefined, unchanged: undefined };
         return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
       }),
     }));
@@ -264,10 +265,15 @@ export class HostedPlugin {
   async close(): Promise<void> {
     this.#isClosed = true;
     clearTimeout(this.#restartTimer);
-    this.#active = undefined;
     const worker = this.#worker ?? (await this.#starting?.catch(() => undefined));
     this.#worker = undefined;
     await worker?.terminate();
+  }
+
+  /** Reports a problem; a source's stays on record until the source is observed without one. */
+  #report(problem: WorkerFault) {
+    if (problem.key !== undefined) this.faulted.add(problem.key);
+    this.#options.report(problem);
   }
 
   /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
@@ -304,7 +310,7 @@ export class HostedPlugin {
     while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
     const count = this.#crashes.length;
     const restart =
-      this.#active === undefined
+      this.active === undefined
         ? ""
         : count >= maxCrashes
           ? `; it stopped ${count} times within ${crashWindowMs / 1000} s and is disabled until its file changes`
@@ -312,8 +318,8 @@ export class HostedPlugin {
             ? "; restarting it with the last good generation"
             : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
     const key = stopped.key === undefined ? {} : { key: stopped.key };
-    this.#options.report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
-    if (this.#active === undefined) return;
+    this.#report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
+    if (this.active === undefined) return;
     if (count >= maxCrashes) this.#isDisabled = true;
     else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
   }
@@ -334,15 +340,15 @@ export class HostedPlugin {
     // With loads in flight, the last of them schedules the restart (it is never due without them).
     this.#isRestartDue = this.#loads > 0;
     if (this.#isRestartDue) return;
-    const recipe = this.#active;
+    const recipe = this.active;
     if (recipe === undefined || this.#isClosed || this.#isDisabled) return;
     const worker = await this.#current().catch(() => undefined);
-    if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
+    if (worker === undefined || this.active !== recipe || this.#living.has(recipe.generation)) return;
     await this.#setUp(worker, recipe.bundle, recipe.generation).catch((error) => {
       // A stop is reported by `#stopped`, a fault here.
       if (!(error instanceof PluginWorkerFault)) return;
       const { phase, message, location } = error.fault;
-      this.#options.report({ phase, message: `after a restart: ${message}`, location });
+      this.#report({ phase, message: `after a restart: ${message}`, location });
     });
   }
 
@@ -387,11 +393,10 @@ export class HostedPlugin {
   }
 
   /** A generation set up in the worker, with its host-side scope: closing it runs its disposers there. */
-  #hosted(name: string, generation: number, keys: readonly string[], bundle: PluginBundle): HostedGeneration {
+  #hosted(made: Omit<HostedGeneration, "scope">): HostedGeneration {
+    const { name, generation } = made;
     const scope = new Scope(`plugin ${name} generation ${generation}`);
-    const hosted = { name, generation, scope, keys, bundle };
     void scope.add(async () => {
-      if (this.#active === hosted) this.#active = undefined;
       const worker = this.#worker;
       if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(generation)) return;
       const ms = this.#options.limits.disposeDeadlineMs;
@@ -404,7 +409,7 @@ export class HostedPlugin {
         throw new DeadlineExceeded({ what, ms });
       }
     });
-    return hosted;
+    return { ...made, scope };
   }
 
   #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
@@ -464,7 +469,7 @@ export class HostedPlugin {
       if (typeof fault !== "object" || fault === null) continue;
       // A fault of one of its sources: never another plugin's name.
       const { plugin: _, ...sanitized } = sanitizeFault(fault);
-      this.#options.report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
+      this.#report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
     }
     const again: Waiting[] = [];
     for (let i = 0; i < waiting.length; i++) {
@@ -476,8 +481,11 @@ export class HostedPlugin {
         again.push(w);
         continue;
       }
-      if (faulted?.has(w.key) !== true)
-        w.held.observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+      if (faulted?.has(w.key) !== true) {
+        this.observed.set(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+        // Cheap at every boundary: only a source with a fault on record resolves anything.
+        if (this.faulted.delete(w.key)) this.#options.resolved(w.held.plugin, w.key);
+      }
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     }
     if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again });
