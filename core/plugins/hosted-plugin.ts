@@ -150,6 +150,7 @@ export class HostedPlugin {
   /** Loads in flight; a restart due meanwhile waits for them. */
   #loads = 0;
   #isRestartDue = false;
+  /** The last restart (it never rejects): a load waits for it. */
   #restarting: Promise<void> | undefined;
   /** The generation swapped in (the plugin set holds it here), as a restarted worker rebuilds it. */
   active: HostedGeneration | undefined;
@@ -288,7 +289,6 @@ export class HostedPlugin {
 
   async #start(): Promise<PluginTransport> {
     clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
     this.#living.clear();
     const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
     if (this.#isClosed) {
@@ -328,11 +328,7 @@ export class HostedPlugin {
   #scheduleRestart(wait: number) {
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = undefined;
-      const restarting = this.#rebuild().finally(() => {
-        if (this.#restarting === restarting) this.#restarting = undefined;
-      });
-      this.#restarting = restarting;
+      this.#restarting = this.#rebuild();
     }, wait);
   }
 
@@ -424,13 +420,10 @@ export class HostedPlugin {
       if (open.generation === generation && open.env.location === env.location && open.env.sessionId === env.sessionId)
         batch = open;
     if (batch === undefined) {
-      const created: Batch = { env, generation, waiting: [] };
-      batch = created;
-      this.#batches.push(created);
-      queueMicrotask(() => {
-        this.#batches.splice(this.#batches.indexOf(created), 1);
-        void this.#flush(worker, created);
-      });
+      batch = { env, generation, waiting: [] };
+      this.#batches.push(batch);
+      // Batches are flushed in the order they were made: the first is this one.
+      queueMicrotask(() => void this.#flush(worker, this.#batches.shift() as Batch));
     }
     const waiting = batch.waiting;
     return new Promise((resolve) => {

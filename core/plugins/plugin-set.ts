@@ -183,11 +183,8 @@ export class PluginSet {
   /** Active plugins in name order. */
   plugins(): PluginInfo[] {
     const infos: PluginInfo[] = [];
-    for (const {
-      hosted: { active, observed },
-      file,
-      origin,
-    } of this.#entries.values()) {
+    for (const { hosted, file, origin } of this.#entries.values()) {
+      const { active, observed } = hosted;
       if (active === undefined) continue;
       const { name, generation, keys, loadMs } = active;
       const kinds = keys.flatMap((key) => (observed.has(key) ? [[key, observed.get(key)]] : []));
