@@ -195,9 +195,7 @@ export class PluginSet {
 
   /** Plugin files whose latest load failed, and packages not loaded (not installed, incompatible), each with why. */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    const failed = [...this.#entries.values()].flatMap(({ file, failed }) =>
-      failed === undefined ? [] : [{ file, diagnostic: failed }],
-    );
+    const failed = [...this.#entries.values()].flatMap(({ file, failed }) => (failed ? [{ file, diagnostic: failed }] : []));
     return [...failed, ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }))];
   }
 
