@@ -90,6 +90,8 @@ export type Loaded =
       readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
     };
 
+/** The phase of the request under way, which a failed load names. */
+type Phase = { current: DiagnosticPhase };
 type Texts = Pick<Present, "baseline" | "removed">;
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 
@@ -200,7 +202,7 @@ export class HostedPlugin {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#restarting;
       const generation = this.#generations + 1;
-      const loaded = await this.#loadIn(bundle, generation, { startedAt, bundleMs });
+      const loaded = await this.#loadIn(bundle, generation, startedAt, bundleMs);
       // A failure on the first event of a burst may be a write seen half done: a save in place takes no generation.
       if (loaded.kind === "activated" || !request.isProvisional) this.#generations = generation;
       if (loaded.kind === "failed" && !request.isProvisional) this.attemptedHash = hash;
@@ -215,14 +217,9 @@ export class HostedPlugin {
     }
   }
 
-  async #loadIn(
-    bundle: PluginBundle,
-    generation: number,
-    { startedAt, bundleMs }: { readonly startedAt: number; readonly bundleMs: number },
-    isRetry = false,
-  ): Promise<Loaded> {
+  async #loadIn(bundle: PluginBundle, generation: number, startedAt: number, bundleMs: number, isRetry = false): Promise<Loaded> {
     const { inputs } = bundle;
-    const phase: { current: DiagnosticPhase } = { current: "evaluate" };
+    const phase: Phase = { current: "evaluate" };
     try {
       // A transport that failed to start fails the load in its first phase.
       const worker = await this.#current();
@@ -237,7 +234,7 @@ export class HostedPlugin {
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
       const isOwn = stoppedIn === undefined || stoppedIn === phase.current || stoppedIn === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, { startedAt, bundleMs }, true);
+      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, startedAt, bundleMs, true);
       return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
     }
   }
@@ -352,12 +349,7 @@ export class HostedPlugin {
    * Evaluates and sets up a generation in `worker` (its config: the settings under the name
    * the module gives); `phase` follows the request under way. Rejects as the transport does.
    */
-  async #setUp(
-    worker: PluginTransport,
-    bundle: PluginBundle,
-    generation: number,
-    phase: { current: DiagnosticPhase } = { current: "evaluate" },
-  ) {
+  async #setUp(worker: PluginTransport, bundle: PluginBundle, generation: number, phase: Phase = { current: "evaluate" }) {
     const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
     const { settings, reserved } = this.#options;
     const { code, entry, baseDir, ownDependenciesFirst } = bundle;
