@@ -299,21 +299,19 @@ export class HostedPlugin {
   #stopped(worker: PluginTransport, stopped: PluginWorkerStopped) {
     if (this.#worker !== worker || this.#isClosed) return;
     this.#worker = undefined;
-    this.#living.clear();
     const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
     const now = Date.now();
     // Stopped for another plugin of its shared worker: not a stop of its own (decision 185).
     if (!stopped.isCollateral) this.#crashes.push(now);
     while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
     const count = this.#crashes.length;
+    const within = `within ${crashWindowMs / 1000} s`;
     const restart =
       this.active === undefined
         ? ""
         : count >= maxCrashes
-          ? `; it stopped ${count} times within ${crashWindowMs / 1000} s and is disabled until its file changes`
-          : stopped.isCollateral
-            ? "; restarting it with the last good generation"
-            : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
+          ? `; it stopped ${count} times ${within} and is disabled until its file changes`
+          : `; restarting it with the last good generation${stopped.isCollateral ? "" : ` (stop ${count} ${within})`}`;
     const key = stopped.key === undefined ? {} : { key: stopped.key };
     this.#report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
     if (this.active === undefined) return;
