@@ -111,7 +111,6 @@ interface Held {
 }
 
 interface Waiting {
-  readonly key: string;
   readonly stored: Json | undefined;
   readonly held: Held;
   readonly deadlineMs: number;
@@ -417,7 +416,7 @@ export class HostedPlugin {
     }
     const waiting = batch.waiting;
     return new Promise((resolve) => {
-      waiting.push({ key, stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
+      waiting.push({ stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
     });
   }
 
@@ -433,11 +432,11 @@ export class HostedPlugin {
         { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
         longest + renderDeadlineMs + graceMs,
         (phase, index) => {
-          const stuck = waiting[index];
+          const key = waiting[index]?.held.key;
           if (phase === undefined || phase === "load")
-            return { what: `loader ${stuck?.key ?? "of the plugin"}`, phase: "load", key: stuck?.key, ms: stuck?.deadlineMs };
-          if (phase === "value") return { what: `the codec of ${stuck?.key}`, phase, key: stuck?.key };
-          return { what: `renderer "${phase}" of ${stuck?.key}`, phase, key: stuck?.key };
+            return { what: `loader ${key ?? "of the plugin"}`, phase: "load", key, ms: waiting[index]?.deadlineMs };
+          if (phase === "value") return { what: `the codec of ${key}`, phase, key };
+          return { what: `renderer "${phase}" of ${key}`, phase, key };
         },
       );
     } catch {
@@ -464,10 +463,11 @@ export class HostedPlugin {
         again.push(w);
         continue;
       }
-      if (faulted?.has(w.key) !== true) {
-        this.observed.set(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+      const { key, plugin } = w.held;
+      if (faulted?.has(key) !== true) {
+        this.observed.set(key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
         // Cheap at every boundary: only a source with a fault on record resolves anything.
-        if (this.faulted.delete(w.key)) this.#options.resolved(w.held.plugin, w.key);
+        if (this.faulted.delete(key)) this.#options.resolved(plugin, key);
       }
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     }
@@ -505,7 +505,7 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], generation:
   const held = new Float64Array(waiting.length);
   let index = 0;
   let isEveryKeyInOrder = waiting.length === generation?.size;
-  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.key === key;
+  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.held.key === key;
   for (index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
     const { arrival, unchanged } = w.held;
@@ -514,7 +514,7 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], generation:
     // The admitted value is the held observation's: the runner compares with its own copy.
     if (w.stored !== undefined && !(number > 0 && unchanged?.value === w.stored)) stored.push([index, w.stored]);
   }
-  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
+  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.held.key) }), stored, held };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {
