@@ -246,8 +246,7 @@ export class HostedPlugin {
   registrations({ name, generation, keys }: HostedGeneration): Registration[] {
     const report = ({ key, phase, error }: SourceFault) =>
       this.#report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
-    const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
-    const limits = { maxTextLength, maxValueBytes, maxDepth, report };
+    const limits = { ...this.#options.limits, report };
     return keys.map((key) => ({
       key,
       origin: "plugin",
