@@ -95,6 +95,14 @@ type Phase = { current: DiagnosticPhase };
 type Texts = Pick<Present, "baseline" | "removed">;
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 
+/** A generation's sources in one env: those waiting in this turn are asked for in one message at its end. */
+interface Boundary {
+  readonly generation: number;
+  readonly env: SourceEnv;
+  readonly plugin: string;
+  waiting: Waiting[] | undefined;
+}
+
 /**
  * One source of a generation in one env, and what the host holds of it: the texts of its last
  * observation, and `unchanged`: that observation with the admitted value known to be its own
@@ -102,10 +110,8 @@ type Present = Extract<PrerenderedObservation, { kind: "present" }>;
  * while both stay.
  */
 interface Held {
-  readonly generation: number;
-  readonly env: SourceEnv;
+  readonly boundary: Boundary;
   readonly key: string;
-  readonly plugin: string;
   arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
   unchanged: Present | undefined;
 }
@@ -115,12 +121,6 @@ interface Waiting {
   readonly held: Held;
   readonly deadlineMs: number;
   readonly resolve: (observation: PrerenderedObservation) => void;
-}
-
-interface Batch {
-  readonly env: SourceEnv;
-  readonly generation: number;
-  readonly waiting: Waiting[];
 }
 
 /** A time in ms, rounded to hundredths as load timings are reported. */
@@ -159,8 +159,6 @@ export class HostedPlugin {
   #isDisabled = false;
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
-  /** The batches of this turn, each flushed at its end. */
-  readonly #batches: Batch[] = [];
 
   /** Starts the transport at once, so that it starts while the plugin is bundled. */
   constructor(options: HostedPluginOptions) {
@@ -247,11 +245,12 @@ export class HostedPlugin {
     const report = ({ key, phase, error }: SourceFault) =>
       this.#report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
     const limits = { ...this.#options.limits, report };
+    const boundaryOf = perEnv((env): Boundary => ({ generation, env, plugin: name, waiting: undefined }));
     return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { generation, env, key, plugin: name, arrival: undefined, unchanged: undefined };
+        const held: Held = { boundary: boundaryOf(env), key, arrival: undefined, unchanged: undefined };
         return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
       }),
     }));
@@ -397,30 +396,28 @@ export class HostedPlugin {
   }
 
   #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
-    const { generation, env, key } = held;
-    const deadlines = this.#living.get(generation);
+    const { boundary, key } = held;
+    const deadlines = this.#living.get(boundary.generation);
     const worker = this.#worker;
     if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
       return Promise.resolve(unavailableObservation);
     // Every source of a boundary is asked for in the same turn: one message carries them all.
-    let batch: Batch | undefined;
-    for (const open of this.#batches)
-      if (open.generation === generation && open.env.location === env.location && open.env.sessionId === env.sessionId)
-        batch = open;
-    if (batch === undefined) {
-      batch = { env, generation, waiting: [] };
-      this.#batches.push(batch);
-      // Batches are flushed in the order they were made: the first is this one.
-      queueMicrotask(() => void this.#flush(worker, this.#batches.shift() as Batch));
+    if (boundary.waiting === undefined) {
+      const waiting: Waiting[] = [];
+      boundary.waiting = waiting;
+      queueMicrotask(() => {
+        boundary.waiting = undefined;
+        void this.#flush(worker, boundary, waiting);
+      });
     }
-    const waiting = batch.waiting;
+    const waiting = boundary.waiting;
     return new Promise((resolve) => {
       waiting.push({ stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
     });
   }
 
-  async #flush(worker: PluginTransport, batch: Batch): Promise<void> {
-    const { generation, env, waiting } = batch;
+  async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<void> {
+    const { generation, env, plugin } = boundary;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
     for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
@@ -462,7 +459,7 @@ export class HostedPlugin {
         again.push(w);
         continue;
       }
-      const { key, plugin } = w.held;
+      const { key } = w.held;
       if (faulted?.has(key) !== true) {
         this.observed.set(key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
         // Cheap at every boundary: only a source with a fault on record resolves anything.
@@ -470,7 +467,7 @@ export class HostedPlugin {
       }
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     }
-    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again });
+    if (again.length > 0) await this.#flush(worker, boundary, again);
   }
 }
 
