@@ -206,11 +206,8 @@ export class HostedPlugin {
       return loaded;
     } finally {
       this.#loads--;
-      if (this.#loads === 0 && this.#isRestartDue) {
-        this.#isRestartDue = false;
-        // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt.
-        this.#scheduleRestart(0);
-      }
+      // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt (that clears the mark).
+      if (this.#loads === 0 && this.#isRestartDue) this.#scheduleRestart(0);
     }
   }
 
