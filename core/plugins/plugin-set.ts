@@ -476,13 +476,12 @@ export class PluginSet {
       );
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
-    const registrations = entry.hosted.registrations(next);
     const previous = entry.hosted.active;
     const held = holder?.hosted.active;
     try {
       this.#options.registry.batch((batch) => {
         for (const retired of [previous, held]) if (retired !== undefined) batch.retire(retired.scope);
-        for (const registration of registrations) batch.register(next.scope, registration);
+        for (const registration of entry.hosted.registrations(next)) batch.register(next.scope, registration);
       });
     } catch (error) {
       // A key the host already registers: nothing of this generation is applied.
