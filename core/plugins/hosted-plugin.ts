@@ -70,8 +70,10 @@ export interface HostedGeneration {
   readonly keys: readonly string[];
   /** What a restarted worker rebuilds it from (its config follows from its name). */
   readonly bundle: PluginBundle;
-  /** How long the load that built it took (bundle, evaluate, setup), in ms. */
-  readonly loadMs: number;
+  /** `performance.now()` at the start of the load that built it and when it was ready; the steps' times (`hundredths`). */
+  readonly startedAt: number;
+  readonly readyAt: number;
+  readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
 }
 
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
@@ -80,15 +82,7 @@ export type Loaded =
   | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
   /** esbuild failed (its inputs: the files read before), or the module, its definition, its config or its setup did. */
   | { readonly kind: "bundle-failed" | "failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
-  | {
-      readonly kind: "activated";
-      readonly inputs: readonly string[];
-      readonly loaded: HostedGeneration;
-      /** `performance.now()` at the load's start and when its generation was ready; the steps' times (`hundredths`). */
-      readonly startedAt: number;
-      readonly readyAt: number;
-      readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
-    };
+  | { readonly kind: "activated"; readonly inputs: readonly string[]; readonly loaded: HostedGeneration };
 
 /** The phase of the request under way, which a failed load names. */
 type Phase = { current: DiagnosticPhase };
@@ -219,9 +213,9 @@ export class HostedPlugin {
       const worker = await this.#current();
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
       const readyAt = performance.now();
-      const loaded = this.#hosted({ name, generation, keys, bundle, loadMs: Math.round(readyAt - startedAt) });
       const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
-      return { kind: "activated", inputs, loaded, startedAt, readyAt, timings };
+      const loaded = this.#hosted({ name, generation, keys, bundle, startedAt, readyAt, timings });
+      return { kind: "activated", inputs, loaded };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, fault: error.fault };
       const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;

@@ -186,8 +186,9 @@ export class PluginSet {
     for (const { hosted, file, origin } of this.#entries.values()) {
       const { active, observed } = hosted;
       if (active === undefined) continue;
-      const { name, generation, keys, loadMs } = active;
+      const { name, generation, keys, startedAt, readyAt } = active;
       const kinds = keys.flatMap((key) => (observed.has(key) ? [[key, observed.get(key)]] : []));
+      const loadMs = Math.round(readyAt - startedAt);
       infos.push({ name, file, origin, generation, keys, observed: Object.fromEntries(kinds), loadMs });
     }
     return infos.sort((a, b) => compareText(a.name, b.name));
@@ -455,7 +456,7 @@ export class PluginSet {
     // A change arrived meanwhile: the next load wins (and may load the same content again).
     if (isStale(entry.load) || this.#isClosed) return this.#closeScope(entry, result.loaded);
     entry.hosted.attemptedHash = result.loaded.bundle.hash;
-    await this.#swap(entry, result);
+    await this.#swap(entry, result.loaded);
   }
 
   /**
@@ -463,8 +464,7 @@ export class PluginSet {
    * whose namespace it takes) in one registry version. Closes the one it follows (a refused one:
    * itself); a displaced holder's is closed on the holder's own queue.
    */
-  async #swap(entry: PluginEntry, load: Extract<Loaded, { kind: "activated" }>): Promise<void> {
-    const next = load.loaded;
+  async #swap(entry: PluginEntry, next: HostedGeneration): Promise<void> {
     const refuse = (message: string) => {
       entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
       return this.#closeScope(entry, next);
@@ -495,13 +495,13 @@ export class PluginSet {
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
       void this.#enqueue(holder, () => this.#closeScope(holder, held));
     }
-    const { startedAt, readyAt } = load;
     entry.hosted.active = next;
     entry.failed = undefined;
     this.#resolveProblems(entry);
     entry.hosted.faulted.clear();
     const now = performance.now();
-    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...load.timings, swapMs: hundredths(now - readyAt) };
+    const { startedAt, readyAt } = next;
+    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...next.timings, swapMs: hundredths(now - readyAt) };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
     if (previous !== undefined) await this.#closeScope(entry, previous);
