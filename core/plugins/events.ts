@@ -6,16 +6,13 @@ import type { Diagnostic } from "../base/diagnostics.ts";
 /** What the host reports: diagnostics and generation changes, in order. */
 export type PluginEvent =
   | { readonly kind: "diagnostic"; readonly diagnostic: Diagnostic }
-  | {
-      readonly kind: "activated";
-      readonly plugin: string;
-      readonly file: string;
-      readonly generation: number;
-      readonly timings: LoadTimings;
-    }
+  | ({ readonly kind: "activated"; readonly timings: LoadTimings } & OfGeneration)
   | { readonly kind: "removed"; readonly plugin: string; readonly file: string }
   /** The files bundle to the active generation again (an undo after a broken save): that failure is cleared. */
-  | { readonly kind: "restored"; readonly plugin: string; readonly file: string; readonly generation: number };
+  | ({ readonly kind: "restored" } & OfGeneration);
+
+/** Which generation of which plugin file an event is about. */
+type OfGeneration = { readonly plugin: string; readonly file: string; readonly generation: number };
 
 /** Where one load's time went, in ms. */
 export interface LoadTimings {

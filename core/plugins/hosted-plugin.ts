@@ -58,8 +58,8 @@ export interface HostedPluginOptions {
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
-  /** What a source of the generation of `plugin` returned at an observation without a fault. */
-  observed(plugin: string, key: string, kind: ObservedKind): void;
+  /** A source of the generation of `plugin`, with a fault on record, was observed without one. */
+  resolved(plugin: string, key: string): void;
 }
 
 /** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
@@ -70,6 +70,10 @@ export interface HostedGeneration {
   readonly keys: readonly string[];
   /** What a restarted worker rebuilds it from (its config follows from its name). */
   readonly bundle: PluginBundle;
+  /** `performance.now()` at the start of the load that built it and when it was ready; the steps' times (`hundredths`). */
+  readonly startedAt: number;
+  readonly readyAt: number;
+  readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
 }
 
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
@@ -78,46 +82,39 @@ export type Loaded =
   | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
   /** esbuild failed (its inputs: the files read before), or the module, its definition, its config or its setup did. */
   | { readonly kind: "bundle-failed" | "failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
-  | {
-      readonly kind: "activated";
-      readonly inputs: readonly string[];
-      readonly loaded: HostedGeneration;
-      /** `performance.now()` at the load's start and when its generation was ready; the steps' times (`hundredths`). */
-      readonly startedAt: number;
-      readonly readyAt: number;
-      readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
-    };
+  | { readonly kind: "activated"; readonly inputs: readonly string[]; readonly loaded: HostedGeneration };
 
+/** The phase of the request under way, which a failed load names. */
+type Phase = { current: DiagnosticPhase };
 type Texts = Pick<Present, "baseline" | "removed">;
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
+
+/** A generation's sources in one env: those waiting in this turn are asked for in one message at its end. */
+interface Boundary {
+  readonly generation: number;
+  readonly env: SourceEnv;
+  readonly plugin: string;
+  waiting: Waiting[] | undefined;
+}
 
 /**
  * One source of a generation in one env, and what the host holds of it: the texts of its last
  * observation, and `unchanged`: that observation with the admitted value known to be its own
  * (the very object the snapshot holds, so the runner is not sent it again), the same object
- * while both stay. `observed`: told what its loader returned.
+ * while both stay.
  */
 interface Held {
-  readonly generation: number;
-  readonly env: SourceEnv;
+  readonly boundary: Boundary;
   readonly key: string;
-  readonly observed: (key: string, kind: ObservedKind) => void;
   arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
   unchanged: Present | undefined;
 }
 
 interface Waiting {
-  readonly key: string;
   readonly stored: Json | undefined;
   readonly held: Held;
   readonly deadlineMs: number;
   readonly resolve: (observation: PrerenderedObservation) => void;
-}
-
-interface Batch {
-  readonly env: SourceEnv;
-  readonly generation: number;
-  readonly waiting: Waiting[];
 }
 
 /** A time in ms, rounded to hundredths as load timings are reported. */
@@ -135,6 +132,10 @@ export class HostedPlugin {
    * plugin set kept): identical content is not loaded again. The plugin set clears it to load anyway.
    */
   attemptedHash: string | undefined;
+  /** What each source's loader returned at its last observation without a fault. */
+  readonly observed = new Map<string, ObservedKind>();
+  /** Source keys whose faults are in the current diagnostics (the plugin set clears them at a swap). */
+  readonly faulted = new Set<string>();
   /** Generation numbers handed out so far. */
   #generations = 0;
   #worker: PluginTransport | undefined;
@@ -144,15 +145,14 @@ export class HostedPlugin {
   /** Loads in flight; a restart due meanwhile waits for them. */
   #loads = 0;
   #isRestartDue = false;
+  /** The last restart (it never rejects): a load waits for it. */
   #restarting: Promise<void> | undefined;
-  /** The generation swapped in, as a restarted worker rebuilds it. */
-  #active: HostedGeneration | undefined;
+  /** The generation swapped in (the plugin set holds it here), as a restarted worker rebuilds it. */
+  active: HostedGeneration | undefined;
   readonly #crashes: number[] = [];
   #isDisabled = false;
   #isClosed = false;
   #restartTimer: NodeJS.Timeout | undefined;
-  /** The batches of this turn, each flushed at its end. */
-  readonly #batches: Batch[] = [];
 
   /** Starts the transport at once, so that it starts while the plugin is bundled. */
   constructor(options: HostedPluginOptions) {
@@ -193,50 +193,38 @@ export class HostedPlugin {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#restarting;
       const generation = this.#generations + 1;
-      const loaded = await this.#loadIn(bundle, generation, { startedAt, bundleMs });
+      const loaded = await this.#loadIn(bundle, generation, startedAt, bundleMs);
       // A failure on the first event of a burst may be a write seen half done: a save in place takes no generation.
       if (loaded.kind === "activated" || !request.isProvisional) this.#generations = generation;
       if (loaded.kind === "failed" && !request.isProvisional) this.attemptedHash = hash;
       return loaded;
     } finally {
       this.#loads--;
-      if (this.#loads === 0 && this.#isRestartDue) {
-        this.#isRestartDue = false;
-        // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt.
-        this.#scheduleRestart(0);
-      }
+      // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt (that clears the mark).
+      if (this.#loads === 0 && this.#isRestartDue) this.#scheduleRestart(0);
     }
   }
 
-  async #loadIn(
-    bundle: PluginBundle,
-    generation: number,
-    { startedAt, bundleMs }: { readonly startedAt: number; readonly bundleMs: number },
-    isRetry = false,
-  ): Promise<Loaded> {
+  async #loadIn(bundle: PluginBundle, generation: number, startedAt: number, bundleMs: number, isRetry = false): Promise<Loaded> {
     const { inputs } = bundle;
-    const phase: { current: DiagnosticPhase } = { current: "evaluate" };
+    const phase: Phase = { current: "evaluate" };
     try {
       // A transport that failed to start fails the load in its first phase.
       const worker = await this.#current();
       const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
-      const loaded = this.#hosted(name, generation, keys, bundle);
+      const readyAt = performance.now();
       const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
-      return { kind: "activated", inputs, loaded, startedAt, readyAt: performance.now(), timings };
+      const loaded = this.#hosted({ name, generation, keys, bundle, startedAt, readyAt, timings });
+      return { kind: "activated", inputs, loaded };
     } catch (error) {
       if (error instanceof PluginWorkerFault) return { kind: "failed", inputs, fault: error.fault };
       const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
       const isOwn = stoppedIn === undefined || stoppedIn === phase.current || stoppedIn === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, { startedAt, bundleMs }, true);
+      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, startedAt, bundleMs, true);
       return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
     }
-  }
-
-  /** `loaded` is the active generation now. */
-  swappedIn(loaded: HostedGeneration): void {
-    this.#active = loaded;
   }
 
   /**
@@ -246,15 +234,14 @@ export class HostedPlugin {
    */
   registrations({ name, generation, keys }: HostedGeneration): Registration[] {
     const report = ({ key, phase, error }: SourceFault) =>
-      this.#options.report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
-    const { maxTextLength, maxValueBytes, maxDepth } = this.#options.limits;
-    const limits = { maxTextLength, maxValueBytes, maxDepth, report };
-    const observed = (key: string, kind: ObservedKind) => this.#options.observed(name, key, kind);
+      this.#report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
+    const limits = { ...this.#options.limits, report };
+    const boundaryOf = perEnv((env): Boundary => ({ generation, env, plugin: name, waiting: undefined }));
     return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { generation, env, key, observed, arrival: undefined, unchanged: undefined };
+        const held: Held = { boundary: boundaryOf(env), key, arrival: undefined, unchanged: undefined };
         return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
       }),
     }));
@@ -264,10 +251,15 @@ export class HostedPlugin {
   async close(): Promise<void> {
     this.#isClosed = true;
     clearTimeout(this.#restartTimer);
-    this.#active = undefined;
     const worker = this.#worker ?? (await this.#starting?.catch(() => undefined));
     this.#worker = undefined;
     await worker?.terminate();
+  }
+
+  /** Reports a problem; a source's stays on record until the source is observed without one. */
+  #report(problem: WorkerFault) {
+    if (problem.key !== undefined) this.faulted.add(problem.key);
+    this.#options.report(problem);
   }
 
   /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
@@ -282,7 +274,6 @@ export class HostedPlugin {
 
   async #start(): Promise<PluginTransport> {
     clearTimeout(this.#restartTimer);
-    this.#restartTimer = undefined;
     this.#living.clear();
     const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
     if (this.#isClosed) {
@@ -296,24 +287,22 @@ export class HostedPlugin {
   #stopped(worker: PluginTransport, stopped: PluginWorkerStopped) {
     if (this.#worker !== worker || this.#isClosed) return;
     this.#worker = undefined;
-    this.#living.clear();
     const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
     const now = Date.now();
     // Stopped for another plugin of its shared worker: not a stop of its own (decision 185).
     if (!stopped.isCollateral) this.#crashes.push(now);
     while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
     const count = this.#crashes.length;
+    const within = `within ${crashWindowMs / 1000} s`;
     const restart =
-      this.#active === undefined
+      this.active === undefined
         ? ""
         : count >= maxCrashes
-          ? `; it stopped ${count} times within ${crashWindowMs / 1000} s and is disabled until its file changes`
-          : stopped.isCollateral
-            ? "; restarting it with the last good generation"
-            : `; restarting it with the last good generation (stop ${count} within ${crashWindowMs / 1000} s)`;
+          ? `; it stopped ${count} times ${within} and is disabled until its file changes`
+          : `; restarting it with the last good generation${stopped.isCollateral ? "" : ` (stop ${count} ${within})`}`;
     const key = stopped.key === undefined ? {} : { key: stopped.key };
-    this.#options.report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
-    if (this.#active === undefined) return;
+    this.#report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
+    if (this.active === undefined) return;
     if (count >= maxCrashes) this.#isDisabled = true;
     else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
   }
@@ -322,11 +311,7 @@ export class HostedPlugin {
   #scheduleRestart(wait: number) {
     clearTimeout(this.#restartTimer);
     this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = undefined;
-      const restarting = this.#rebuild().finally(() => {
-        if (this.#restarting === restarting) this.#restarting = undefined;
-      });
-      this.#restarting = restarting;
+      this.#restarting = this.#rebuild();
     }, wait);
   }
 
@@ -334,15 +319,15 @@ export class HostedPlugin {
     // With loads in flight, the last of them schedules the restart (it is never due without them).
     this.#isRestartDue = this.#loads > 0;
     if (this.#isRestartDue) return;
-    const recipe = this.#active;
+    const recipe = this.active;
     if (recipe === undefined || this.#isClosed || this.#isDisabled) return;
     const worker = await this.#current().catch(() => undefined);
-    if (worker === undefined || this.#active !== recipe || this.#living.has(recipe.generation)) return;
+    if (worker === undefined || this.active !== recipe || this.#living.has(recipe.generation)) return;
     await this.#setUp(worker, recipe.bundle, recipe.generation).catch((error) => {
       // A stop is reported by `#stopped`, a fault here.
       if (!(error instanceof PluginWorkerFault)) return;
       const { phase, message, location } = error.fault;
-      this.#options.report({ phase, message: `after a restart: ${message}`, location });
+      this.#report({ phase, message: `after a restart: ${message}`, location });
     });
   }
 
@@ -350,12 +335,7 @@ export class HostedPlugin {
    * Evaluates and sets up a generation in `worker` (its config: the settings under the name
    * the module gives); `phase` follows the request under way. Rejects as the transport does.
    */
-  async #setUp(
-    worker: PluginTransport,
-    bundle: PluginBundle,
-    generation: number,
-    phase: { current: DiagnosticPhase } = { current: "evaluate" },
-  ) {
+  async #setUp(worker: PluginTransport, bundle: PluginBundle, generation: number, phase: Phase = { current: "evaluate" }) {
     const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
     const { settings, reserved } = this.#options;
     const { code, entry, baseDir, ownDependenciesFirst } = bundle;
@@ -387,11 +367,10 @@ export class HostedPlugin {
   }
 
   /** A generation set up in the worker, with its host-side scope: closing it runs its disposers there. */
-  #hosted(name: string, generation: number, keys: readonly string[], bundle: PluginBundle): HostedGeneration {
+  #hosted(made: Omit<HostedGeneration, "scope">): HostedGeneration {
+    const { name, generation } = made;
     const scope = new Scope(`plugin ${name} generation ${generation}`);
-    const hosted = { name, generation, scope, keys, bundle };
     void scope.add(async () => {
-      if (this.#active === hosted) this.#active = undefined;
       const worker = this.#worker;
       if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(generation)) return;
       const ms = this.#options.limits.disposeDeadlineMs;
@@ -404,37 +383,32 @@ export class HostedPlugin {
         throw new DeadlineExceeded({ what, ms });
       }
     });
-    return hosted;
+    return { ...made, scope };
   }
 
   #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
-    const { generation, env, key } = held;
-    const deadlines = this.#living.get(generation);
+    const { boundary, key } = held;
+    const deadlines = this.#living.get(boundary.generation);
     const worker = this.#worker;
     if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
       return Promise.resolve(unavailableObservation);
     // Every source of a boundary is asked for in the same turn: one message carries them all.
-    let batch: Batch | undefined;
-    for (const open of this.#batches)
-      if (open.generation === generation && open.env.location === env.location && open.env.sessionId === env.sessionId)
-        batch = open;
-    if (batch === undefined) {
-      const created: Batch = { env, generation, waiting: [] };
-      batch = created;
-      this.#batches.push(created);
+    if (boundary.waiting === undefined) {
+      const waiting: Waiting[] = [];
+      boundary.waiting = waiting;
       queueMicrotask(() => {
-        this.#batches.splice(this.#batches.indexOf(created), 1);
-        void this.#flush(worker, created);
+        boundary.waiting = undefined;
+        void this.#flush(worker, boundary, waiting);
       });
     }
-    const waiting = batch.waiting;
+    const waiting = boundary.waiting;
     return new Promise((resolve) => {
-      waiting.push({ key, stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
+      waiting.push({ stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
     });
   }
 
-  async #flush(worker: PluginTransport, batch: Batch): Promise<void> {
-    const { generation, env, waiting } = batch;
+  async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<void> {
+    const { generation, env, plugin } = boundary;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
     for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
@@ -445,11 +419,11 @@ export class HostedPlugin {
         { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
         longest + renderDeadlineMs + graceMs,
         (phase, index) => {
-          const stuck = waiting[index];
+          const key = waiting[index]?.held.key;
           if (phase === undefined || phase === "load")
-            return { what: `loader ${stuck?.key ?? "of the plugin"}`, phase: "load", key: stuck?.key, ms: stuck?.deadlineMs };
-          if (phase === "value") return { what: `the codec of ${stuck?.key}`, phase, key: stuck?.key };
-          return { what: `renderer "${phase}" of ${stuck?.key}`, phase, key: stuck?.key };
+            return { what: `loader ${key ?? "of the plugin"}`, phase: "load", key, ms: waiting[index]?.deadlineMs };
+          if (phase === "value") return { what: `the codec of ${key}`, phase, key };
+          return { what: `renderer "${phase}" of ${key}`, phase, key };
         },
       );
     } catch {
@@ -464,7 +438,7 @@ export class HostedPlugin {
       if (typeof fault !== "object" || fault === null) continue;
       // A fault of one of its sources: never another plugin's name.
       const { plugin: _, ...sanitized } = sanitizeFault(fault);
-      this.#options.report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
+      this.#report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
     }
     const again: Waiting[] = [];
     for (let i = 0; i < waiting.length; i++) {
@@ -476,11 +450,15 @@ export class HostedPlugin {
         again.push(w);
         continue;
       }
-      if (faulted?.has(w.key) !== true)
-        w.held.observed(w.key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+      const { key } = w.held;
+      if (faulted?.has(key) !== true) {
+        this.observed.set(key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+        // Cheap at every boundary: only a source with a fault on record resolves anything.
+        if (this.faulted.delete(key)) this.#options.resolved(plugin, key);
+      }
       w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
     }
-    if (again.length > 0) await this.#flush(worker, { ...batch, waiting: again });
+    if (again.length > 0) await this.#flush(worker, boundary, again);
   }
 }
 
@@ -514,7 +492,7 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], generation:
   const held = new Float64Array(waiting.length);
   let index = 0;
   let isEveryKeyInOrder = waiting.length === generation?.size;
-  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.key === key;
+  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.held.key === key;
   for (index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
     const { arrival, unchanged } = w.held;
@@ -523,7 +501,7 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], generation:
     // The admitted value is the held observation's: the runner compares with its own copy.
     if (w.stored !== undefined && !(number > 0 && unchanged?.value === w.stored)) stored.push([index, w.stored]);
   }
-  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.key) }), stored, held };
+  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.held.key) }), stored, held };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {

@@ -22,16 +22,10 @@ export const removed: LoadState = Object.freeze({ kind: "removed" });
 
 /** A file changed. A provisional change does not demote a final one that is still due. */
 export function changed(state: LoadState, isProvisional: boolean): LoadState {
-  switch (state.kind) {
-    case "idle":
-      return { kind: "due", isProvisional };
-    case "due":
-      return { ...state, isProvisional: state.isProvisional && isProvisional };
-    case "loading":
-      return { kind: "loading", change: { isProvisional: (state.change?.isProvisional ?? true) && isProvisional } };
-    case "removed":
-      return state;
-  }
+  if (state.kind === "idle") return { kind: "due", isProvisional };
+  if (state.kind === "due") return { ...state, isProvisional: state.isProvisional && isProvisional };
+  if (state.kind === "removed") return state;
+  return { kind: "loading", change: { isProvisional: (state.change?.isProvisional ?? true) && isProvisional } };
 }
 
 /** A scan found the file: its first load is due, and already runs (so setups run concurrently). */

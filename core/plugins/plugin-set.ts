@@ -10,7 +10,7 @@ import { withinDeadline } from "../base/deadline.ts";
 import { type Diagnostic, Diagnostics, diagnosticIdentity, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Registry } from "../registry/registry.ts";
-import type { LoadTimings, ObservedKind, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
+import type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
 import { type HostedGeneration, HostedPlugin, hundredths, type Loaded } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
@@ -50,7 +50,7 @@ export type Isolation = "worker" | "none";
 
 /**
  * One discovered plugin file and its life. Its loads stand in `load` (a `LoadState`, moved
- * only by its transitions); the rest is what the loads left: the active generation, the
+ * only by its transitions); the rest is what the loads left: the active generation (its handle's), the
  * last failure (both may hold at once: a failed reload keeps the last good generation).
  */
 interface PluginEntry {
@@ -61,16 +61,10 @@ interface PluginEntry {
   /** The host's handle on the plugin's runner (its transport starts with the entry). */
   readonly hosted: HostedPlugin;
   load: LoadState;
-  /** The generation swapped in, and how long its load took. */
-  active?: HostedGeneration & { readonly loadMs: number };
   /** Why the last load failed (its diagnostic was emitted). */
   failed?: Diagnostic;
   /** Files the last bundle attempt read, and when they reload the plugin. */
   readonly inputs: WatchedPlugin;
-  /** Source keys whose faults are in the current diagnostics. */
-  readonly faulted: Set<string>;
-  /** What each source's loader returned at its last observation without a fault. */
-  readonly observed: Map<string, ObservedKind>;
   /**
    * Identities of the diagnostics this file reported since its problems were last resolved.
    * Not by plugin name: a file that lost the name to another still has its problem when the other reloads.
@@ -189,10 +183,12 @@ export class PluginSet {
   /** Active plugins in name order. */
   plugins(): PluginInfo[] {
     const infos: PluginInfo[] = [];
-    for (const { active, file, origin, observed } of this.#entries.values()) {
+    for (const { hosted, file, origin } of this.#entries.values()) {
+      const { active, observed } = hosted;
       if (active === undefined) continue;
-      const { name, generation, keys, loadMs } = active;
+      const { name, generation, keys, startedAt, readyAt } = active;
       const kinds = keys.flatMap((key) => (observed.has(key) ? [[key, observed.get(key)]] : []));
+      const loadMs = Math.round(readyAt - startedAt);
       infos.push({ name, file, origin, generation, keys, observed: Object.fromEntries(kinds), loadMs });
     }
     return infos.sort((a, b) => compareText(a.name, b.name));
@@ -200,9 +196,7 @@ export class PluginSet {
 
   /** Plugin files whose latest load failed, and packages not loaded (not installed, incompatible), each with why. */
   failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    const failed = [...this.#entries.values()].flatMap(({ file, failed }) =>
-      failed === undefined ? [] : [{ file, diagnostic: failed }],
-    );
+    const failed = [...this.#entries.values()].flatMap(({ file, failed }) => (failed ? [{ file, diagnostic: failed }] : []));
     return [...failed, ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }))];
   }
 
@@ -280,7 +274,7 @@ export class PluginSet {
       ...rest,
       ...location,
       origin: "plugin",
-      plugin: rest.plugin ?? entry.active?.name ?? entry.id,
+      plugin: rest.plugin ?? entry.hosted.active?.name ?? entry.id,
       file: location?.file ?? entry.file,
     };
     entry.reported.add(diagnosticIdentity(diagnostic));
@@ -361,22 +355,14 @@ export class PluginSet {
         startTransport: async (onStopped) =>
           this.#workers === undefined ? new InThreadTransport({ container, limits }) : this.#workers.start(file, onStopped),
         // The runner's stops and faults become the entry's diagnostics.
-        report: (problem) => {
-          if (problem.key !== undefined) entry.faulted.add(problem.key);
-          this.#diagnose(entry, problem);
-        },
-        observed: (plugin, key, kind) => {
-          entry.observed.set(key, kind);
-          // Cheap at every boundary: only a source with a fault on record resolves anything.
-          if (!entry.faulted.delete(key)) return;
+        report: (problem) => this.#diagnose(entry, problem),
+        resolved: (plugin, key) => {
           const isResolved = (d: Diagnostic) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase);
           this.#diagnostics.resolve((d) => isResolved(d) && entry.reported.has(diagnosticIdentity(d)));
         },
       }),
       load: idle,
       inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
-      faulted: new Set(),
-      observed: new Map(),
       reported: new Set(),
       queue: Promise.resolve(),
     };
@@ -452,7 +438,7 @@ export class PluginSet {
     this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
     if (result.kind === "unchanged") {
       // The active generation's content again after a failed load (an undo): the failure no longer holds.
-      const active = entry.active;
+      const active = entry.hosted.active;
       if (active !== undefined && entry.failed !== undefined && active.bundle.hash === result.hash) {
         entry.failed = undefined;
         // The problems of its failed loads no longer hold; its sources' boundary faults stay until they load again.
@@ -470,7 +456,7 @@ export class PluginSet {
     // A change arrived meanwhile: the next load wins (and may load the same content again).
     if (isStale(entry.load) || this.#isClosed) return this.#closeScope(entry, result.loaded);
     entry.hosted.attemptedHash = result.loaded.bundle.hash;
-    await this.#swap(entry, result);
+    await this.#swap(entry, result.loaded);
   }
 
   /**
@@ -478,8 +464,7 @@ export class PluginSet {
    * whose namespace it takes) in one registry version. Closes the one it follows (a refused one:
    * itself); a displaced holder's is closed on the holder's own queue.
    */
-  async #swap(entry: PluginEntry, load: Extract<Loaded, { kind: "activated" }>): Promise<void> {
-    const next = load.loaded;
+  async #swap(entry: PluginEntry, next: HostedGeneration): Promise<void> {
     const refuse = (message: string) => {
       entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
       return this.#closeScope(entry, next);
@@ -491,34 +476,32 @@ export class PluginSet {
       );
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
-    const registrations = entry.hosted.registrations(next);
-    const previous = entry.active;
-    const held = holder?.active;
+    const previous = entry.hosted.active;
+    const held = holder?.hosted.active;
     try {
       this.#options.registry.batch((batch) => {
         for (const retired of [previous, held]) if (retired !== undefined) batch.retire(retired.scope);
-        for (const registration of registrations) batch.register(next.scope, registration);
+        for (const registration of entry.hosted.registrations(next)) batch.register(next.scope, registration);
       });
     } catch (error) {
       // A key the host already registers: nothing of this generation is applied.
       return refuse(messageOf(error));
     }
     this.#namespaces.hold(next.name, entry.file, claim.displaced);
-    entry.hosted.swappedIn(next);
     if (holder !== undefined && held !== undefined) {
-      holder.active = undefined;
+      holder.hosted.active = undefined;
       const message = `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`;
       holder.failed = this.#diagnose(holder, { plugin: next.name, phase: "namespace", message });
       this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
       void this.#enqueue(holder, () => this.#closeScope(holder, held));
     }
-    const { startedAt, readyAt } = load;
-    entry.active = { ...next, loadMs: Math.round(readyAt - startedAt) };
+    entry.hosted.active = next;
     entry.failed = undefined;
     this.#resolveProblems(entry);
-    entry.faulted.clear();
+    entry.hosted.faulted.clear();
     const now = performance.now();
-    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...load.timings, swapMs: hundredths(now - readyAt) };
+    const { startedAt, readyAt } = next;
+    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...next.timings, swapMs: hundredths(now - readyAt) };
     this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
     if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
     if (previous !== undefined) await this.#closeScope(entry, previous);
@@ -535,9 +518,9 @@ export class PluginSet {
 
   /** Removes an entry's generation and emits `removed`. */
   async #deactivate(entry: PluginEntry) {
-    const active = entry.active;
+    const active = entry.hosted.active;
     if (active === undefined) return;
-    entry.active = undefined;
+    entry.hosted.active = undefined;
     this.#options.registry.retire(active.scope);
     this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
     await this.#closeScope(entry, active);
