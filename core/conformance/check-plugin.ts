@@ -14,7 +14,7 @@ import { messageOf } from "../base/errors.ts";
 import { builtinNamespaces } from "../host/context-sources.ts";
 import { bundlePlugin, type PluginBundle } from "../plugins/bundle.ts";
 import { evaluateBundle, locationsOf } from "../plugins/evaluate.ts";
-import { type ActivatedGeneration, activateGeneration } from "../plugins/generation.ts";
+import { type ActivatedGeneration, activateGeneration, pluginOf } from "../plugins/generation.ts";
 import { type CheckHooks, type FindingLocation, keepingAlive } from "./progress.ts";
 import type { CheckName } from "./rules.ts";
 import { type CheckedSource, checkSourceWith, type Finding } from "./source-checks.ts";
@@ -170,16 +170,10 @@ async function checkInThisThread(
     const afterImport = grown(before, resources());
     hooks.step?.({ kind: "setup", generation, ms: setupDeadlineMs });
     try {
-      const activated = await activateGeneration({
-        exports,
-        generation,
-        container,
-        settings:
-          options.settings === undefined ? (options.pluginSettings ?? {}) : { [pluginNameOf(exports) ?? ""]: options.settings },
-        setupDeadlineMs,
-        // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
-        reservedNamespaces,
-      });
+      // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
+      const plugin = pluginOf(exports, reservedNamespaces);
+      const config = options.settings === undefined ? options.pluginSettings?.[plugin.name] : options.settings;
+      const activated = await activateGeneration({ plugin, config, generation, container, setupDeadlineMs });
       return { activated, afterImport, before };
     } finally {
       hooks.step?.({ kind: "checks" });
@@ -311,11 +305,6 @@ async function checkInThisThread(
   }
   await container.dispose();
   return findings;
-}
-
-function pluginNameOf(exports: Record<string, unknown>): string | undefined {
-  const candidate = exports.default as { name?: unknown } | undefined;
-  return typeof candidate?.name === "string" ? candidate.name : undefined;
 }
 
 /**

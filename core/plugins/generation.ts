@@ -26,13 +26,9 @@ export class ActivationFailed extends ContextHostError {
   readonly phase: DiagnosticPhase;
   readonly plugin: string | undefined;
   readonly key: string | undefined;
-  constructor(options: {
-    readonly phase: DiagnosticPhase;
-    readonly reason: string;
-    readonly plugin?: string | undefined;
-    readonly key?: string | undefined;
-    readonly cause?: unknown;
-  }) {
+  constructor(
+    options: Pick<ActivationFailed, "phase"> & Partial<Pick<ActivationFailed, "plugin" | "key" | "cause">> & { reason: string },
+  ) {
     super(options.reason, options.cause === undefined ? undefined : { cause: options.cause });
     this.phase = options.phase;
     this.plugin = options.plugin;
@@ -52,18 +48,16 @@ export class SourceDeclaredAfterSetup extends ContextHostError {
 }
 
 export interface ActivationInput {
-  readonly exports: Record<string, unknown>;
+  /** The definition as `pluginOf` checked it, and its settings as given (before its `config` schema's check). */
+  readonly plugin: Plugin;
+  readonly config: unknown;
   readonly generation: number;
   /** The services a plugin resolves: clock, logger, location. */
   readonly container: AwilixContainer;
-  /** Plugin settings by plugin name. */
-  readonly settings: Readonly<Record<string, unknown>>;
   readonly setupDeadlineMs: number;
-  /** Namespaces no plugin may take (the host's core sources'). */
-  readonly reservedNamespaces?: ReadonlySet<string>;
 }
 
-/** The definition a plugin module default-exports, or an `ActivationFailed` saying what is wrong. */
+/** The plugin a module default-exports, or an `ActivationFailed` saying what is wrong; `reserved`: namespaces no plugin may take. */
 export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet<string> = new Set(["core"])): Plugin {
   const candidate = exports.default;
   const refused = (phase: DiagnosticPhase, reason: string, plugin?: string) => new ActivationFailed({ phase, reason, plugin });
@@ -100,8 +94,8 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
 
 /** Runs `setup` of a plugin in a fresh scope; on failure the scope is closed (a half-built generation releases what it took). */
 export async function activateGeneration(input: ActivationInput): Promise<ActivatedGeneration> {
-  const plugin = pluginOf(input.exports, input.reservedNamespaces);
-  const config = checkConfig(plugin, input.settings[plugin.name]);
+  const { plugin } = input;
+  const config = checkConfig(plugin, input.config);
   const scope = new Scope(`plugin ${plugin.name} generation ${input.generation}`);
   const services = input.container.createScope();
   services.register({ config: asValue(config), pluginName: asValue(plugin.name) });

@@ -12,7 +12,7 @@ import type { Renderer } from "../system-context/errors.ts";
 import { isSameJson, type Json } from "../system-context/json.ts";
 import { arrivalChecks, type ValueLimits } from "../system-context/prerendered.ts";
 import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
-import type { PluginSource } from "./define.ts";
+import type { Plugin, PluginSource } from "./define.ts";
 import { evaluateBundle, locationsOf } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
 import type { BundleLocations } from "./locations.ts";
@@ -44,19 +44,15 @@ export interface RunnerOptions {
 /** How many envs (location and session) a source remembers its last sent value for. */
 const maxEnvs = 256;
 
-interface Sent {
-  readonly value: Json;
-  readonly number: number;
-}
+type Sent = { readonly value: Json; readonly number: number };
 
 /** What a source's loader returned, or what it threw. */
 type Outcome = { readonly loaded: unknown } | { readonly error: unknown };
 
 /** One generation living in this runner. */
 interface Living {
-  readonly exports: Record<string, unknown>;
+  readonly plugin: Plugin;
   readonly locations: BundleLocations;
-  readonly name: string;
   scope?: Scope;
   /** By key, in the order `setup` declared them. */
   sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec }>;
@@ -93,22 +89,17 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     } catch (error) {
       throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
-    const { name } = pluginOf(exports, new Set(request.reserved));
-    generations.set(request.generation, { exports, locations: locationsOf(request, request.generation), name, sent: new Map() });
-    return { name };
+    const plugin = pluginOf(exports, new Set(request.reserved));
+    generations.set(request.generation, { plugin, locations: locationsOf(request, request.generation), sent: new Map() });
+    return { name: plugin.name };
   }
 
   async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<Activated> {
     const living = generations.get(request.generation);
     if (living === undefined) throw new Error(`generation ${request.generation} was not evaluated here`);
     mark(request.id, "setup");
-    const activated = await activateGeneration({
-      exports: living.exports,
-      generation: request.generation,
-      container,
-      settings: { [living.name]: request.config },
-      setupDeadlineMs: request.setupDeadlineMs,
-    });
+    // The request carries the activation's generation, config and setup deadline under their names.
+    const activated = await activateGeneration({ ...request, plugin: living.plugin, container });
     living.scope = activated.scope;
     living.sources = new Map(
       activated.sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
