@@ -14,13 +14,6 @@ import { isPlugin, type Plugin, type PluginApi, type PluginServices, type Plugin
 /** A plugin name is a namespace: lower case, the first segment of a key. */
 export const pluginNamePattern = /^[a-z0-9][a-z0-9._-]*$/;
 
-/** An activated generation, ready to be swapped in. */
-export interface ActivatedGeneration {
-  readonly name: string;
-  readonly scope: Scope;
-  readonly sources: readonly PluginSource[];
-}
-
 /** Why a generation could not be activated. `key` names the source when one is at fault. */
 export class ActivationFailed extends ContextHostError {
   readonly phase: DiagnosticPhase;
@@ -92,8 +85,11 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
   return value;
 }
 
+/** An activated generation, ready to be swapped in: its plugin's name, its scope and the sources its `setup` declared. */
+export type ActivatedGeneration = Awaited<ReturnType<typeof activateGeneration>>;
+
 /** Runs `setup` of a plugin in a fresh scope; on failure the scope is closed (a half-built generation releases what it took). */
-export async function activateGeneration(input: ActivationInput): Promise<ActivatedGeneration> {
+export async function activateGeneration(input: ActivationInput) {
   const { plugin } = input;
   const config = checkConfig(plugin, input.config);
   const scope = new Scope(`plugin ${plugin.name} generation ${input.generation}`);

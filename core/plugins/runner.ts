@@ -219,12 +219,10 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   }
 
   // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
+  const steps = { evaluate, activate, observe, dispose };
   return async function serve(request) {
     try {
-      if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
-      if (request.type === "activate") return { ok: true, result: await activate(request) };
-      if (request.type === "observe") return { ok: true, result: await observe(request) };
-      return { ok: true, result: await dispose(request) };
+      return { ok: true, result: await steps[request.type](request as never) };
     } catch (error) {
       // A disposer's fault is not located (`dispose` forgot the generation before it ran them).
       const locations =
