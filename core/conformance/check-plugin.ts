@@ -13,8 +13,9 @@ import { escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import { builtinNamespaces } from "../host/context-sources.ts";
 import { bundlePlugin, type PluginBundle } from "../plugins/bundle.ts";
-import { evaluateBundle, locationsOf } from "../plugins/evaluate.ts";
+import { evaluateBundle } from "../plugins/evaluate.ts";
 import { type ActivatedGeneration, activateGeneration, pluginOf } from "../plugins/generation.ts";
+import { BundleLocations } from "../plugins/locations.ts";
 import { type CheckHooks, type FindingLocation, keepingAlive } from "./progress.ts";
 import type { CheckName } from "./rules.ts";
 import { type CheckedSource, checkSourceWith, type Finding } from "./source-checks.ts";
@@ -154,7 +155,7 @@ async function checkInThisThread(
   // Evaluate and activate stay apart here (not `loadGeneration`): import-side-effects measures between them.
   const reservedNamespaces = new Set(builtinNamespaces);
   const load = async (bundle: PluginBundle, generation: number) => {
-    const locations = locationsOf(bundle, generation);
+    const locations = new BundleLocations(bundle, generation);
     locate = (error) => {
       try {
         return locations.locate(error);

@@ -54,11 +54,8 @@ export interface ActivationInput {
 export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet<string> = new Set(["core"])): Plugin {
   const candidate = exports.default;
   const refused = (phase: DiagnosticPhase, reason: string, plugin?: string) => new ActivationFailed({ phase, reason, plugin });
-  if (!isPlugin(candidate))
-    throw refused(
-      "evaluate",
-      "the module does not default-export a plugin: write `export default definePlugin({ name, setup })`",
-    );
+  const hint = "write `export default definePlugin({ name, setup })`";
+  if (!isPlugin(candidate)) throw refused("evaluate", `the module does not default-export a plugin: ${hint}`);
   const { name } = candidate;
   if (typeof name !== "string" || !pluginNamePattern.test(name))
     throw refused("setup", `invalid plugin name ${JSON.stringify(name)}: expected ${pluginNamePattern}`);
@@ -74,15 +71,10 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
   let value = Default(schema, structuredClone(raw));
   if (value === undefined) value = Default(schema, {});
   // Checked once: interpreted, not compiled (compiling costs a worker's start-up more).
-  if (!Check(schema, value)) {
-    const first = Errors(schema, value)[0];
-    throw new ActivationFailed({
-      phase: "config",
-      reason: `config rejected at ${first?.instancePath || "/"}: ${first?.message ?? "does not match the plugin's config schema"}`,
-      plugin: plugin.name,
-    });
-  }
-  return value;
+  if (Check(schema, value)) return value;
+  const first = Errors(schema, value)[0];
+  const reason = `config rejected at ${first?.instancePath || "/"}: ${first?.message ?? "does not match the plugin's config schema"}`;
+  throw new ActivationFailed({ phase: "config", reason, plugin: plugin.name });
 }
 
 /** An activated generation, ready to be swapped in: its plugin's name, its scope and the sources its `setup` declared. */

@@ -13,9 +13,9 @@ import { isSameJson, type Json } from "../system-context/json.ts";
 import { arrivalChecks, type ValueLimits } from "../system-context/prerendered.ts";
 import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
 import type { Plugin, PluginSource } from "./define.ts";
-import { evaluateBundle, locationsOf } from "./evaluate.ts";
+import { evaluateBundle } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
-import type { BundleLocations } from "./locations.ts";
+import { BundleLocations } from "./locations.ts";
 import {
   type Activated,
   type Evaluated,
@@ -90,7 +90,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
     const plugin = pluginOf(exports, new Set(request.reserved));
-    generations.set(request.generation, { plugin, locations: locationsOf(request, request.generation), sent: new Map() });
+    generations.set(request.generation, { plugin, locations: new BundleLocations(request, request.generation), sent: new Map() });
     return { name: plugin.name };
   }
 
@@ -226,7 +226,9 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     } catch (error) {
       // A disposer's fault is not located (`dispose` forgot the generation before it ran them).
       const locations =
-        request.type === "evaluate" ? locationsOf(request, request.generation) : generations.get(request.generation)?.locations;
+        request.type === "evaluate"
+          ? new BundleLocations(request, request.generation)
+          : generations.get(request.generation)?.locations;
       // A generation whose evaluation or setup failed does not live on.
       if (request.type !== "observe") generations.delete(request.generation);
       return { ok: false, fault: faultOf(error, locations, faultPhases[request.type]) };
