@@ -105,9 +105,7 @@ export async function activateGeneration(input: ActivationInput) {
         if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`);
       sources.push(source as unknown as PluginSource);
     },
-    onDispose(disposer) {
-      void scope.add(disposer);
-    },
+    onDispose: (disposer) => void scope.add(disposer),
     services: services.cradle as PluginServices<unknown>,
   };
 
