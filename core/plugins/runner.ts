@@ -7,6 +7,8 @@ import { withinDeadline } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
+import { perEnv } from "../registry/per-env.ts";
+import type { SourceEnv } from "../registry/registry.ts";
 import type { Renderer } from "../system-context/errors.ts";
 // From the modules themselves, not the layer's index: the worker evaluates only what it needs.
 import { isSameJson, type Json } from "../system-context/json.ts";
@@ -41,9 +43,7 @@ export interface RunnerOptions {
   readonly cells?: Int32Array;
 }
 
-/** How many envs (location and session) a source remembers its last sent value for. */
-const maxEnvs = 256;
-
+/** A value sent with its texts, and that observation's number: what the host may hold. */
 type Sent = { readonly value: Json; readonly number: number };
 
 /** What a source's loader returned, or what it threw. */
@@ -56,8 +56,8 @@ interface Living {
   scope?: Scope;
   /** By key, in the order `setup` declared them. */
   sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec }>;
-  /** By env, the value each source last sent with its texts, and that observation's number: what the host may hold. */
-  readonly sent: Map<string, Map<string, Sent>>;
+  /** By env (the most recently used ones), the env its loaders get and what each source last sent in it with its texts. */
+  readonly inEnv: (env: SourceEnv) => { readonly env: SourceEnv; readonly sent: Map<string, Sent> };
 }
 
 /** The plugin runner: one request in, one reply out. */
@@ -90,7 +90,8 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
     const plugin = pluginOf(exports, new Set(request.reserved));
-    generations.set(request.generation, { plugin, locations: new BundleLocations(request, request.generation), sent: new Map() });
+    const locations = new BundleLocations(request, request.generation);
+    generations.set(request.generation, { plugin, locations, inEnv: perEnv((env) => ({ env, sent: new Map() })) });
     return { name: plugin.name };
   }
 
@@ -113,13 +114,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     const living = generations.get(request.generation);
     const sources = living?.sources;
     if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
-    const env = Object.freeze({ ...request.env });
-    // What was last sent in this env; the least recently used env is dropped beyond `maxEnvs`.
-    const envId = `${env.location}\u0000${env.sessionId ?? ""}`;
-    const sent = living.sent.get(envId) ?? new Map<string, Sent>();
-    living.sent.delete(envId);
-    if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
-    living.sent.set(envId, sent);
+    const { env, sent } = living.inEnv(request.env);
     const keys = request.keys ?? [...sources.keys()];
     const storedAt = new Map(request.stored);
     const faults: WorkerFault[] = [];
