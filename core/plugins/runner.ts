@@ -100,14 +100,12 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     if (living === undefined) throw new Error(`generation ${request.generation} was not evaluated here`);
     mark(request.id, "setup");
     // The request carries the activation's generation, config and setup deadline under their names.
-    const activated = await activateGeneration({ ...request, plugin: living.plugin, container });
-    living.scope = activated.scope;
+    const { scope, sources } = await activateGeneration({ ...request, plugin: living.plugin, container });
+    living.scope = scope;
     living.sources = new Map(
-      activated.sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
+      sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
     );
-    return {
-      sources: activated.sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })),
-    };
+    return { sources: sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })) };
   }
 
   async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
@@ -182,8 +180,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
           const rendering = codec.render(renderer, loaded, previous);
           if (rendering.ok) return { ok: true, text: rendering.text };
           const location = living.locations.locate(rendering.error);
-          const { reason } = rendering.error;
-          return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
+          return { ok: false, reason: rendering.error.reason, ...(location === undefined ? {} : { location }) };
         } catch (error) {
           return { ok: false, reason: `threw: ${messageOf(error)}` };
         }
