@@ -4,7 +4,6 @@
 import { readFileSync } from "node:fs";
 import { SourceMap, type SourceMapping } from "node:module";
 import path from "node:path";
-import type { Evaluable } from "./evaluate.ts";
 
 /** A location in an original source file (1-based line, 0-based column). */
 export interface Location {
@@ -14,17 +13,20 @@ export interface Location {
   readonly lineText?: string;
 }
 
+/** What locating reads of a bundle (`evaluate.ts`'s `Evaluable` holds it): its entry file, its code and its folder. */
+type Located = { readonly entry: string; readonly code: string; readonly baseDir: string };
+
 // A distinct name per generation keeps stack frames (and source maps) apart.
-export const bundleName = (bundle: Evaluable, generation: number) => `${bundle.entry}#generation-${generation}`;
+export const bundleName = (bundle: Located, generation: number) => `${bundle.entry}#generation-${generation}`;
 
 /** Maps stack frames of a generation's evaluated bundle code back to the plugin's own files. */
 export class BundleLocations {
-  readonly #bundle: Evaluable;
+  readonly #bundle: Located;
   readonly #name: string;
   /** Parsed on the first error only: most generations never need it. */
   #map: SourceMap | null | undefined;
 
-  constructor(bundle: Evaluable, generation: number) {
+  constructor(bundle: Located, generation: number) {
     this.#bundle = bundle;
     this.#name = bundleName(bundle, generation);
   }
