@@ -13,8 +13,9 @@ import { escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import { builtinNamespaces } from "../host/context-sources.ts";
 import { bundlePlugin, type PluginBundle } from "../plugins/bundle.ts";
-import { evaluateBundle, locationsOf } from "../plugins/evaluate.ts";
-import { type ActivatedGeneration, activateGeneration } from "../plugins/generation.ts";
+import { evaluateBundle } from "../plugins/evaluate.ts";
+import { type ActivatedGeneration, activateGeneration, pluginOf } from "../plugins/generation.ts";
+import { BundleLocations } from "../plugins/locations.ts";
 import { type CheckHooks, type FindingLocation, keepingAlive } from "./progress.ts";
 import type { CheckName } from "./rules.ts";
 import { type CheckedSource, checkSourceWith, type Finding } from "./source-checks.ts";
@@ -154,7 +155,7 @@ async function checkInThisThread(
   // Evaluate and activate stay apart here (not `loadGeneration`): import-side-effects measures between them.
   const reservedNamespaces = new Set(builtinNamespaces);
   const load = async (bundle: PluginBundle, generation: number) => {
-    const locations = locationsOf(bundle, generation);
+    const locations = new BundleLocations(bundle, generation);
     locate = (error) => {
       try {
         return locations.locate(error);
@@ -170,16 +171,10 @@ async function checkInThisThread(
     const afterImport = grown(before, resources());
     hooks.step?.({ kind: "setup", generation, ms: setupDeadlineMs });
     try {
-      const activated = await activateGeneration({
-        exports,
-        generation,
-        container,
-        settings:
-          options.settings === undefined ? (options.pluginSettings ?? {}) : { [pluginNameOf(exports) ?? ""]: options.settings },
-        setupDeadlineMs,
-        // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
-        reservedNamespaces,
-      });
+      // The host refuses a plugin named for a built-in source's namespace (`instructions`): so does check.
+      const plugin = pluginOf(exports, reservedNamespaces);
+      const config = options.settings === undefined ? options.pluginSettings?.[plugin.name] : options.settings;
+      const activated = await activateGeneration({ plugin, config, generation, container, setupDeadlineMs });
       return { activated, afterImport, before };
     } finally {
       hooks.step?.({ kind: "checks" });
@@ -311,11 +306,6 @@ async function checkInThisThread(
   }
   await container.dispose();
   return findings;
-}
-
-function pluginNameOf(exports: Record<string, unknown>): string | undefined {
-  const candidate = exports.default as { name?: unknown } | undefined;
-  return typeof candidate?.name === "string" ? candidate.name : undefined;
 }
 
 /**

@@ -80,11 +80,7 @@ export function definePlugin(definition: {
   readonly name: string;
   setup(api: PluginApi<undefined>, config: undefined): void | Promise<void>;
 }): Plugin<undefined>;
-export function definePlugin(definition: {
-  readonly name: string;
-  readonly config?: TSchema;
-  setup(api: PluginApi<never>, config: never): void | Promise<void>;
-}): Plugin<never> {
+export function definePlugin(definition: Omit<Plugin<never>, typeof pluginBrand>): Plugin<never> {
   return Object.freeze({ ...definition, [pluginBrand]: true as const });
 }
 

@@ -10,7 +10,7 @@ import * as typeboxValue from "typebox/value";
 import { ContextHostError } from "../base/errors.ts";
 import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
-import { BundleLocations } from "./locations.ts";
+import { bundleName } from "./locations.ts";
 
 /** A copy of a module's namespace marked `__esModule`, so that a CommonJS bundle's `import x from` gets its `default`. */
 const asRequired = (namespace: object) => Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
@@ -82,14 +82,6 @@ function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
       return then(specifier);
     }
   };
-}
-
-// A distinct name per generation keeps stack frames (and source maps) apart.
-const bundleName = (bundle: Evaluable, generation: number) => `${bundle.entry}#generation-${generation}`;
-
-/** Maps errors thrown by this generation's code back to the plugin's own files and lines. */
-export function locationsOf(bundle: Evaluable, generation: number): BundleLocations {
-  return new BundleLocations(bundleName(bundle, generation), bundle.code, bundle.baseDir);
 }
 
 /** Evaluates a bundle as a fresh CommonJS module; returns its exports, throws what its module code throws. */

@@ -14,25 +14,14 @@ import { isPlugin, type Plugin, type PluginApi, type PluginServices, type Plugin
 /** A plugin name is a namespace: lower case, the first segment of a key. */
 export const pluginNamePattern = /^[a-z0-9][a-z0-9._-]*$/;
 
-/** An activated generation, ready to be swapped in. */
-export interface ActivatedGeneration {
-  readonly name: string;
-  readonly scope: Scope;
-  readonly sources: readonly PluginSource[];
-}
-
 /** Why a generation could not be activated. `key` names the source when one is at fault. */
 export class ActivationFailed extends ContextHostError {
   readonly phase: DiagnosticPhase;
   readonly plugin: string | undefined;
   readonly key: string | undefined;
-  constructor(options: {
-    readonly phase: DiagnosticPhase;
-    readonly reason: string;
-    readonly plugin?: string | undefined;
-    readonly key?: string | undefined;
-    readonly cause?: unknown;
-  }) {
+  constructor(
+    options: Pick<ActivationFailed, "phase"> & Partial<Pick<ActivationFailed, "plugin" | "key" | "cause">> & { reason: string },
+  ) {
     super(options.reason, options.cause === undefined ? undefined : { cause: options.cause });
     this.phase = options.phase;
     this.plugin = options.plugin;
@@ -52,26 +41,21 @@ export class SourceDeclaredAfterSetup extends ContextHostError {
 }
 
 export interface ActivationInput {
-  readonly exports: Record<string, unknown>;
+  /** The definition as `pluginOf` checked it, and its settings as given (before its `config` schema's check). */
+  readonly plugin: Plugin;
+  readonly config: unknown;
   readonly generation: number;
   /** The services a plugin resolves: clock, logger, location. */
   readonly container: AwilixContainer;
-  /** Plugin settings by plugin name. */
-  readonly settings: Readonly<Record<string, unknown>>;
   readonly setupDeadlineMs: number;
-  /** Namespaces no plugin may take (the host's core sources'). */
-  readonly reservedNamespaces?: ReadonlySet<string>;
 }
 
-/** The definition a plugin module default-exports, or an `ActivationFailed` saying what is wrong. */
+/** The plugin a module default-exports, or an `ActivationFailed` saying what is wrong; `reserved`: namespaces no plugin may take. */
 export function pluginOf(exports: Record<string, unknown>, reserved: ReadonlySet<string> = new Set(["core"])): Plugin {
   const candidate = exports.default;
   const refused = (phase: DiagnosticPhase, reason: string, plugin?: string) => new ActivationFailed({ phase, reason, plugin });
-  if (!isPlugin(candidate))
-    throw refused(
-      "evaluate",
-      "the module does not default-export a plugin: write `export default definePlugin({ name, setup })`",
-    );
+  const hint = "write `export default definePlugin({ name, setup })`";
+  if (!isPlugin(candidate)) throw refused("evaluate", `the module does not default-export a plugin: ${hint}`);
   const { name } = candidate;
   if (typeof name !== "string" || !pluginNamePattern.test(name))
     throw refused("setup", `invalid plugin name ${JSON.stringify(name)}: expected ${pluginNamePattern}`);
@@ -87,21 +71,19 @@ function checkConfig(plugin: Plugin, raw: unknown): unknown {
   let value = Default(schema, structuredClone(raw));
   if (value === undefined) value = Default(schema, {});
   // Checked once: interpreted, not compiled (compiling costs a worker's start-up more).
-  if (!Check(schema, value)) {
-    const first = Errors(schema, value)[0];
-    throw new ActivationFailed({
-      phase: "config",
-      reason: `config rejected at ${first?.instancePath || "/"}: ${first?.message ?? "does not match the plugin's config schema"}`,
-      plugin: plugin.name,
-    });
-  }
-  return value;
+  if (Check(schema, value)) return value;
+  const first = Errors(schema, value)[0];
+  const reason = `config rejected at ${first?.instancePath || "/"}: ${first?.message ?? "does not match the plugin's config schema"}`;
+  throw new ActivationFailed({ phase: "config", reason, plugin: plugin.name });
 }
 
+/** An activated generation, ready to be swapped in: its plugin's name, its scope and the sources its `setup` declared. */
+export type ActivatedGeneration = Awaited<ReturnType<typeof activateGeneration>>;
+
 /** Runs `setup` of a plugin in a fresh scope; on failure the scope is closed (a half-built generation releases what it took). */
-export async function activateGeneration(input: ActivationInput): Promise<ActivatedGeneration> {
-  const plugin = pluginOf(input.exports, input.reservedNamespaces);
-  const config = checkConfig(plugin, input.settings[plugin.name]);
+export async function activateGeneration(input: ActivationInput) {
+  const { plugin } = input;
+  const config = checkConfig(plugin, input.config);
   const scope = new Scope(`plugin ${plugin.name} generation ${input.generation}`);
   const services = input.container.createScope();
   services.register({ config: asValue(config), pluginName: asValue(plugin.name) });
@@ -123,9 +105,7 @@ export async function activateGeneration(input: ActivationInput): Promise<Activa
         if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`);
       sources.push(source as unknown as PluginSource);
     },
-    onDispose(disposer) {
-      void scope.add(disposer);
-    },
+    onDispose: (disposer) => void scope.add(disposer),
     services: services.cradle as PluginServices<unknown>,
   };
 

@@ -13,20 +13,27 @@ export interface Location {
   readonly lineText?: string;
 }
 
-/** Maps stack frames of evaluated bundle code back to the plugin's own files. */
+/** What locating reads of a bundle (`evaluate.ts`'s `Evaluable` holds it): its entry file, its code and its folder. */
+type Located = { readonly entry: string; readonly code: string; readonly baseDir: string };
+
+// A distinct name per generation keeps stack frames (and source maps) apart.
+export const bundleName = (bundle: Located, generation: number) => `${bundle.entry}#generation-${generation}`;
+
+/** Maps stack frames of a generation's evaluated bundle code back to the plugin's own files. */
 export class BundleLocations {
+  readonly #bundle: Located;
+  readonly #name: string;
   /** Parsed on the first error only: most generations never need it. */
   #map: SourceMap | null | undefined;
 
-  constructor(
-    readonly bundleName: string,
-    readonly code: string,
-    readonly baseDir: string,
-  ) {}
+  constructor(bundle: Located, generation: number) {
+    this.#bundle = bundle;
+    this.#name = bundleName(bundle, generation);
+  }
 
   #sourceMap(): SourceMap | null {
     if (this.#map === undefined) {
-      const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(this.code);
+      const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(this.#bundle.code);
       this.#map = match === null ? null : new SourceMap(JSON.parse(Buffer.from(match[1] as string, "base64").toString("utf8")));
     }
     return this.#map;
@@ -36,7 +43,7 @@ export class BundleLocations {
   locate(error: unknown, depth = 0): Location | undefined {
     try {
       const stack = error instanceof Error ? (error.stack ?? "") : "";
-      const escaped = this.bundleName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const escaped = this.#name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
       if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
         return this.locate(error.cause, depth + 1);
@@ -44,7 +51,7 @@ export class BundleLocations {
       if (frame === null || map === null) return undefined;
       const entry: Partial<SourceMapping> = map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1);
       if (entry.originalSource === undefined || entry.originalLine === undefined) return undefined;
-      const file = path.resolve(this.baseDir, entry.originalSource);
+      const file = path.resolve(this.#bundle.baseDir, entry.originalSource);
       // Bundles leave their sources out (`bundle.ts`): the line is read from the author's file.
       const lineText = readQuietly(file)?.split("\n")[entry.originalLine];
       return { file, line: entry.originalLine + 1, column: entry.originalColumn ?? 0, lineText };

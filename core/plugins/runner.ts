@@ -7,15 +7,17 @@ import { withinDeadline } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import type { Scope } from "../base/scope.ts";
+import { perEnv } from "../registry/per-env.ts";
+import type { SourceEnv } from "../registry/registry.ts";
 import type { Renderer } from "../system-context/errors.ts";
 // From the modules themselves, not the layer's index: the worker evaluates only what it needs.
 import { isSameJson, type Json } from "../system-context/json.ts";
 import { arrivalChecks, type ValueLimits } from "../system-context/prerendered.ts";
 import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
-import type { PluginSource } from "./define.ts";
-import { evaluateBundle, locationsOf } from "./evaluate.ts";
+import type { Plugin, PluginSource } from "./define.ts";
+import { evaluateBundle } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
-import type { BundleLocations } from "./locations.ts";
+import { BundleLocations } from "./locations.ts";
 import {
   type Activated,
   type Evaluated,
@@ -41,27 +43,21 @@ export interface RunnerOptions {
   readonly cells?: Int32Array;
 }
 
-/** How many envs (location and session) a source remembers its last sent value for. */
-const maxEnvs = 256;
-
-interface Sent {
-  readonly value: Json;
-  readonly number: number;
-}
+/** A value sent with its texts, and that observation's number: what the host may hold. */
+type Sent = { readonly value: Json; readonly number: number };
 
 /** What a source's loader returned, or what it threw. */
 type Outcome = { readonly loaded: unknown } | { readonly error: unknown };
 
 /** One generation living in this runner. */
 interface Living {
-  readonly exports: Record<string, unknown>;
+  readonly plugin: Plugin;
   readonly locations: BundleLocations;
-  readonly name: string;
   scope?: Scope;
   /** By key, in the order `setup` declared them. */
   sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec }>;
-  /** By env, the value each source last sent with its texts, and that observation's number: what the host may hold. */
-  readonly sent: Map<string, Map<string, Sent>>;
+  /** By env (the most recently used ones), the env its loaders get and what each source last sent in it with its texts. */
+  readonly inEnv: (env: SourceEnv) => { readonly env: SourceEnv; readonly sent: Map<string, Sent> };
 }
 
 /** The plugin runner: one request in, one reply out. */
@@ -93,42 +89,30 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     } catch (error) {
       throw new ActivationFailed({ phase: "evaluate", reason: `module code threw: ${messageOf(error)}`, cause: error });
     }
-    const { name } = pluginOf(exports, new Set(request.reserved));
-    generations.set(request.generation, { exports, locations: locationsOf(request, request.generation), name, sent: new Map() });
-    return { name };
+    const plugin = pluginOf(exports, new Set(request.reserved));
+    const locations = new BundleLocations(request, request.generation);
+    generations.set(request.generation, { plugin, locations, inEnv: perEnv((env) => ({ env, sent: new Map() })) });
+    return { name: plugin.name };
   }
 
   async function activate(request: Extract<HostRequest, { type: "activate" }>): Promise<Activated> {
     const living = generations.get(request.generation);
     if (living === undefined) throw new Error(`generation ${request.generation} was not evaluated here`);
     mark(request.id, "setup");
-    const activated = await activateGeneration({
-      exports: living.exports,
-      generation: request.generation,
-      container,
-      settings: { [living.name]: request.config },
-      setupDeadlineMs: request.setupDeadlineMs,
-    });
-    living.scope = activated.scope;
+    // The request carries the activation's generation, config and setup deadline under their names.
+    const { scope, sources } = await activateGeneration({ ...request, plugin: living.plugin, container });
+    living.scope = scope;
     living.sources = new Map(
-      activated.sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
+      sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
     );
-    return {
-      sources: activated.sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })),
-    };
+    return { sources: sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })) };
   }
 
   async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
     const living = generations.get(request.generation);
     const sources = living?.sources;
     if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
-    const env = Object.freeze({ ...request.env });
-    // What was last sent in this env; the least recently used env is dropped beyond `maxEnvs`.
-    const envId = `${env.location}\u0000${env.sessionId ?? ""}`;
-    const sent = living.sent.get(envId) ?? new Map<string, Sent>();
-    living.sent.delete(envId);
-    if (living.sent.size >= maxEnvs) living.sent.delete(living.sent.keys().next().value as string);
-    living.sent.set(envId, sent);
+    const { env, sent } = living.inEnv(request.env);
     const keys = request.keys ?? [...sources.keys()];
     const storedAt = new Map(request.stored);
     const faults: WorkerFault[] = [];
@@ -196,8 +180,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
           const rendering = codec.render(renderer, loaded, previous);
           if (rendering.ok) return { ok: true, text: rendering.text };
           const location = living.locations.locate(rendering.error);
-          const { reason } = rendering.error;
-          return location === undefined ? { ok: false, reason } : { ok: false, reason, location };
+          return { ok: false, reason: rendering.error.reason, ...(location === undefined ? {} : { location }) };
         } catch (error) {
           return { ok: false, reason: `threw: ${messageOf(error)}` };
         }
@@ -228,16 +211,16 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   }
 
   // One path for every request: its step's result, or what the step threw as a fault, located in the generation's code.
+  const steps = { evaluate, activate, observe, dispose };
   return async function serve(request) {
     try {
-      if (request.type === "evaluate") return { ok: true, result: evaluate(request) };
-      if (request.type === "activate") return { ok: true, result: await activate(request) };
-      if (request.type === "observe") return { ok: true, result: await observe(request) };
-      return { ok: true, result: await dispose(request) };
+      return { ok: true, result: await steps[request.type](request as never) };
     } catch (error) {
       // A disposer's fault is not located (`dispose` forgot the generation before it ran them).
       const locations =
-        request.type === "evaluate" ? locationsOf(request, request.generation) : generations.get(request.generation)?.locations;
+        request.type === "evaluate"
+          ? new BundleLocations(request, request.generation)
+          : generations.get(request.generation)?.locations;
       // A generation whose evaluation or setup failed does not live on.
       if (request.type !== "observe") generations.delete(request.generation);
       return { ok: false, fault: faultOf(error, locations, faultPhases[request.type]) };

@@ -37,7 +37,7 @@ import { silentLogger } from "../../core/base/clock.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { type ContextSources, startContextSources } from "../../core/host/context-sources.ts";
 import type { PluginSource } from "../../core/plugins/define.ts";
-import { type ActivatedGeneration, activateGeneration } from "../../core/plugins/generation.ts";
+import { type ActivatedGeneration, activateGeneration, pluginOf } from "../../core/plugins/generation.ts";
 import { type Registration, Registry } from "../../core/registry/registry.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { emit, envInt, median } from "./measure.ts";
@@ -231,10 +231,10 @@ function importStrategy(folder: string): Strategy {
       const exports = (await import(pathToFileURL(versioned).href)) as Record<string, unknown>;
       rmSync(versioned);
       const next = await activateGeneration({
-        exports,
+        plugin: pluginOf(exports),
+        config: undefined,
         generation: version + 1,
         container,
-        settings: {},
         setupDeadlineMs: 10_000,
       });
       const registrations = next.sources.map((source) => containedRegistration(source, guard));

@@ -3,7 +3,7 @@
 // it trusted by the host before its arrival checks. The transports are the runner in the
 // host's own thread (`runner.ts`) and a plugin's worker thread (`plugin-worker.ts`).
 
-import type { DiagnosticPhase } from "../../base/diagnostics.ts";
+import type { Diagnostic, DiagnosticPhase } from "../../base/diagnostics.ts";
 import { ContextHostError } from "../../base/errors.ts";
 import type { ValueLimits } from "../../system-context/prerendered.ts";
 import type { Evaluable } from "../evaluate.ts";
@@ -25,14 +25,9 @@ export const progress = { request: 0, phase: 1, source: 2, length: 3 } as const;
 /** The phase codes of the progress cells: a phase's index here. */
 export const phaseCodes = ["idle", "evaluate", "setup", "load", "value", "baseline", "update", "removed", "dispose"] as const;
 
-/** Why a request failed, as a diagnostic will say it. */
-export interface WorkerFault {
-  readonly phase: DiagnosticPhase;
-  readonly message: string;
-  readonly plugin?: string;
-  readonly key?: string;
-  readonly location?: Location;
-}
+/** Why a request failed, as a diagnostic will say it (and the plugin, when the runner knows it). */
+export type WorkerFault = Pick<Diagnostic, "phase" | "message" | "key"> &
+  Partial<Pick<Diagnostic, "plugin">> & { readonly location?: Location };
 
 /** A rendering made in the runner. */
 export type WorkerText =
@@ -118,17 +113,14 @@ export type Evaluated = { readonly name: string };
 export type Activated = { readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[] };
 export type Observed = { readonly observations: readonly WorkerObservation[]; readonly faults: readonly WorkerFault[] };
 
-/** What a request was doing when its transport stopped, from the phase running and the source's index in the request. */
+/**
+ * What a request was doing when its transport stopped, from the phase running and the source's index in the request;
+ * `ms`: the deadline to name, when it is not the request's (a loader's own).
+ */
 export type Describe = (
   phase: DiagnosticPhase | undefined,
   index: number,
-) => {
-  readonly what: string;
-  readonly phase: DiagnosticPhase;
-  readonly key?: string | undefined;
-  /** The deadline to name, when it is not the request's (a loader's own). */
-  readonly ms?: number | undefined;
-};
+) => Pick<WorkerFault, "phase" | "key"> & { readonly what: string; readonly ms?: number | undefined };
 
 /** The worker of a plugin stopped; `reason` says why, as a diagnostic will. */
 export class PluginWorkerStopped extends ContextHostError {
