@@ -303,6 +303,9 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
         setupDeadlineMs: 2000,
       });
       let closed = false;
+      // What the plugin set did, for a failure's message.
+      const events: string[] = [];
+      host.onPluginEvent((event) => events.push(JSON.stringify(event)));
       try {
         const generation = () => host.plugins().find((p) => p.name === "stuck-disposer")?.generation ?? 0;
         const setups = () => markerOf(config, "stuck-disposer").filter((line) => line.startsWith("setup "));
@@ -317,17 +320,23 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
           writeFileSync(file, code.replace('const generation = "first"', `const generation = "${next}"`));
           await until(() => generation() > before && setups().at(-1) === `setup ${next}`);
         }
-        // The first displaced generation's disposer was called and never settled: at its
-        // deadline the plugin's worker was stopped (decision 060), and the generations living
-        // in it went with it — a disposer cannot run in a stopped worker, so "second" may
-        // never be disposed, while "third" came up in a fresh worker.
+        // A displaced generation's disposer was called and never settled: at its deadline the
+        // plugin's worker was stopped (decision 060), and the generations living in it went with
+        // it — a disposer cannot run in a stopped worker, so "second" may never be disposed,
+        // while "third" came up in a fresh worker. Usually the disposer is the first
+        // generation's; when one write is seen as two changes (a busy machine), the load of the
+        // first is overtaken, the "second" generation it built is closed at once, its disposer
+        // sticks, and the worker holding the first generation is stopped before that one is disposed.
         const missedDisposes = () =>
           host.diagnostics.filter(
             (d) =>
               d.plugin === "stuck-disposer" && d.phase === "dispose" && d.message.includes(`${deadlines.disposeDeadlineMs} ms`),
           );
         await until(() => missedDisposes().length > 0);
-        expect(markerOf(config, "stuck-disposer"), JSON.stringify(host.diagnostics)).to.include("dispose first");
+        const marker = markerOf(config, "stuck-disposer");
+        const disposed = marker.filter((line) => line.startsWith("dispose "));
+        expect(disposed, `${JSON.stringify(marker)}\n${events.join("\n")}`).to.not.be.empty;
+        expect(["dispose first", "dispose second"]).to.include.members(disposed);
         const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
         await host.prompt(id, "still served?");
         const step = await host.step(id);
