@@ -336,7 +336,6 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
         const marker = markerOf(config, "stuck-disposer");
         const disposed = marker.filter((line) => line.startsWith("dispose "));
         expect(disposed, `${JSON.stringify(marker)}\n${events.join("\n")}`).to.not.be.empty;
-        expect(["dispose first", "dispose second"]).to.include.members(disposed);
         const id = await host.createSession({ location: at.a, provider: "scripted", model: "m" });
         await host.prompt(id, "still served?");
         const step = await host.step(id);
