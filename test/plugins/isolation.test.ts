@@ -324,7 +324,7 @@ describe("isolated plugins: a hostile plugin cannot freeze, kill or corrupt the 
         // plugin's worker was stopped (decision 060), and the generations living in it went with
         // it — a disposer cannot run in a stopped worker, so "second" may never be disposed,
         // while "third" came up in a fresh worker. Usually the disposer is the first
-        // generation's. On a busy machine the write's quiet re-check (debounceMs after it) may
+        // generation's. On a busy machine the write's quiet re-check (100 ms after it here) may
         // come while the load its first event started still runs: that load is overtaken, the
         // "second" generation it built is closed at once, its disposer sticks, and the worker
         // holding the first generation is stopped before that one is disposed.
