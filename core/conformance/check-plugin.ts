@@ -156,13 +156,8 @@ async function checkInThisThread(
   const reservedNamespaces = new Set(builtinNamespaces);
   const load = async (bundle: PluginBundle, generation: number) => {
     const locations = new BundleLocations(bundle, generation);
-    locate = (error) => {
-      try {
-        return locations.locate(error);
-      } catch {
-        return undefined;
-      }
-    };
+    // It never throws (`BundleLocations.locate`).
+    locate = (error) => locations.locate(error);
     const before = resources();
     hooks.step?.({ kind: "evaluate", generation, ms: setupDeadlineMs });
     const exports = evaluateBundle(bundle, generation);
