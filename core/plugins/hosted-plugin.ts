@@ -140,7 +140,7 @@ export class HostedPlugin {
   #generations = 0;
   #worker: PluginTransport | undefined;
   #starting: Promise<PluginTransport> | undefined;
-  /** Generations living in the current worker, with their sources' deadlines. */
+  /** Generations living in the current worker (none once it stopped), with their sources' deadlines. */
   readonly #living = new Map<number, Map<string, number>>();
   /** Loads in flight; a restart due meanwhile waits for them. */
   #loads = 0;
@@ -165,9 +165,11 @@ export class HostedPlugin {
    * last attempted; then, once `turn` has come, evaluate and set up in the runner. A plugin
    * disabled by stops is enabled again (its file changed). `ownDependenciesFirst`: a package's
    * plugin (decision 131); `isProvisional`: a failure is not final (the quiet re-check decides).
+   * `overtaken`: a generation a change overtook before it was swapped in, the result again if
+   * the bundle is its content and it still lives in the worker (decision 195).
    */
   async load(
-    request: { readonly ownDependenciesFirst: boolean; readonly isProvisional: boolean },
+    request: { readonly ownDependenciesFirst: boolean; readonly isProvisional: boolean; readonly overtaken?: HostedGeneration },
     turn?: Promise<unknown>,
   ): Promise<Loaded> {
     const startedAt = performance.now();
@@ -184,6 +186,9 @@ export class HostedPlugin {
     }
     const { inputs, hash } = bundle;
     if (attemptedHash === hash) return { kind: "unchanged", inputs, hash };
+    const { overtaken } = request;
+    if (overtaken?.bundle.hash === hash && this.#living.has(overtaken.generation))
+      return { kind: "activated", inputs, loaded: overtaken };
     const bundleMs = performance.now() - startedAt;
     await turn;
     if (this.#isDisabled) this.#crashes.length = 0;
@@ -287,6 +292,7 @@ export class HostedPlugin {
   #stopped(worker: PluginTransport, stopped: PluginWorkerStopped) {
     if (this.#worker !== worker || this.#isClosed) return;
     this.#worker = undefined;
+    this.#living.clear();
     const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
     const now = Date.now();
     // Stopped for another plugin of its shared worker: not a stop of its own (decision 185).

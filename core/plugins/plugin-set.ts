@@ -72,6 +72,8 @@ interface PluginEntry {
   readonly reported: Set<string>;
   /** This file's work, one task after another: loads, swaps, closes of its generations. */
   queue: Promise<void>;
+  /** A generation a change overtook before its swap: the next load swaps it in if it bundles the same content (decision 195). */
+  overtaken?: HostedGeneration;
 }
 
 /** The phases of a source's faults at a boundary (as opposed to its generation's). */
@@ -428,11 +430,15 @@ export class PluginSet {
         return { kind: "unchanged", inputs: inputs.files, hash: "" };
       }
     }
-    return entry.hosted.load({ ownDependenciesFirst: origin.kind === "package", isProvisional }, turn);
+    const { overtaken } = entry;
+    return entry.hosted.load({ ownDependenciesFirst: origin.kind === "package", isProvisional, overtaken }, turn);
   }
 
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
     const result = await (preload ?? this.#load(entry, isProvisional));
+    const { overtaken } = entry;
+    entry.overtaken = undefined;
+    if (overtaken !== undefined && !("loaded" in result && result.loaded === overtaken)) await this.#closeScope(entry, overtaken);
     // A bundle that failed read only part of the plugin: the files read before stay watched.
     const isPartial = result.kind === "bundle-failed";
     this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
@@ -453,8 +459,14 @@ export class PluginSet {
       if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
       return;
     }
-    // A change arrived meanwhile: the next load wins (and may load the same content again).
-    if (isStale(entry.load) || this.#isClosed) return this.#closeScope(entry, result.loaded);
+    if (entry.load.kind === "removed" || this.#isClosed) return this.#closeScope(entry, result.loaded);
+    // A change arrived meanwhile: the next load wins, with this generation if it bundles the same content; not a
+    // package's: an update of the package loads it again even then (its dependencies are not in the bundle).
+    if (isStale(entry.load) && entry.origin.kind === "package") return this.#closeScope(entry, result.loaded);
+    if (isStale(entry.load)) {
+      entry.overtaken = result.loaded;
+      return;
+    }
     entry.hosted.attemptedHash = result.loaded.bundle.hash;
     await this.#swap(entry, result.loaded);
   }
@@ -516,8 +528,10 @@ export class PluginSet {
     }
   }
 
-  /** Removes an entry's generation and emits `removed`. */
+  /** Removes an entry's generation and emits `removed`; closes a generation kept from an overtaken load. */
   async #deactivate(entry: PluginEntry) {
+    if (entry.overtaken !== undefined) await this.#closeScope(entry, entry.overtaken);
+    entry.overtaken = undefined;
     const active = entry.hosted.active;
     if (active === undefined) return;
     entry.hosted.active = undefined;

@@ -352,6 +352,35 @@ describe("Plugin host: failed reloads and stale results", () => {
     expect(running.host.plugins()).to.have.length(1);
     expect(logLines(log).filter((line) => line === "dispose A")).to.have.length(1);
   });
+
+  it("a reload asked for again during a slow load of the same content swaps that load's generation in, set up once", async () => {
+    const folder = harness.tempFolder();
+    const log = path.join(folder, "lifecycle.log");
+    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
+    const running = await harness.start({ folders: [folder], watch: false });
+    write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 200 }));
+    const first = running.host.reload(file);
+    await eventually(() => logLines(log).includes("setup A"), "setup of version A to start");
+    await Promise.all([first, running.host.reload(file)]);
+    expect(running.events.filter((e) => e.kind === "activated").map((e) => e.generation)).to.deep.equal([2]);
+    expect((await baselineOf(running)).baseline).to.equal("slow: A");
+    expect(logLines(log)).to.deep.equal(["setup v0", "setup A", "dispose v0"]);
+  });
+
+  it("a save whose quiet re-check overtakes its slow load is one new generation, set up once (the overtaken one is kept)", async () => {
+    const folder = harness.tempFolder();
+    const log = path.join(folder, "lifecycle.log");
+    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
+    // The watcher's quiet re-check comes 100 ms after the save's last event, while the load
+    // its first event started is still in setup: the re-check finds the same content.
+    const running = await harness.start({ folders: [folder] });
+    write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 400 }));
+    await eventually(async () => (await baselineOf(running)).baseline === "slow: A", "version A to serve");
+    await running.host.settled();
+    expect(running.events.filter((e) => e.kind === "activated").map((e) => e.generation)).to.deep.equal([2]);
+    expect(generationOf(running, "slow")).to.equal(2);
+    expect(logLines(log)).to.deep.equal(["setup v0", "setup A", "dispose v0"]);
+  });
 });
 
 describe("Plugin host: close", () => {
