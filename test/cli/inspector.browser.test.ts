@@ -31,6 +31,9 @@ describe("inspector: in headless Chromium", function () {
   this.timeout(15_000);
   const { start } = useInspected();
   let browser: Browser | undefined;
+  /** What the test was doing, and the plugin events it saw: printed when it fails (a timeout names no step). */
+  let step = "";
+  const seen: string[] = [];
 
   before(() => {
     if (!fs.existsSync(chromiumPath))
@@ -38,27 +41,37 @@ describe("inspector: in headless Chromium", function () {
         `the browser test needs Chromium at ${chromiumPath}: apt-get install -y chromium (.ci/run does), or set CHROMIUM`,
       );
   });
-  afterEach(async () => {
+  afterEach(async function () {
+    if (this.currentTest?.state === "failed")
+      console.error(`inspector browser test failed while it ${step}; plugin events:\n  ${seen.join("\n  ")}`);
+    step = "";
+    seen.length = 0;
     await browser?.close();
     browser = undefined;
   });
 
   it("shows the Baseline and snapshot, then a plugin reload and a new boundary without reloading the page", async () => {
+    step = "started the host";
     const { host, inspector, pluginFile, activated } = await start({
       weather: "sunny <b>and</b> warm",
       builtins: true,
       plugins: { "forecast.ts": forecastPlugin },
     });
+    host.onPluginEvent((event) => seen.push(JSON.stringify(event)));
+    step = "stepped the first boundary";
     const id = await host.createSession({ location: os.tmpdir(), provider: "scripted", model: "echo" });
     await host.prompt(id, "What is the weather like? <em>Warm</em>?");
     await host.step(id);
 
+    step = "launched Chromium";
     browser = await launch(chromiumPath);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems = watchProblems(page);
+    step = "opened the page and waited for the first snapshot";
     await page.goto(inspector.url);
     await waitFor(page, `document.querySelector('#snapshot tr[data-key="weather/today"]') !== null`);
     await page.evaluate("window.loadedOnce = true");
+    step = "read the first page";
 
     // Plugin text is text: the markup in the value is shown, never parsed.
     expect(await page.evaluate(`document.getElementById("baseline").textContent`)).to.contain(
@@ -88,10 +101,14 @@ describe("inspector: in headless Chromium", function () {
     ).to.deep.equal([["1", "initial"]]);
     expect(await page.evaluate(`document.querySelectorAll("#requests li").length`)).to.equal(1);
 
+    step = "waited for the weather plugin's generation 2";
     fs.writeFileSync(pluginFile, weatherPlugin("rainy"));
     await activated(2);
-    await waitFor(page, `document.querySelector('#plugins tr[data-plugin="weather"][data-generation="2"]') !== null`);
+    step = "waited for the page to show a generation after the edit";
+    // Whichever generation the edit made (the numbering is the host's), 2 or later.
+    await waitFor(page, `Number(document.querySelector('#plugins tr[data-plugin="weather"]')?.dataset.generation) >= 2`);
 
+    step = "stepped the second boundary and waited for the page to show it";
     await host.prompt(id, "And now?");
     await host.step(id);
     await waitFor(
@@ -100,6 +117,7 @@ describe("inspector: in headless Chromium", function () {
         ` && document.querySelector('#snapshot tr[data-key="weather/today"] td:nth-child(2)').textContent === '"rainy"'` +
         ` && document.querySelectorAll("#requests li").length === 2`,
     );
+    step = "read the second page";
     expect(await page.evaluate("window.loadedOnce")).to.equal(true);
     expect(await page.evaluate(`document.querySelector('#requests li[data-request="2"]').dataset.prefix`)).to.equal("extends");
     expect(
@@ -111,6 +129,7 @@ describe("inspector: in headless Chromium", function () {
     expect(await page.evaluate(`document.querySelector("#timeline li.system-update details").open`)).to.equal(true);
     expect(await page.evaluate(`document.getElementById("status").dataset.state`)).to.equal("live");
 
+    step = "took the screenshot";
     fs.mkdirSync(artifacts, { recursive: true });
     const file = path.join(artifacts, "inspector.png");
     await page.screenshot({ path: file });
