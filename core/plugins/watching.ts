@@ -83,7 +83,8 @@ export class PluginWatcher {
 
   /** Whether a re-check is due. */
   get isPending(): boolean {
-    return [...this.#plugins].some((plugin) => plugin.quietCheck !== undefined);
+    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
+    return false;
   }
 
   /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
