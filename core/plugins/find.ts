@@ -2,7 +2,6 @@
 // (decision 130) found as Node resolves them from the host project, declaring their plugin modules in package.json, loaded
 // only when their peer range of context-host admits the host's version. Plain data: the plugin set decides what to load.
 
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -11,6 +10,7 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { messageOf } from "../base/errors.ts";
 import type { PluginOrigin } from "./events.ts";
+import { hashOf } from "./worker/program-cache.ts";
 
 /** One `plugins` entry, read: a path (folder or file), or a package name. */
 export type PluginEntrySpec =
@@ -163,7 +163,7 @@ export function lookUpPackage(name: string, projectRoot: string, hostVersion: st
   const { version } = manifest;
   const root = path.dirname(file);
   const origin: PluginOrigin = { kind: "package", name, version, root };
-  const stamp = `${createHash("sha256").update(text).digest("hex")} ${root}`;
+  const stamp = `${hashOf(text)} ${root}`;
   const label = `${name}@${version}`;
   const incompatibility = checkPeerRange(manifest.peerDependencies?.["context-host"], hostVersion);
   if (incompatibility !== undefined) return result(file, [`${label}: ${incompatibility}`], [], stamp);

@@ -311,10 +311,7 @@ describe("Plugin host: failed reloads and stale results", () => {
   });
 
   it("a slow setup of an older version is discarded when a newer version arrives during it", async () => {
-    const folder = harness.tempFolder();
-    const log = path.join(folder, "lifecycle.log");
-    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
-    const running = await harness.start({ folders: [folder], watch: false });
+    const { file, log, running } = await startSlow(harness, false);
     write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 200 }));
     const loadingA = running.host.reload(file);
     await eventually(() => logLines(log).includes("setup A"), "setup of version A to start");
@@ -330,10 +327,7 @@ describe("Plugin host: failed reloads and stale results", () => {
   });
 
   it("through the watcher, a quick save after a slow one ends with the newer version active, never the older after it", async () => {
-    const folder = harness.tempFolder();
-    const log = path.join(folder, "lifecycle.log");
-    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
-    const running = await harness.start({ folders: [folder] });
+    const { file, log, running } = await startSlow(harness);
     write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 300 }));
     await eventually(() => logLines(log).includes("setup A"), "setup of version A to start");
     write(file, textPlugin({ name: "slow", value: "B", log }));
@@ -354,10 +348,7 @@ describe("Plugin host: failed reloads and stale results", () => {
   });
 
   it("a reload asked for again during a slow load of the same content swaps that load's generation in, set up once", async () => {
-    const folder = harness.tempFolder();
-    const log = path.join(folder, "lifecycle.log");
-    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
-    const running = await harness.start({ folders: [folder], watch: false });
+    const { file, log, running } = await startSlow(harness, false);
     write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 200 }));
     const first = running.host.reload(file);
     await eventually(() => logLines(log).includes("setup A"), "setup of version A to start");
@@ -368,12 +359,9 @@ describe("Plugin host: failed reloads and stale results", () => {
   });
 
   it("a save whose quiet re-check overtakes its slow load is one new generation, set up once (the overtaken one is kept)", async () => {
-    const folder = harness.tempFolder();
-    const log = path.join(folder, "lifecycle.log");
-    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
     // The watcher's quiet re-check comes 100 ms after the save's last event, while the load
     // its first event started is still in setup: the re-check finds the same content.
-    const running = await harness.start({ folders: [folder] });
+    const { file, log, running } = await startSlow(harness);
     write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 400 }));
     await eventually(async () => (await baselineOf(running)).baseline === "slow: A", "version A to serve");
     await running.host.settled();
@@ -430,10 +418,7 @@ describe("Plugin host: close", () => {
   });
 
   it("close waits for a load in progress and leaves nothing of it behind", async () => {
-    const folder = harness.tempFolder();
-    const log = path.join(folder, "lifecycle.log");
-    const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
-    const running = await harness.start({ folders: [folder] });
+    const { file, log, running } = await startSlow(harness);
     write(file, textPlugin({ name: "slow", value: "A", log, setupDelayMs: 150 }));
     await eventually(() => logLines(log).includes("setup A"), "setup of version A to start");
     await running.host.close();
@@ -451,3 +436,11 @@ describe("Plugin host: close", () => {
     expect(running.registry.state.registrations).to.deep.equal([]);
   });
 });
+
+/** A plugin "slow" at version v0 that logs its setups and disposals, and a host running it (watching unless told not to). */
+async function startSlow(harness: ReturnType<typeof usePluginHarness>, watch = true) {
+  const folder = harness.tempFolder();
+  const log = path.join(folder, "lifecycle.log");
+  const file = write(path.join(folder, "slow.ts"), textPlugin({ name: "slow", value: "v0", log }));
+  return { file, log, running: await harness.start({ folders: [folder], watch }) };
+}
