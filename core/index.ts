@@ -39,6 +39,14 @@ export { McpClientMissing } from "./mcp/errors.ts";
 export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
 export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
+export {
+  type ContextProxy,
+  type ContextProxyOptions,
+  createContextProxy,
+  defaultUpstreams,
+  type ProxyBoundaryEvent,
+} from "./proxy/proxy.ts";
+export { type ApiFamily, BodyInvalid, type WireName } from "./proxy/wire.ts";
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./plugins/events.ts";
 export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";
 export {

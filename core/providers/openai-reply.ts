@@ -42,7 +42,7 @@ const WithUsage = Type.Object({ usage: Usage });
 const hasUsage = Compile(WithUsage);
 
 /** The provider-neutral usage of a Chat Completions `usage`: `prompt_tokens` includes the cached ones. */
-function usageOf(json: unknown): TokenUsage | undefined {
+export function openAITokenUsage(json: unknown): TokenUsage | undefined {
   if (!hasUsage.Check(json)) return undefined;
   const { prompt_tokens, completion_tokens, prompt_tokens_details } = json.usage;
   const cached = Math.min(prompt_tokens_details?.cached_tokens ?? 0, prompt_tokens);
@@ -86,7 +86,7 @@ export function openAIReplyFromCompletion(json: unknown, endpoint: Endpoint): Pr
   const toolCalls = (message.tool_calls ?? []).map((call, index) =>
     toolCallOf(call.id, call.function.name, call.function.arguments ?? "", index, endpoint),
   );
-  return replyOf(message.content ?? "", toolCalls, message.refusal ?? "", usageOf(json));
+  return replyOf(message.content ?? "", toolCalls, message.refusal ?? "", openAITokenUsage(json));
 }
 
 interface OpenToolCall {
@@ -126,7 +126,7 @@ export async function openAIReplyFromStream(
       throw new StreamInterrupted({ ...where(endpoint), reason: `error in stream: ${JSON.stringify(chunk.error)}` });
     if (!isChunk.Check(chunk))
       throw new ProviderReplyInvalid({ ...where(endpoint), reason: "a stream chunk has no choices array" });
-    usage = usageOf(chunk) ?? usage;
+    usage = openAITokenUsage(chunk) ?? usage;
     const choice = chunk.choices[0];
     if (choice === undefined) continue; // a usage-only chunk
     const piece = choice.delta?.content ?? "";

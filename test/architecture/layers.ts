@@ -39,6 +39,12 @@ export const layers: readonly Layer[] = [
     packages: "*",
   },
   {
+    name: "proxy",
+    paths: ["core/proxy"],
+    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host"],
+    packages: "*",
+  },
+  {
     name: "conformance",
     paths: ["core/conformance"],
     imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host"],
@@ -57,7 +63,19 @@ export const layers: readonly Layer[] = [
       "core/ai-sdk.ts",
       "core/openai-agents.ts",
     ],
-    imports: ["base", "system-context", "registry", "plugins", "sources", "mcp", "session", "providers", "host", "conformance"],
+    imports: [
+      "base",
+      "system-context",
+      "registry",
+      "plugins",
+      "sources",
+      "mcp",
+      "session",
+      "providers",
+      "host",
+      "proxy",
+      "conformance",
+    ],
     packages: [],
   },
   {

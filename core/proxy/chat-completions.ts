@@ -1,0 +1,99 @@
+// Owns the Chat Completions wire (`POST /v1/chat/completions`) for the proxy: the Baseline
+// as an instruction message after the client's leading ones, updates as instruction
+// messages (or `<system-update>` text) after the newest user or tool message.
+
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { openAIErrorBody } from "./openai-responses.ts";
+import { chatCompletionsUsage } from "./openai-usage.ts";
+import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
+import { bodyInvalidOf, type ConversationRequest, textOf, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
+
+const ChatBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  messages: Type.Array(Type.Object({ role: Type.String() }), { minItems: 1 }),
+  stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  tools: Type.Optional(Type.Array(Type.Object({}))),
+  prompt_cache_key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+});
+const validator = Compile(ChatBody);
+
+const isInstruction = (item: Item) => item.role === "system" || item.role === "developer";
+const textPart = (text: string) => ({ type: "text", text });
+
+function shapesFor(role: "system" | "developer"): ItemShapes {
+  return {
+    isInstruction,
+    isUserTurn: (item) => item.role === "user",
+    isToolResult: (item) => item.role === "tool" || item.role === "function",
+    nativeUpdate: (texts) => ({ role, content: texts.join("\n\n") }),
+    mergeNative: (item, texts) =>
+      Array.isArray(item.content)
+        ? { ...item, content: [...texts.map(textPart), ...item.content] }
+        : { ...item, content: [...texts, String(item.content ?? "")].join("\n\n") },
+    appendToUser: (item, texts) =>
+      Array.isArray(item.content)
+        ? { ...item, content: [...item.content, ...texts.map(textPart)] }
+        : { ...item, content: [String(item.content ?? ""), ...texts].join("\n\n") },
+    userTurn: (texts) => ({ role: "user", content: texts.join("\n\n") }),
+  };
+}
+const shapesByRole = { system: shapesFor("system"), developer: shapesFor("developer") };
+
+function read(body: unknown): ConversationRequest {
+  if (!validator.Check(body)) throw bodyInvalidOf(validator.Errors(body));
+  const items = body.messages as Item[];
+  const history: number[] = [];
+  let leading = 0;
+  while (leading < items.length && isInstruction(items[leading] as Item)) leading++;
+  let stated = "";
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Item;
+    if (isInstruction(item)) stated += textOf(item.content);
+    else {
+      if (history.length < 2) stated += textOf(item.content);
+      history.push(i);
+    }
+  }
+  return {
+    model: body.model,
+    stream: body.stream === true,
+    items,
+    history,
+    leading,
+    statedText: stated,
+    toolNames: toolNamesOf(body.tools),
+    clientSessionId: typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
+  };
+}
+
+/** The Chat Completions wire. */
+export const chatCompletions: WireFormat = {
+  name: "chat-completions",
+  api: "openai",
+  read,
+  place(body, request, context, placement) {
+    const shapes = shapesByRole[placement.role];
+    const messages = placeUpdates(request.items, request.history, context.updates, shapes, placement.isNative, request.leading);
+    messages.splice(request.leading, 0, { role: placement.role, content: context.baseline });
+    return { ...body, messages };
+  },
+  usageReader(): UsageReader {
+    let found: ReturnType<typeof chatCompletionsUsage>;
+    return {
+      event(event) {
+        if (!/"usage"/.test(event.data)) return;
+        try {
+          found = chatCompletionsUsage(JSON.parse(event.data)) ?? found;
+        } catch {
+          // `[DONE]` and anything else that is not JSON: read on the side only.
+        }
+      },
+      json(json) {
+        found = chatCompletionsUsage(json) ?? found;
+      },
+      usage: () => found,
+    };
+  },
+  errorBody: (status, message) => openAIErrorBody(status, message),
+};

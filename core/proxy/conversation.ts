@@ -1,0 +1,87 @@
+// Owns which engine session a client's request belongs to, and where it works. A session
+// is always inside the namespace of the client's credential (a digest of it), so one key
+// can neither read nor extend another's session by naming its id. Inside it, the client's
+// session (our header, else the id a known agent sends, else none) holds conversations:
+// each distinct opening (the tools it offers and its first history item, compared without
+// cache markers) is its own engine session, so a side request (a title, a summary, a
+// sub-agent) never starts a new epoch for the main one.
+
+import { createHash } from "node:crypto";
+import { statSync } from "node:fs";
+import path from "node:path";
+import { canonicalJson, digestOf } from "./canonical.ts";
+import type { ConversationRequest } from "./wire.ts";
+
+/** Headers the proxy reads, lower case; none of them goes upstream. */
+export const proxyHeaders = {
+  session: "x-context-host-session",
+  location: "x-context-host-location",
+  token: "x-context-host-token",
+} as const;
+
+/** Headers known agents name their session with, in the order they are read. */
+const agentSessionHeaders = ["x-claude-code-session-id", "session_id", "session-id", "conversation_id", "x-session-id"];
+
+type Headers = Readonly<Record<string, string | string[] | undefined>>;
+
+const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+const shortDigest = (text: string, length: number) => createHash("sha256").update(text).digest("hex").slice(0, length);
+
+/** The digest that namespaces a client's sessions: of its API key or bearer token; `anonymous` without one. */
+export function credentialNamespace(headers: Headers): string {
+  const credential =
+    first(headers["x-api-key"]) ?? first(headers.authorization) ?? first(headers["api-key"]) ?? first(headers["x-goog-api-key"]);
+  return credential === undefined || credential === "" ? "anonymous" : shortDigest(`credential\u0000${credential}`, 20);
+}
+
+/** The client's own session id: our header, else a known agent's header, else what the body carries. */
+export function clientSessionOf(headers: Headers, request: ConversationRequest): string | undefined {
+  const named = first(headers[proxyHeaders.session]);
+  if (named !== undefined && named !== "") return named;
+  for (const header of agentSessionHeaders) {
+    const value = first(headers[header]);
+    if (value !== undefined && value !== "") return value;
+  }
+  return request.clientSessionId;
+}
+
+/** The digest of a conversation's opening: the tools it offers and its first history item. */
+export function openingOf(request: ConversationRequest): string {
+  const firstIndex = request.history[0];
+  const opening = firstIndex === undefined ? "" : canonicalJson(request.items[firstIndex]);
+  return digestOf([request.toolNames.join("\u0001"), opening]);
+}
+
+/** The engine session of a request: `proxy/<credential>/<client session>/<opening>`. */
+export function conversationSessionId(namespace: string, clientSession: string | undefined, request: ConversationRequest): string {
+  const client = clientSession === undefined ? "-" : shortDigest(clientSession, 16);
+  return `proxy/${namespace}/${client}/${openingOf(request).slice(0, 24)}`;
+}
+
+// Where known agents state their working folder: "Working directory: /x" (Claude Code,
+// opencode), "Current working directory: /x" (pi), `<cwd>/x</cwd>` (Codex).
+const folderStatements = [/^[ \t-]*(?:Primary |Current )?[Ww]orking directory:[ \t]*(\/[^\n<]*?)[ \t]*$/m, /<cwd>[ \t]*(\/[^<\n]+?)[ \t]*<\/cwd>/];
+
+const isFolder = (candidate: string): boolean => {
+  try {
+    return path.isAbsolute(candidate) && statSync(candidate).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** The folder an agent states it works in, when it states an existing one. */
+export function statedFolderOf(text: string): string | undefined {
+  for (const statement of folderStatements) {
+    const found = statement.exec(text)?.[1];
+    if (found !== undefined && isFolder(found)) return path.normalize(found);
+  }
+  return undefined;
+}
+
+/** Where a request's session works: our header, else the folder the agent states, else `fallback`. */
+export function locationOf(headers: Headers, request: ConversationRequest, fallback: string): string {
+  const named = first(headers[proxyHeaders.location]);
+  if (named !== undefined && named !== "") return named;
+  return statedFolderOf(request.statedText) ?? fallback;
+}

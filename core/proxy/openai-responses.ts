@@ -1,0 +1,118 @@
+// Owns the OpenAI Responses wire (`POST /v1/responses`) for the proxy: `input` items after
+// `instructions`; the Baseline as an instruction message after the client's leading ones,
+// updates as instruction messages (or `<system-update>` text) after the newest user
+// message or tool output. Items the proxy does not know (reasoning with its
+// `encrypted_content`, calls, outputs) pass through untouched. A request that continues a
+// stored response (`previous_response_id`, `conversation`) holds only its new items: the
+// history lives upstream, so context cannot be placed and the request is forwarded as it is.
+
+import Type from "typebox";
+import { Compile } from "typebox/compile";
+import { openAIResponsesUsage } from "./openai-usage.ts";
+import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
+import { bodyInvalidOf, type ConversationRequest, textOf, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
+
+const ResponsesBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  input: Type.Union([Type.String(), Type.Array(Type.Object({}), { minItems: 1 })]),
+  instructions: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  tools: Type.Optional(Type.Array(Type.Object({}))),
+  prompt_cache_key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  previous_response_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  conversation: Type.Optional(Type.Unknown()),
+});
+const validator = Compile(ResponsesBody);
+
+const isMessage = (item: Item) => item.type === "message" || (item.type === undefined && typeof item.role === "string");
+const isInstruction = (item: Item) => isMessage(item) && (item.role === "system" || item.role === "developer");
+const parts = (content: unknown): unknown[] =>
+  typeof content === "string" ? [{ type: "input_text", text: content }] : Array.isArray(content) ? [...content] : [];
+const textParts = (texts: readonly string[]) => texts.map((text) => ({ type: "input_text", text }));
+
+function shapesFor(role: "system" | "developer"): ItemShapes {
+  return {
+    isInstruction,
+    isUserTurn: (item) => isMessage(item) && item.role === "user",
+    isToolResult: (item) => typeof item.type === "string" && item.type.endsWith("_output"),
+    nativeUpdate: (texts) => ({ type: "message", role, content: textParts(texts) }),
+    mergeNative: (item, texts) => ({ ...item, content: [...textParts(texts), ...parts(item.content)] }),
+    appendToUser: (item, texts) => ({ ...item, content: [...parts(item.content), ...textParts(texts)] }),
+    userTurn: (texts) => ({ type: "message", role: "user", content: textParts(texts) }),
+  };
+}
+const shapesByRole = { system: shapesFor("system"), developer: shapesFor("developer") };
+
+function read(body: unknown): ConversationRequest {
+  if (!validator.Check(body)) throw bodyInvalidOf(validator.Errors(body));
+  const items: Item[] =
+    typeof body.input === "string"
+      ? [{ type: "message", role: "user", content: [{ type: "input_text", text: body.input }] }]
+      : (body.input as Item[]);
+  const history: number[] = [];
+  let leading = 0;
+  while (leading < items.length && isInstruction(items[leading] as Item)) leading++;
+  let stated = body.instructions ?? "";
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Item;
+    if (isInstruction(item)) stated += textOf(item.content);
+    else {
+      if (history.length < 3 && isMessage(item)) stated += textOf(item.content);
+      history.push(i);
+    }
+  }
+  const continues =
+    typeof body.previous_response_id === "string" || (body.conversation !== undefined && body.conversation !== null);
+  return {
+    model: body.model,
+    stream: body.stream === true,
+    items,
+    history,
+    leading,
+    statedText: stated,
+    toolNames: toolNamesOf(body.tools),
+    clientSessionId: typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
+    ...(continues ? { passThrough: "it continues a response stored upstream (previous_response_id or conversation)" } : {}),
+  };
+}
+
+/** The OpenAI Responses wire. */
+export const openAIResponses: WireFormat = {
+  name: "responses",
+  api: "openai",
+  read,
+  place(body, request, context, placement) {
+    const shapes = shapesByRole[placement.role];
+    const input = placeUpdates(request.items, request.history, context.updates, shapes, placement.isNative, request.leading);
+    input.splice(request.leading, 0, {
+      type: "message",
+      role: placement.role,
+      content: [{ type: "input_text", text: context.baseline }],
+    });
+    return { ...body, input };
+  },
+  usageReader(): UsageReader {
+    let found: ReturnType<typeof openAIResponsesUsage>;
+    return {
+      event(event) {
+        if (!event.event.startsWith("response.") || !/"usage"/.test(event.data)) return;
+        try {
+          found = openAIResponsesUsage((JSON.parse(event.data) as { response?: unknown }).response) ?? found;
+        } catch {
+          // Read on the side only: the client sees the event as it came.
+        }
+      },
+      json(json) {
+        found = openAIResponsesUsage(json) ?? found;
+      },
+      usage: () => found,
+    };
+  },
+  errorBody: (status, message) => openAIErrorBody(status, message),
+};
+
+/** An error in the OpenAI APIs' shape. */
+export function openAIErrorBody(status: number, message: string): unknown {
+  const type = status === 400 || status === 413 ? "invalid_request_error" : status === 401 ? "authentication_error" : "server_error";
+  return { error: { message, type, param: null, code: null } };
+}

@@ -1,0 +1,96 @@
+// Owns where the proxy puts context in a client's list of messages (or Responses input
+// items), the same for the three wire formats: each admitted Mid-Conversation System
+// Message after the history item it was admitted after, as a native instruction message
+// where the model takes one and the APIs' rules allow it (after a user turn or a tool
+// result, never directly before a user turn, never two in a row: merged into an adjacent
+// client instruction message, our text first), else as wrapped `<system-update>` text in a
+// user turn. Everything the client sent stays, in its order. Placement depends only on the
+// items and the updates, so a request that repeats a history repeats its bytes.
+
+import { wrapSystemUpdate } from "../providers/wrapped-text.ts";
+
+/** One item of a client's list: a message, or a Responses input item. */
+export type Item = Readonly<Record<string, unknown>>;
+
+/** An admitted update: after `position` history items. */
+export interface PlacedUpdate {
+  readonly position: number;
+  readonly text: string;
+}
+
+/** How one wire format's items look and how the proxy builds its own. */
+export interface ItemShapes {
+  /** A client instruction message (`role: "system"` or `"developer"`): not part of the history. */
+  isInstruction(item: Item): boolean;
+  /** A user turn (for Anthropic, tool results travel in user turns too). */
+  isUserTurn(item: Item): boolean;
+  /** An item that settles a tool call (Chat's `role: "tool"`, Responses' `*_output` items). */
+  isToolResult(item: Item): boolean;
+  /** A native Mid-Conversation System Message holding `texts` in order. */
+  nativeUpdate(texts: readonly string[]): Item;
+  /** A client instruction message with `texts` put before its own content. */
+  mergeNative(item: Item, texts: readonly string[]): Item;
+  /** A user turn with `texts` (already wrapped) after its own content. */
+  appendToUser(item: Item, texts: readonly string[]): Item;
+  /** A new user turn holding `texts` (already wrapped). */
+  userTurn(texts: readonly string[]): Item;
+}
+
+/**
+ * The client's items with the updates in place. `history` lists the indices of the items
+ * the engine saw (the client's instruction messages are not among them); `leading` is the
+ * index the Baseline goes at (an update at position 0 goes there too, after the Baseline).
+ */
+export function placeUpdates(
+  items: readonly Item[],
+  history: readonly number[],
+  updates: readonly PlacedUpdate[],
+  shapes: ItemShapes,
+  isNative: boolean,
+  leading: number,
+): Item[] {
+  const out = items.slice();
+  if (updates.length === 0) return out;
+  const byItem = new Map<number, string[]>();
+  for (const update of updates) {
+    const position = Math.min(update.position, history.length);
+    const at = position === 0 ? -1 : (history[position - 1] as number);
+    const texts = byItem.get(at);
+    if (texts === undefined) byItem.set(at, [update.text]);
+    else texts.push(update.text);
+  }
+  // From the last item back, so an insertion never moves an item still to be placed after.
+  for (const at of [...byItem.keys()].sort((a, b) => b - a)) {
+    placeAfter(out, at, byItem.get(at) as string[], shapes, isNative, leading);
+  }
+  return out;
+}
+
+function placeAfter(
+  out: Item[],
+  at: number,
+  texts: readonly string[],
+  shapes: ItemShapes,
+  isNative: boolean,
+  leading: number,
+): void {
+  const target = at === -1 ? undefined : out[at];
+  const insertAt = at === -1 ? leading : at + 1;
+  let next = insertAt;
+  while (next < out.length && shapes.isInstruction(out[next] as Item)) next++;
+  const nextTurn = out[next];
+  const canBeNative =
+    isNative &&
+    target !== undefined &&
+    (shapes.isUserTurn(target) || shapes.isToolResult(target)) &&
+    !(nextTurn !== undefined && shapes.isUserTurn(nextTurn));
+  if (canBeNative) {
+    const adjacent = out[insertAt];
+    if (adjacent !== undefined && shapes.isInstruction(adjacent)) out[insertAt] = shapes.mergeNative(adjacent, texts);
+    else out.splice(insertAt, 0, shapes.nativeUpdate(texts));
+    return;
+  }
+  const wrapped = texts.map(wrapSystemUpdate);
+  if (target !== undefined && shapes.isUserTurn(target)) out[at] = shapes.appendToUser(target, wrapped);
+  else out.splice(insertAt, 0, shapes.userTurn(wrapped));
+}

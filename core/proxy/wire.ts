@@ -1,0 +1,114 @@
+// Owns what the three wire formats have in common: a client's request read as a
+// conversation, the error a body the proxy cannot read gets, and the port each format
+// implements (read, place, read the usage, shape an error).
+
+import { ContextHostError } from "../base/errors.ts";
+import type { ServerSentEvent } from "../providers/sse.ts";
+import type { TokenUsage } from "../session/provider.ts";
+import type { Item, PlacedUpdate } from "./placement.ts";
+
+/** Which API a route speaks: its upstream, its credentials, its error shape. */
+export type ApiFamily = "anthropic" | "openai";
+
+/** The wire formats the proxy reads. */
+export type WireName = "messages" | "responses" | "chat-completions";
+
+/** A client's request, read as one turn of a conversation. */
+export interface ConversationRequest {
+  readonly model: string;
+  readonly stream: boolean;
+  /** The body's list as sent: `messages`, or the Responses `input` items. */
+  readonly items: readonly Item[];
+  /** Indices into `items` of the conversation's history, what the engine sees (no instruction messages). */
+  readonly history: readonly number[];
+  /** Where the Baseline goes in `items` (after the client's leading instruction messages); Anthropic's goes in `system`. */
+  readonly leading: number;
+  /** Text the client states its instructions and environment in (system prompt, instruction messages, the opening turns). */
+  readonly statedText: string;
+  /** Names of the tools the request offers, in order. */
+  readonly toolNames: readonly string[];
+  /** A conversation or session id the client put in the body (`metadata.user_id`, `prompt_cache_key`). */
+  readonly clientSessionId: string | undefined;
+  /** Why context cannot be placed in this request: it is forwarded unchanged. */
+  readonly passThrough?: string;
+}
+
+/** How the model of a request takes context. */
+export interface ModelPlacement {
+  /** The model takes native instruction messages inside the conversation. */
+  readonly isNative: boolean;
+  /** The role of the Baseline message and of native updates (OpenAI wires). */
+  readonly role: "system" | "developer";
+}
+
+/** What the proxy puts in a request: the engine's answer. */
+export interface ContextToPlace {
+  readonly baseline: string;
+  readonly updates: readonly PlacedUpdate[];
+}
+
+/** Reads token usage from a response, as it passes (stream events) or whole (JSON). */
+export interface UsageReader {
+  event(event: ServerSentEvent): void;
+  json(body: unknown): void;
+  usage(): TokenUsage | undefined;
+}
+
+/** One wire format. */
+export interface WireFormat {
+  readonly name: WireName;
+  readonly api: ApiFamily;
+  /** Reads a parsed body; throws `BodyInvalid` naming what is wrong and where. */
+  read(body: unknown): ConversationRequest;
+  /** The body to forward: the client's, with the Baseline and the updates in place. */
+  place(
+    body: Readonly<Record<string, unknown>>,
+    request: ConversationRequest,
+    context: ContextToPlace,
+    placement: ModelPlacement,
+  ): Record<string, unknown>;
+  /** A new usage reader for one response. */
+  usageReader(): UsageReader;
+  /** An error body in the API's own shape. */
+  errorBody(status: number, message: string): unknown;
+}
+
+/** A request body the proxy cannot read: the client gets a 400 and nothing is forwarded. */
+export class BodyInvalid extends ContextHostError {
+  /** Where in the body: a JSON pointer (`/messages/3/content`), or `(body)`. */
+  readonly at: string;
+  constructor(options: { readonly at: string; readonly reason: string }) {
+    super(`request body ${options.at}: ${options.reason}`);
+    this.at = options.at;
+  }
+}
+
+/** The text of a content value: a string, or the `text` of its text parts. */
+export function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let text = "";
+  for (const part of content) {
+    if (part !== null && typeof part === "object" && typeof (part as { text?: unknown }).text === "string") {
+      text += `${(part as { text: string }).text}\n`;
+    }
+  }
+  return text;
+}
+
+/** A TypeBox validator's first error as a `BodyInvalid`. */
+export function bodyInvalidOf(errors: readonly { readonly instancePath: string; readonly message: string }[]): BodyInvalid {
+  const first = errors[0];
+  return new BodyInvalid({ at: first?.instancePath || "(body)", reason: first?.message ?? "not the shape this API takes" });
+}
+
+/** Names of a request's tools: `name`, else the function's `name`, else `type`. */
+export function toolNamesOf(tools: unknown): string[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.map((tool) => {
+    const { name, type, function: fn } = (tool ?? {}) as { name?: unknown; type?: unknown; function?: { name?: unknown } };
+    if (typeof name === "string") return name;
+    if (typeof fn?.name === "string") return fn.name;
+    return typeof type === "string" ? type : "?";
+  });
+}
