@@ -22,7 +22,10 @@ const Content = Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.S
 const MessagesBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(
-    Type.Object({ role: Type.Union([Type.Literal("user"), Type.Literal("assistant"), Type.Literal("system")]), content: Content }),
+    Type.Object({
+      role: Type.Union([Type.Literal("user"), Type.Literal("assistant"), Type.Literal("system")]),
+      content: Content,
+    }),
     { minItems: 1 },
   ),
   system: Type.Optional(Content),

@@ -19,9 +19,7 @@ export function canonicalJson(value: unknown): string {
     const field = (value as Record<string, unknown>)[key];
     if (field === undefined || typeof field === "function") continue;
     const json =
-      key === "content" && typeof field === "string"
-        ? `[{"type":"text","text":${JSON.stringify(field)}}]`
-        : canonicalJson(field);
+      key === "content" && typeof field === "string" ? `[{"type":"text","text":${JSON.stringify(field)}}]` : canonicalJson(field);
     out += `${isFirst ? "" : ","}${JSON.stringify(key)}:${json}`;
     isFirst = false;
   }

@@ -63,7 +63,8 @@ function read(body: unknown): ConversationRequest {
     leading,
     statedText: stated,
     toolNames: toolNamesOf(body.tools),
-    clientSessionId: typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
+    clientSessionId:
+      typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
   };
 }
 

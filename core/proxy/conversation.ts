@@ -53,14 +53,21 @@ export function openingOf(request: ConversationRequest): string {
 }
 
 /** The engine session of a request: `proxy/<credential>/<client session>/<opening>`. */
-export function conversationSessionId(namespace: string, clientSession: string | undefined, request: ConversationRequest): string {
+export function conversationSessionId(
+  namespace: string,
+  clientSession: string | undefined,
+  request: ConversationRequest,
+): string {
   const client = clientSession === undefined ? "-" : shortDigest(clientSession, 16);
   return `proxy/${namespace}/${client}/${openingOf(request).slice(0, 24)}`;
 }
 
 // Where known agents state their working folder: "Working directory: /x" (Claude Code,
 // opencode), "Current working directory: /x" (pi), `<cwd>/x</cwd>` (Codex).
-const folderStatements = [/^[ \t-]*(?:Primary |Current )?[Ww]orking directory:[ \t]*(\/[^\n<]*?)[ \t]*$/m, /<cwd>[ \t]*(\/[^<\n]+?)[ \t]*<\/cwd>/];
+const folderStatements = [
+  /^[ \t-]*(?:Primary |Current )?[Ww]orking directory:[ \t]*(\/[^\n<]*?)[ \t]*$/m,
+  /<cwd>[ \t]*(\/[^<\n]+?)[ \t]*<\/cwd>/,
+];
 
 const isFolder = (candidate: string): boolean => {
   try {

@@ -71,7 +71,8 @@ function read(body: unknown): ConversationRequest {
     leading,
     statedText: stated,
     toolNames: toolNamesOf(body.tools),
-    clientSessionId: typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
+    clientSessionId:
+      typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
     ...(continues ? { passThrough: "it continues a response stored upstream (previous_response_id or conversation)" } : {}),
   };
 }
@@ -113,6 +114,7 @@ export const openAIResponses: WireFormat = {
 
 /** An error in the OpenAI APIs' shape. */
 export function openAIErrorBody(status: number, message: string): unknown {
-  const type = status === 400 || status === 413 ? "invalid_request_error" : status === 401 ? "authentication_error" : "server_error";
+  const type =
+    status === 400 || status === 413 ? "invalid_request_error" : status === 401 ? "authentication_error" : "server_error";
   return { error: { message, type, param: null, code: null } };
 }

@@ -22,7 +22,14 @@ import { chatCompletions } from "./chat-completions.ts";
 import { clientSessionOf, conversationSessionId, credentialNamespace, locationOf, proxyHeaders } from "./conversation.ts";
 import { openAIResponses } from "./openai-responses.ts";
 import { decodedBody, forwardedHeaders, type RelayOutcome, relay } from "./relay.ts";
-import { type ApiFamily, BodyInvalid, type ConversationRequest, type ModelPlacement, type WireFormat, type WireName } from "./wire.ts";
+import {
+  type ApiFamily,
+  BodyInvalid,
+  type ConversationRequest,
+  type ModelPlacement,
+  type WireFormat,
+  type WireName,
+} from "./wire.ts";
 
 /** Where each API family's requests go by default. */
 export const defaultUpstreams: Readonly<Record<ApiFamily, string>> = {
@@ -72,6 +79,8 @@ export interface ProxyBoundaryEvent {
   readonly update?: string;
   /** How many updates the forwarded request carries. */
   readonly updates: number;
+  /** Bytes of the body forwarded. */
+  readonly bytes: number;
   /** The upstream's status; none when it was never answered. */
   readonly status?: number;
   /** How the exchange ended. */
@@ -237,7 +246,8 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
 
   /** Answers a relay that produced no response of its own with the proxy's error. */
   const answerFailure = (response: http.ServerResponse, wire: WireFormat | ApiFamily, outcome: RelayOutcome, url: URL) => {
-    if (outcome.kind === "unreachable") sendError(response, wire, 502, `could not reach the upstream ${url.origin}: ${outcome.reason}`);
+    if (outcome.kind === "unreachable")
+      sendError(response, wire, 502, `could not reach the upstream ${url.origin}: ${outcome.reason}`);
     else if (outcome.kind === "timed-out") {
       sendError(response, wire, 504, `the upstream ${url.origin} did not answer within ${upstreamTimeoutMs} ms`);
     }
@@ -254,7 +264,13 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
     const api = familyOf(request, pathname);
     const url = upstreamUrl(upstreams[api], request.url ?? "/");
     const outcome = await relay(
-      { url, method: request.method ?? "GET", headers: forwardedHeaders(request.headers), body: request, timeoutMs: upstreamTimeoutMs },
+      {
+        url,
+        method: request.method ?? "GET",
+        headers: forwardedHeaders(request.headers),
+        body: request,
+        timeoutMs: upstreamTimeoutMs,
+      },
       request,
       response,
     );
@@ -287,6 +303,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
         forwarded: "unchanged",
         reason,
         updates: 0,
+        bytes: raw.length,
         ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
         outcome: outcome.kind,
         ...(found === undefined ? {} : { usage: found }),
@@ -359,12 +376,13 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       placementOf(wire.api, read.model, options.nativeSystemMessages),
     );
     const usage = wire.usageReader();
+    const bytes = Buffer.from(JSON.stringify(forwarded));
     const outcome = await relay(
       {
         url,
         method: "POST",
         headers: forwardedHeaders(request.headers, { dropContentEncoding: true }),
-        body: Buffer.from(JSON.stringify(forwarded)),
+        body: bytes,
         timeoutMs: upstreamTimeoutMs,
         usage,
       },
@@ -383,6 +401,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       ...(admitted?.baseline === undefined ? {} : { baseline: admitted.baseline }),
       ...(admitted?.update === undefined ? {} : { update: admitted.update }),
       updates: answer.updates.length,
+      bytes: bytes.length,
       ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
       outcome: outcome.kind,
       ...(found === undefined ? {} : { usage: found }),

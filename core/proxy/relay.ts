@@ -115,7 +115,8 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
       const status = answer.statusCode ?? 502;
       const out: http.OutgoingHttpHeaders = {};
       for (const [name, value] of Object.entries(answer.headers)) {
-        if (value !== undefined && name !== "connection" && name !== "keep-alive" && name !== "transfer-encoding") out[name] = value;
+        if (value !== undefined && name !== "connection" && name !== "keep-alive" && name !== "transfer-encoding")
+          out[name] = value;
       }
       response.writeHead(status, answer.statusMessage, out);
       response.flushHeaders();

@@ -10,6 +10,7 @@ import { dev } from "./dev/dev.ts";
 import { inspect, parseInspectArgs } from "./inspect.ts";
 import { messageOf } from "./message.ts";
 import { listPlugins, parsePluginsArgs } from "./plugins.ts";
+import { parseProxyArgs, proxy } from "./proxy.ts";
 import { parseRenderArgs, render } from "./render.ts";
 import { type CommandName, commandUsage, isCommand, overview, UsageInvalid, usageExitCode } from "./usage.ts";
 
@@ -22,6 +23,8 @@ export interface Io {
   readonly input?: NodeJS.ReadableStream & { isTTY?: boolean };
   readonly output?: NodeJS.WritableStream & { isTTY?: boolean };
   readonly env?: NodeJS.ProcessEnv;
+  /** Ends a long-running command (`proxy`) as SIGINT would. */
+  readonly stop?: Promise<unknown>;
 }
 
 const processIo: Io = {
@@ -67,6 +70,12 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
         return listPlugins(parsePluginsArgs(rest, io.cwd), io);
       case "inspect":
         return await inspect({ ...parseInspectArgs(rest, io.cwd), out: io.out, err: io.err });
+      case "proxy":
+        return await proxy(parseProxyArgs(rest, io.cwd, io.env ?? process.env), {
+          out: io.out,
+          err: io.err,
+          ...(io.stop === undefined ? {} : { stop: io.stop }),
+        });
       case "dev":
         return await dev(parseDevArgs(rest, io.cwd), {
           cwd: io.cwd,

@@ -25,7 +25,7 @@ export class UsageInvalid extends ContextHostError {
 }
 
 /** The commands, in the order `--help` lists them. */
-export const commands = ["dev", "render", "check", "plugins", "inspect", "help"] as const;
+export const commands = ["dev", "proxy", "render", "check", "plugins", "inspect", "help"] as const;
 export type CommandName = (typeof commands)[number];
 
 export const commandUsage: Readonly<Record<CommandName, string>> = {
@@ -50,6 +50,34 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
 
   In the session: /context /plugins /problems /mcp /compact /model P M /cd DIR /help /quit
   exit codes: 0 /quit or end of input; 130 Ctrl-C; 64 bad usage`,
+  proxy: `usage: context-host proxy [--port 4100] [--host 127.0.0.1] [--plugins DIR|FILE|PACKAGE]... [--data-dir DIR]
+                          [--store postgres://…] [--anthropic-upstream URL] [--openai-upstream URL]
+                          [--location DIR] [--settings FILE] [--token T] [--inspect[=PORT]]
+
+  The context proxy: point an agent's API base URL at it (Claude Code, Codex, opencode,
+  pi, any client of the Anthropic Messages, OpenAI Responses or Chat Completions APIs).
+  Each conversation request gets the Baseline System Context once per Context Epoch and
+  each changed source once, after the newest user message; the rest passes through.
+
+  --port N          port on the host (default 4100; 0 picks a free one)
+  --host H          address to listen on (default 127.0.0.1); any other needs --token
+  --plugins DIR     a folder of plugins, a plugin file, or an installed plugin package's
+                    name (repeatable; replaces the settings file's plugins and ./plugins)
+  --data-dir DIR    where sessions are kept (default ./.context-host; SQLite)
+  --store URL       a postgres:// URL: sessions shared by every proxy that names it
+  --anthropic-upstream URL   default https://api.anthropic.com
+  --openai-upstream URL      default https://api.openai.com
+  --location DIR    where a session works when neither the x-context-host-location
+                    header nor the agent says (default: the working folder)
+  --settings FILE   the settings file (default ./context-host.json when it exists)
+  --token T         a secret clients send as the x-context-host-token header (default
+                    $CONTEXT_HOST_PROXY_TOKEN)
+  --inspect[=PORT]  also serve the browser inspector on 127.0.0.1: each request with
+                    its Baseline, updates and the provider's cache usage
+
+  Claude Code: ANTHROPIC_BASE_URL=http://127.0.0.1:4100 claude
+  Codex:       [model_providers.ctx] base_url = "http://127.0.0.1:4100/v1", wire_api = "responses"
+  exit codes: 0 stopped by SIGINT or SIGTERM; 64 bad usage`,
   render: `usage: context-host render [--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]
 
   Loads the plugins, initializes, and prints the Baseline System Context (core sources
@@ -107,6 +135,7 @@ export const overview = `usage: context-host <command> [options]
 
 commands:
   dev      a live terminal session over your plugins: see what the model sees
+  proxy    give any agent (Claude Code, Codex, …) your Context Sources through its base URL
   render   print the Baseline System Context your plugins produce
   check    run the conformance checks on plugins
   plugins  list the plugins the host would load, and where each came from

@@ -51,7 +51,14 @@ function streamEvents(path: string): string[] {
     return [
       sse("message_start", {
         type: "message_start",
-        message: { id: "msg_1", type: "message", role: "assistant", content: [], model: "m", usage: { ...usage, output_tokens: 1 } },
+        message: {
+          id: "msg_1",
+          type: "message",
+          role: "assistant",
+          content: [],
+          model: "m",
+          usage: { ...usage, output_tokens: 1 },
+        },
       }),
       sse("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
       sse("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "ok" } }),

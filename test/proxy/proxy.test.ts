@@ -7,7 +7,12 @@ import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { canonicalJson } from "../../core/proxy/canonical.ts";
-import { type ContextProxy, type ContextProxyOptions, createContextProxy, type ProxyBoundaryEvent } from "../../core/proxy/proxy.ts";
+import {
+  type ContextProxy,
+  type ContextProxyOptions,
+  createContextProxy,
+  type ProxyBoundaryEvent,
+} from "../../core/proxy/proxy.ts";
 import { testSource } from "../session/fixtures.ts";
 import { type FakeUpstream, startFakeUpstream } from "./fake-upstream.ts";
 
@@ -152,7 +157,11 @@ describe("context proxy", () => {
         content: [{ type: "text", text: "go", cache_control: { type: "ephemeral" } }],
       });
       // The client's environment message moved on: the update stays where it was admitted, on its own.
-      await post(proxy, "/v1/messages", body([user("hi"), assistant("hello"), user("go"), assistant("ok"), user("more"), environment("x")]));
+      await post(
+        proxy,
+        "/v1/messages",
+        body([user("hi"), assistant("hello"), user("go"), assistant("ok"), user("more"), environment("x")]),
+      );
       expect((sent(2).messages as Json[])[3]).to.deep.equal({
         role: "system",
         content: [{ type: "text", text: "core/branch is now feature" }],
@@ -161,7 +170,10 @@ describe("context proxy", () => {
 
     it("a forwarded body holds at most four cache breakpoints", async () => {
       const proxy = await start({ core: [testSource("core/branch", "main").core] });
-      const marked = (text: string) => ({ role: "user", content: [{ type: "text", text, cache_control: { type: "ephemeral" } }] });
+      const marked = (text: string) => ({
+        role: "user",
+        content: [{ type: "text", text, cache_control: { type: "ephemeral" } }],
+      });
       const system = [{ type: "text", text: "s", cache_control: { type: "ephemeral" } }];
       await post(
         proxy,
@@ -201,7 +213,12 @@ describe("context proxy", () => {
       const seen = events(proxy);
       const headers = { "x-claude-code-session-id": "c0ffee" };
       await post(proxy, "/v1/messages", body([user("hi")]), headers);
-      await post(proxy, "/v1/messages", { model: "claude-haiku-4-5", max_tokens: 10, messages: [user("Title for: hi")] }, headers);
+      await post(
+        proxy,
+        "/v1/messages",
+        { model: "claude-haiku-4-5", max_tokens: 10, messages: [user("Title for: hi")] },
+        headers,
+      );
       await post(proxy, "/v1/messages", body([user("hi"), assistant("hello"), user("go")]), headers);
       expect(seen[1]?.sessionId).not.to.equal(seen[0]?.sessionId);
       expect(seen[2]?.sessionId).to.equal(seen[0]?.sessionId);
@@ -324,7 +341,11 @@ describe("context proxy", () => {
       await (await post(proxy, "/v1/chat/completions", { model: "gpt-4.1", messages: history })).json();
       branch.state.value = "feature";
       history.push(
-        { role: "assistant", content: null, tool_calls: [{ id: "t1", type: "function", function: { name: "ls", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "t1", type: "function", function: { name: "ls", arguments: "{}" } }],
+        },
         { role: "tool", tool_call_id: "t1", content: "a b" },
       );
       await (await post(proxy, "/v1/chat/completions", { model: "gpt-4.1", messages: history })).json();

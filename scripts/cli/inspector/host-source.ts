@@ -320,7 +320,8 @@ function epochsOf(
     });
 }
 
-function problemView(diagnostic: Diagnostic): ProblemView {
+/** A diagnostic as the problems list shows it. */
+export function problemView(diagnostic: Diagnostic): ProblemView {
   return {
     plugin: diagnostic.plugin,
     file: diagnostic.file,
