@@ -13,7 +13,9 @@ import {
   createContextProxy,
   type ProxyBoundaryEvent,
 } from "../../core/proxy/proxy.ts";
+import { PostgresSessionStore } from "../../core/session/store/postgres.ts";
 import { testSource } from "../session/fixtures.ts";
+import { describeWithPostgres } from "../session/postgres-server.ts";
 import { type FakeUpstream, startFakeUpstream } from "./fake-upstream.ts";
 
 type Json = Record<string, unknown>;
@@ -521,3 +523,64 @@ async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   expect(condition()).to.equal(true);
 }
+
+describeWithPostgres("context proxy fleet (PostgreSQL store)", (server) => {
+  let dir = "";
+  let upstream: FakeUpstream;
+  const proxies: ContextProxy[] = [];
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "proxy-fleet-"));
+    upstream = await startFakeUpstream();
+  });
+  afterEach(async () => {
+    await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
+    await upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a conversation alternating between two proxies gets one Baseline and each update once", async () => {
+    const schema = `proxy_fleet_${process.pid}`;
+    const branch = testSource("core/branch", "main");
+    for (let i = 0; i < 2; i++) {
+      proxies.push(
+        await createContextProxy({
+          builtins: false,
+          plugins: [],
+          watch: false,
+          core: [branch.core],
+          store: await PostgresSessionStore.open({ connectionString: server().url, schema, poolSize: 2 }),
+          location: dir,
+          port: 0,
+          upstreams: { anthropic: upstream.url },
+        }),
+      );
+    }
+    const seen: ProxyBoundaryEvent[] = [];
+    for (const proxy of proxies) proxy.onBoundary((event) => seen.push(event));
+    const history: unknown[] = [{ role: "user", content: "hi" }];
+    const send = (proxy: ContextProxy) =>
+      fetch(`${proxy.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": "k" },
+        body: JSON.stringify({ model: "claude-opus-4-8", max_tokens: 10, messages: history }),
+      }).then((response) => response.json());
+    for (let turn = 0; turn < 6; turn++) {
+      if (turn === 2) branch.state.value = "feature";
+      if (turn === 4) branch.state.value = "release";
+      await send(proxies[turn % 2] as ContextProxy);
+      history.push({ role: "assistant", content: `reply ${turn}` }, { role: "user", content: `turn ${turn + 1}` });
+    }
+    expect(seen.filter((event) => event.baseline !== undefined)).to.have.length(1);
+    expect(seen.flatMap((event) => (event.update === undefined ? [] : [event.update]))).to.deep.equal([
+      "core/branch is now feature",
+      "core/branch is now release",
+    ]);
+    const last = upstream.requests.at(-1)?.body as { messages: { role: string }[] };
+    expect(last.messages.filter((message) => message.role === "system")).to.have.length(2);
+    for (let i = 1; i < upstream.requests.length; i++) {
+      const earlier = (upstream.requests[i - 1]?.body as { messages: unknown[] }).messages;
+      const later = (upstream.requests[i]?.body as { messages: unknown[] }).messages;
+      expect(earlier.every((message, index) => canonicalJson(message) === canonicalJson(later[index]))).to.equal(true);
+    }
+  });
+});
