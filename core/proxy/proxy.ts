@@ -17,7 +17,7 @@ import type { TokenUsage } from "../session/provider.ts";
 import { type BoundaryEvent, checkLocation } from "../session/runtime.ts";
 import type { EpochReason } from "../session/store/store.ts";
 import { anthropicMessages } from "./anthropic-messages.ts";
-import { messageDigest } from "./canonical.ts";
+import { canonicalJson } from "./canonical.ts";
 import { chatCompletions } from "./chat-completions.ts";
 import { clientSessionOf, conversationSessionId, credentialNamespace, locationOf, proxyHeaders } from "./conversation.ts";
 import { openAIResponses } from "./openai-responses.ts";
@@ -353,7 +353,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
     let answer: Awaited<ReturnType<ContextEngine["boundary"]>> | "timed-out";
     try {
       answer = await withDeadline(
-        engine.boundary(sessionId, { location, provider: wire.api, model: read.model, messages: history, digest: messageDigest }),
+        engine.boundary(sessionId, { location, provider: wire.api, model: read.model, messages: history, digest: canonicalJson }),
         boundaryTimeoutMs,
       );
     } catch (error) {
@@ -376,13 +376,13 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       placementOf(wire.api, read.model, options.nativeSystemMessages),
     );
     const usage = wire.usageReader();
-    const bytes = Buffer.from(JSON.stringify(forwarded));
+    const forwardedText = JSON.stringify(forwarded);
     const outcome = await relay(
       {
         url,
         method: "POST",
         headers: forwardedHeaders(request.headers, { dropContentEncoding: true }),
-        body: bytes,
+        body: forwardedText,
         timeoutMs: upstreamTimeoutMs,
         usage,
       },
@@ -401,7 +401,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       ...(admitted?.baseline === undefined ? {} : { baseline: admitted.baseline }),
       ...(admitted?.update === undefined ? {} : { update: admitted.update }),
       updates: answer.updates.length,
-      bytes: bytes.length,
+      bytes: Buffer.byteLength(forwardedText),
       ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
       outcome: outcome.kind,
       ...(found === undefined ? {} : { usage: found }),

@@ -62,8 +62,8 @@ export interface RelayRequest {
   readonly url: URL;
   readonly method: string;
   readonly headers: http.OutgoingHttpHeaders;
-  /** The body: bytes to send, or the client's request to stream through. */
-  readonly body: Buffer | Readable | undefined;
+  /** The body: bytes or text to send, or the client's request to stream through. */
+  readonly body: Buffer | string | Readable | undefined;
   /** How long the upstream may take to answer with its headers. */
   readonly timeoutMs: number;
   /** Reads the response's token usage on the side, if wanted. */
@@ -83,6 +83,7 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
     const transport = request.url.protocol === "https:" ? https : http;
     const headers = { ...request.headers };
     if (Buffer.isBuffer(request.body)) headers["content-length"] = request.body.length;
+    else if (typeof request.body === "string") headers["content-length"] = Buffer.byteLength(request.body);
     else if (client.headers["content-length"] !== undefined) headers["content-length"] = client.headers["content-length"];
     const upstream = transport.request(request.url, {
       method: request.method,
@@ -138,7 +139,7 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
       answer.pipe(response);
     });
     if (request.body === undefined) upstream.end();
-    else if (Buffer.isBuffer(request.body)) upstream.end(request.body);
+    else if (Buffer.isBuffer(request.body) || typeof request.body === "string") upstream.end(request.body);
     else request.body.pipe(upstream);
   });
 }

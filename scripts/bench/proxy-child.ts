@@ -1,0 +1,29 @@
+// A context proxy in a process of its own, for the proxy-concurrency bench (so its memory is
+// its own): started on the folder and upstream given as arguments, it prints its URL as one
+// JSON line and runs until stdin closes.
+
+import path from "node:path";
+import { createContextProxy } from "../../core/index.ts";
+
+const [folder, upstream] = process.argv.slice(2) as [string, string];
+const proxy = await createContextProxy({
+  port: 0,
+  plugins: [path.join(folder, "plugins")],
+  watch: false,
+  builtins: false,
+  dataDir: path.join(folder, "data"),
+  location: folder,
+  upstreams: { anthropic: upstream },
+  onDiagnostic: false,
+});
+let errors = 0;
+proxy.onBoundary((event) => {
+  if (event.forwarded !== "with-context" || event.outcome !== "relayed") errors++;
+});
+process.stdout.write(`${JSON.stringify({ url: proxy.url })}\n`);
+process.stdin.resume();
+process.stdin.on("end", async () => {
+  process.stdout.write(`${JSON.stringify({ errors })}\n`);
+  await proxy.close();
+  process.exit(0);
+});

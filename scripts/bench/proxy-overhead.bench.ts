@@ -1,0 +1,92 @@
+// Bench `proxy-overhead`: what the context proxy adds to one request (issue 47). A client
+// sends a Claude Code-shaped Messages body (~100 KB, 100 messages, a trailing environment
+// message with a cache marker) either straight to an upstream that answers at once, or
+// through the proxy (real SQLite store; BENCH_PLUGINS [2] plugins of BENCH_SOURCES_EACH [10]
+// sources, 20 in all, each plugin in its worker). Each run sends the next turn of one of
+// 40 conversations in turn (its history grows by two messages), so every proxied request
+// runs a real boundary — observe every source, compare, commit — on a history of about 100
+// messages; every 10th run one source changes and its update is admitted. The warm-up covers
+// each conversation's first request (its Baseline). Direct and proxied calls alternate
+// (measure.ts), the same bytes each.
+//
+// Metrics:
+//   added-ms     median proxied − median direct; baseline: the median time to JSON.parse
+//                and JSON.stringify the same body (the floor of any proxy that reads it).
+//                Goals: value ≤ 2 ms, ratio ≤ 3.
+//   request-ms   median proxied request; baseline: the median direct one.
+//
+// Environment: BENCH_RUNS [200; 20 with BENCH_QUICK=1], BENCH_WARMUP [40; 40], BENCH_PLUGINS,
+// BENCH_SOURCES_EACH, BENCH_TMPDIR.
+
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { createContextProxy } from "../../core/index.ts";
+import { emit, envInt, median, timeMedians } from "./measure.ts";
+import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
+import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
+
+const bench = "proxy-overhead";
+const isQuick = process.env.BENCH_QUICK === "1";
+const runs = envInt("BENCH_RUNS", isQuick ? 20 : 200);
+const conversations = 40;
+const warmup = envInt("BENCH_WARMUP", conversations);
+const plugins = envInt("BENCH_PLUGINS", 2);
+const sourcesEach = envInt("BENCH_SOURCES_EACH", 10);
+const baseTurns = 49; // 1 + 2 × 49 history messages + the trailing environment message = 100, at first
+
+await runBenchProcess(bench, async () => {
+  const folder = benchFolder(bench);
+  const tickFile = path.join(folder.path, "tick");
+  writeBenchPlugins(path.join(folder.path, "plugins"), plugins, sourcesEach, tickFile);
+  const upstream = await startBenchUpstream({ firstMs: 0, gapMs: 0, events: 1 });
+  const proxy = await createContextProxy({
+    port: 0,
+    plugins: [path.join(folder.path, "plugins")],
+    watch: false,
+    builtins: false,
+    dataDir: path.join(folder.path, "data"),
+    location: folder.path,
+    upstreams: { anthropic: upstream.url },
+    onDiagnostic: false,
+  });
+  try {
+    const loaded = proxy.engine.plugins().reduce((sum, plugin) => sum + plugin.keys.length, 0);
+    if (loaded !== plugins * sourcesEach) throw new Error(`expected ${plugins * sourcesEach} plugin sources, loaded ${loaded}`);
+    let body = "";
+    const send = (base: string) => async () => {
+      const response = await fetch(`${base}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": "sk-bench", "anthropic-version": "2023-06-01" },
+        body,
+      });
+      if (response.status !== 200) throw new Error(`status ${response.status}: ${await response.text()}`);
+      await response.arrayBuffer();
+    };
+    const floor = () => JSON.stringify(JSON.parse(body));
+    const sizes: number[] = [];
+    const [direct, proxied, parsed] = await timeMedians([send(upstream.url), send(proxy.url), floor], {
+      runs,
+      warmup,
+      setup(run) {
+        if (run % 10 === 9) writeFileSync(tickFile, String(run));
+        const turn = Math.floor(run / conversations);
+        body = claudeCodeBody({ turns: baseTurns + turn, textBytes: 650, label: `c${run % conversations}`, stream: false });
+        sizes.push(body.length);
+      },
+    });
+    const events = proxy.recent();
+    if (!events.every((event) => event.forwarded === "with-context")) {
+      throw new Error(`a request went unchanged: ${events.find((event) => event.forwarded !== "with-context")?.reason}`);
+    }
+    if (!events.some((event) => event.update !== undefined)) throw new Error("no update was admitted");
+    process.stderr.write(
+      `[${bench}] body ${Math.round((median(sizes) / 1024) * 10) / 10} KiB median; direct ${direct?.toFixed(3)} ms, proxied ${proxied?.toFixed(3)} ms, parse+stringify ${parsed?.toFixed(3)} ms\n`,
+    );
+    emit({ bench, metric: "added-ms", value: (proxied as number) - (direct as number), unit: "ms", baseline: parsed as number });
+    emit({ bench, metric: "request-ms", value: proxied as number, unit: "ms", baseline: direct as number });
+  } finally {
+    await proxy.close();
+    await upstream.close();
+    folder.remove();
+  }
+});

@@ -1,0 +1,85 @@
+// Bench `proxy-stream`: does the proxy relay a stream as it arrives (issue 47)? The upstream
+// streams slowly, as a model does: its first event BENCH_FIRST_MS [40] ms after the request,
+// then BENCH_EVENTS [10] more, BENCH_GAP_MS [20] ms apart. A client sends a Claude
+// Code-shaped streaming body (~100 KB; the next turn of one of 40 conversations, as in
+// proxy-overhead) straight to it or through the proxy (2 plugins of 10 sources in workers),
+// alternating, and times the first byte of the response body. A proxy that buffered the
+// stream would show the whole stream's time; the bench fails if any proxied response's
+// first chunk came after the upstream's last event was due.
+//
+// Metric:
+//   ttfb-ratio   median ms to the first body byte through the proxy; baseline: straight to
+//                the upstream. Goal: ratio ≤ 1.05.
+//
+// Environment: BENCH_RUNS [100; 10 with BENCH_QUICK=1], BENCH_FIRST_MS, BENCH_GAP_MS, BENCH_EVENTS.
+
+import path from "node:path";
+import { createContextProxy } from "../../core/index.ts";
+import { emit, envInt, timeMedians } from "./measure.ts";
+import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
+import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
+
+const bench = "proxy-stream";
+const isQuick = process.env.BENCH_QUICK === "1";
+const runs = envInt("BENCH_RUNS", isQuick ? 10 : 100);
+const firstMs = envInt("BENCH_FIRST_MS", 40);
+const gapMs = envInt("BENCH_GAP_MS", 20);
+const events = envInt("BENCH_EVENTS", 10);
+const conversations = 40;
+
+await runBenchProcess(bench, async () => {
+  const folder = benchFolder(bench);
+  writeBenchPlugins(path.join(folder.path, "plugins"), 2, 10, path.join(folder.path, "tick"));
+  const upstream = await startBenchUpstream({ firstMs, gapMs, events });
+  const proxy = await createContextProxy({
+    port: 0,
+    plugins: [path.join(folder.path, "plugins")],
+    watch: false,
+    builtins: false,
+    dataDir: path.join(folder.path, "data"),
+    location: folder.path,
+    upstreams: { anthropic: upstream.url },
+    onDiagnostic: false,
+  });
+  try {
+    let body = "";
+    const lastEventDue = firstMs + gapMs * events;
+    const firstByte = (base: string, isProxied: boolean) => async () => {
+      const startedAt = performance.now();
+      const response = await fetch(`${base}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": "sk-bench" },
+        body,
+      });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      const ms = performance.now() - startedAt;
+      if (isProxied && ms >= lastEventDue) throw new Error(`the first chunk came after ${ms} ms: the stream was buffered`);
+      let text = "";
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+        text += new TextDecoder().decode(chunk.value);
+      if (!text.includes("message_stop")) throw new Error("the stream did not end with message_stop");
+    };
+    const [direct, proxied] = await timeMedians([firstByte(upstream.url, false), firstByte(proxy.url, true)], {
+      runs,
+      warmup: conversations,
+      collect: false,
+      setup(run) {
+        body = claudeCodeBody({
+          turns: 49 + Math.floor(run / conversations),
+          textBytes: 650,
+          label: `s${run % conversations}`,
+          stream: true,
+        });
+      },
+    });
+    if (!proxy.recent().every((event) => event.forwarded === "with-context" && event.outcome === "relayed")) {
+      throw new Error("a proxied stream went without context or was not relayed whole");
+    }
+    emit({ bench, metric: "ttfb-ratio", value: proxied as number, unit: "ms", baseline: direct as number });
+  } finally {
+    await proxy.close();
+    await upstream.close();
+    folder.remove();
+  }
+});
