@@ -4,12 +4,22 @@
 
 import { createHash } from "node:crypto";
 
-/** The JSON of `value` as the proxy compares it: no `cache_control` at any depth, string `content` as `[{type:"text",text}]`. */
+/**
+ * The JSON of `value` as the proxy compares it: no `cache_control` at any depth, string
+ * `content` as `[{type:"text",text}]`. Most messages have neither, and for them it is their
+ * `JSON.stringify` (native, so taken first): in JSON text an unescaped `"cache_control":` or
+ * `"content":"` can only be a key, never part of a string, which escapes its quotes.
+ */
 export function canonicalJson(value: unknown): string {
+  const json = JSON.stringify(value) ?? "null";
+  return json.includes('"cache_control":') || json.includes('"content":"') ? canonicalOf(value) : json;
+}
+
+function canonicalOf(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
   if (Array.isArray(value)) {
     let out = "[";
-    for (let i = 0; i < value.length; i++) out += `${i === 0 ? "" : ","}${canonicalJson(value[i])}`;
+    for (let i = 0; i < value.length; i++) out += `${i === 0 ? "" : ","}${canonicalOf(value[i])}`;
     return `${out}]`;
   }
   let out = "{";
@@ -24,11 +34,6 @@ export function canonicalJson(value: unknown): string {
     isFirst = false;
   }
   return `${out}}`;
-}
-
-/** SHA-256 (hex) of a message's canonical JSON: the engine's digest of a client message. */
-export function messageDigest(message: unknown): string {
-  return createHash("sha256").update(canonicalJson(message)).digest("hex");
 }
 
 /** SHA-256 (hex) of texts, each ended by a NUL (so the list, not only the concatenation, is named). */

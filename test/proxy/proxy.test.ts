@@ -584,3 +584,20 @@ describeWithPostgres("context proxy fleet (PostgreSQL store)", (server) => {
     }
   });
 });
+
+describe("canonical JSON of a client message", () => {
+  it("drops cache markers at any depth and reads string content as one text block; else it is JSON.stringify", () => {
+    const plain = { role: "user", content: [{ type: "text", text: 'say "content":"x"' }] };
+    expect(canonicalJson(plain)).to.equal(JSON.stringify(plain));
+    const marked = {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t", content: "out", cache_control: { type: "ephemeral" } }],
+    };
+    expect(canonicalJson(marked)).to.equal(
+      '{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out"}]}]}',
+    );
+    expect(canonicalJson({ role: "user", content: "hi" })).to.equal(
+      canonicalJson({ role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral", ttl: "1h" } }] }),
+    );
+  });
+});
