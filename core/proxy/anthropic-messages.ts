@@ -74,12 +74,12 @@ function read(body: unknown): ConversationRequest {
   if (!validator.Check(body)) throw bodyInvalidOf(validator.Errors(body));
   const items = body.messages as Item[];
   const history: number[] = [];
-  let stated = textOf(body.system);
+  let stated = `${textOf(body.system)}\n`;
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as Item;
-    if (item.role === "system") stated += textOf(item.content);
+    if (item.role === "system") stated += `${textOf(item.content)}\n`;
     else {
-      if (history.length < 2) stated += textOf(item.content);
+      if (history.length < 2) stated += `${textOf(item.content)}\n`;
       history.push(i);
     }
   }

@@ -49,9 +49,9 @@ function read(body: unknown): ConversationRequest {
   let stated = "";
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as Item;
-    if (isInstruction(item)) stated += textOf(item.content);
+    if (isInstruction(item)) stated += `${textOf(item.content)}\n`;
     else {
-      if (history.length < 2) stated += textOf(item.content);
+      if (history.length < 2) stated += `${textOf(item.content)}\n`;
       history.push(i);
     }
   }

@@ -25,7 +25,8 @@ const ResponsesBody = Type.Object({
 const validator = Compile(ResponsesBody);
 
 const isMessage = (item: Item) => item.type === "message" || (item.type === undefined && typeof item.role === "string");
-const isInstruction = (item: Item) => isMessage(item) && (item.role === "system" || item.role === "developer");
+// Any item in the instruction roles: messages, and items such as Codex's `additional_tools` (role developer).
+const isInstruction = (item: Item) => item.role === "system" || item.role === "developer";
 const parts = (content: unknown): unknown[] =>
   typeof content === "string" ? [{ type: "input_text", text: content }] : Array.isArray(content) ? [...content] : [];
 const textParts = (texts: readonly string[]) => texts.map((text) => ({ type: "input_text", text }));
@@ -52,12 +53,12 @@ function read(body: unknown): ConversationRequest {
   const history: number[] = [];
   let leading = 0;
   while (leading < items.length && isInstruction(items[leading] as Item)) leading++;
-  let stated = body.instructions ?? "";
+  let stated = `${body.instructions ?? ""}\n`;
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as Item;
-    if (isInstruction(item)) stated += textOf(item.content);
+    if (isInstruction(item)) stated += `${textOf(item.content)}\n`;
     else {
-      if (history.length < 3 && isMessage(item)) stated += textOf(item.content);
+      if (history.length < 3 && isMessage(item)) stated += `${textOf(item.content)}\n`;
       history.push(i);
     }
   }

@@ -578,8 +578,9 @@ describeWithPostgres("context proxy fleet (PostgreSQL store)", (server) => {
     const last = upstream.requests.at(-1)?.body as { messages: { role: string }[] };
     expect(last.messages.filter((message) => message.role === "system")).to.have.length(2);
     for (let i = 1; i < upstream.requests.length; i++) {
-      const earlier = (upstream.requests[i - 1]?.body as { messages: unknown[] }).messages;
-      const later = (upstream.requests[i]?.body as { messages: unknown[] }).messages;
+      const bodies = upstream.requests.map((request) => request.body as { messages: unknown[] });
+      const earlier = (bodies[i - 1] as { messages: unknown[] }).messages;
+      const later = (bodies[i] as { messages: unknown[] }).messages;
       expect(earlier.every((message, index) => canonicalJson(message) === canonicalJson(later[index]))).to.equal(true);
     }
   });
