@@ -139,7 +139,7 @@ describe("the proxy on bodies captured from real agents", () => {
         const { system: _s1, messages: _m1, input: _i1, ...clientRest } = client;
         const { system: _s2, messages: _m2, input: _i2, ...forwardedRest } = forwarded;
         expect(forwardedRest, `${agent} ${index}: fields besides the lists`).to.deep.equal(clientRest);
-        const texts = (value: unknown) => JSON.stringify(value).match(/"text":"(?:[^"\\]|\\.)*"/g) ?? [];
+        const texts = (value: unknown): string[] => JSON.stringify(value).match(/"text":"(?:[^"\\]|\\.)*"/g) ?? [];
         const forwardedTexts = texts(forwarded);
         let from = 0;
         for (const text of texts(client)) {
