@@ -39,14 +39,6 @@ export { McpClientMissing } from "./mcp/errors.ts";
 export type { McpResourceInfo, McpServerInfo } from "./mcp/info.ts";
 export type { McpServerSettings, McpServersSettings } from "./mcp/settings.ts";
 export { definePlugin, SystemContext } from "./plugins/api.ts";
-export {
-  type ContextProxy,
-  type ContextProxyOptions,
-  createContextProxy,
-  defaultUpstreams,
-  type ProxyBoundaryEvent,
-} from "./proxy/proxy.ts";
-export { type ApiFamily, BodyInvalid, type WireName } from "./proxy/wire.ts";
 export type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./plugins/events.ts";
 export { type AnthropicProviderOptions, anthropicProvider } from "./providers/anthropic-provider.ts";
 export {
@@ -59,6 +51,14 @@ export { type OpenAICompatibleProviderOptions, openAICompatibleProvider } from "
 export { defaultRetryPolicy, type RetryPolicy } from "./providers/retry.ts";
 export { type ScriptedProvider, type ScriptedTurn, scriptedProvider } from "./providers/scripted.ts";
 export type { ConnectionOptions } from "./providers/transport.ts";
+export {
+  type ContextProxy,
+  type ContextProxyOptions,
+  createContextProxy,
+  defaultUpstreams,
+  type ProxyBoundaryEvent,
+} from "./proxy/proxy.ts";
+export { type ApiFamily, BodyInvalid, type WireName } from "./proxy/wire.ts";
 export {
   BoundaryContended,
   HostClosed,
