@@ -23,7 +23,9 @@ export type Behaviour =
   /** A stream cut off after its first event. */
   | { readonly kind: "break" }
   /** Headers never come. */
-  | { readonly kind: "hang" };
+  | { readonly kind: "hang" }
+  /** A stream written as fast as the socket takes it, `chunks` chunks of 64 KiB; `blocked` is set when a write had to wait. */
+  | { readonly kind: "flood"; readonly chunks: number };
 
 export interface FakeUpstream {
   readonly url: string;
@@ -32,6 +34,8 @@ export interface FakeUpstream {
   readonly next: Behaviour[];
   /** Requests whose response the client cancelled (the socket closed before the end). */
   readonly cancelled: string[];
+  /** Whether a `flood` stream's write had to wait for the reader (back-pressure reached the upstream). */
+  readonly flood: { blocked: boolean; written: number };
   close(): Promise<void>;
 }
 
@@ -95,6 +99,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   const next: Behaviour[] = [];
   const cancelled: string[] = [];
+  const flood = { blocked: false, written: 0 };
   const sockets = new Set<import("node:net").Socket>();
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -129,6 +134,22 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       response.flushHeaders();
       const events = streamEvents(path);
+      if (behaviour.kind === "flood") {
+        const chunk = `data: ${"x".repeat(64 * 1024 - 8)}\n\n`;
+        const pump = () => {
+          while (flood.written < behaviour.chunks) {
+            flood.written++;
+            if (!response.write(chunk)) {
+              flood.blocked = true;
+              response.once("drain", pump);
+              return;
+            }
+          }
+          response.end();
+        };
+        pump();
+        return;
+      }
       if (behaviour.kind === "break") {
         response.write(events[0]);
         setTimeout(() => response.socket?.destroy(), 20);
@@ -160,6 +181,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests,
     next,
     cancelled,
+    flood,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -2,7 +2,7 @@
 // formats, reaches the upstream with the Baseline once per epoch and each change once,
 // after the newest user message; everything the client sent stays, in its order.
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -449,6 +449,25 @@ describe("context proxy", () => {
       expect(upstream.cancelled).to.deep.equal(["/v1/messages"]);
     });
 
+    it("a stream is relayed with back-pressure: a client that does not read holds the upstream back", async () => {
+      const proxy = await start({ core: [testSource("core/branch", "main").core] });
+      upstream.next.push({ kind: "flood", chunks: 2000 });
+      const response = await post(proxy, "/v1/messages", { ...body, stream: true });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      // Wait until the upstream stops writing: it is held back, or it wrote everything.
+      let last = -1;
+      for (let stable = 0; stable < 10; ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        stable = upstream.flood.written === last ? stable + 1 : 0;
+        last = upstream.flood.written;
+      }
+      // 2,000 chunks of 64 KiB (125 MiB) were offered; the proxy took only what the sockets and buffers hold.
+      expect(upstream.flood.blocked).to.equal(true);
+      expect(upstream.flood.written).to.be.below(500);
+      await reader.cancel();
+    });
+
     it("after a stream broken mid-way, the client's retry with the same history is forwarded exactly as the first attempt", async () => {
       const branch = testSource("core/branch", "main");
       const proxy = await start({ core: [branch.core] });
@@ -515,6 +534,10 @@ describe("context proxy", () => {
       expect(seen[0]?.sessionId).not.to.equal(seen[1]?.sessionId);
       expect(seen[1]?.baseline).to.equal("core/branch is main");
       expect(JSON.stringify(seen)).not.to.contain("sk-one");
+      await proxy.close();
+      for (const file of readdirSync(dir)) {
+        if (file.startsWith("sessions.db")) expect(readFileSync(path.join(dir, file)).includes("sk-one"), file).to.equal(false);
+      }
     });
   });
 });
