@@ -1,5 +1,5 @@
 // Bench `proxy-stream`: does the proxy relay a stream as it arrives (issue 47)? The upstream
-// streams slowly, as a model does: its first event BENCH_FIRST_MS [40] ms after the request,
+// streams slowly, as a model does: its first event BENCH_FIRST_MS [100] ms after the request (a fast model's time to first token),
 // then BENCH_EVENTS [10] more, BENCH_GAP_MS [20] ms apart. A client sends a Claude
 // Code-shaped streaming body (~100 KB; the next turn of one of 40 conversations, as in
 // proxy-overhead) straight to it or through the proxy (2 plugins of 10 sources in workers),
@@ -22,7 +22,7 @@ import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-w
 const bench = "proxy-stream";
 const isQuick = process.env.BENCH_QUICK === "1";
 const runs = envInt("BENCH_RUNS", isQuick ? 10 : 100);
-const firstMs = envInt("BENCH_FIRST_MS", 40);
+const firstMs = envInt("BENCH_FIRST_MS", 100);
 const gapMs = envInt("BENCH_GAP_MS", 20);
 const events = envInt("BENCH_EVENTS", 10);
 const conversations = 40;
