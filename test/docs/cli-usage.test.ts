@@ -16,13 +16,13 @@ function synopsis(usage: string): string {
 }
 
 describe("docs/cli.md and the usage the program prints", () => {
-  for (const command of ["dev", "render", "inspect"] as const) {
+  for (const command of ["dev", "render", "inspect", "proxy"] as const) {
     it(`docs/cli.md gives the synopsis of ${command} as \`help ${command}\` prints it`, () => {
       expect(doc).to.contain(`\`${synopsis(commandUsage[command])}\``);
     });
   }
 
-  for (const command of ["dev", "render"] as const) {
+  for (const command of ["dev", "render", "proxy"] as const) {
     it(`docs/cli.md names every option \`help ${command}\` lists`, () => {
       const options = [...new Set(commandUsage[command].match(/^ {2}--[a-z-]+/gm)?.map((o) => o.trim()))];
       expect(options.length).to.be.at.least(4);
