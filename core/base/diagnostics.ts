@@ -2,6 +2,7 @@
 // instruction file, the watcher), and their short code-frame rendering.
 
 import path from "node:path";
+import { Listeners } from "./listeners.ts";
 
 /** Where in a plugin's life a diagnostic arose. */
 export type DiagnosticPhase =
@@ -90,7 +91,7 @@ export const diagnosticIdentity = (d: Diagnostic): string =>
 export class Diagnostics {
   readonly #records = new Map<string, { diagnostic: Diagnostic; count: number }>();
   readonly #current = new Map<string, Diagnostic>();
-  readonly #listeners = new Set<(diagnostic: Diagnostic) => void>();
+  readonly #listeners = new Listeners<Diagnostic>();
 
   /** Reports a diagnostic; listeners hear only the first of identical ones. Returns whether it was new. */
   report(diagnostic: Diagnostic): boolean {
@@ -102,13 +103,7 @@ export class Diagnostics {
       return false;
     }
     this.#records.set(id, { diagnostic, count: 1 });
-    for (const listener of this.#listeners) {
-      try {
-        listener(diagnostic);
-      } catch {
-        // A failing listener must not break the reporter.
-      }
-    }
+    this.#listeners.emit(diagnostic);
     return true;
   }
 
@@ -134,7 +129,6 @@ export class Diagnostics {
 
   /** Hears every new distinct diagnostic. Returns an unsubscribe. */
   subscribe(listener: (diagnostic: Diagnostic) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.add(listener);
   }
 }

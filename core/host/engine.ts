@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { systemClock } from "../base/clock.ts";
 import type { Diagnostic } from "../base/diagnostics.ts";
+import { Listeners } from "../base/listeners.ts";
 import { PerKeyQueue } from "../base/per-key-queue.ts";
 import { Scope } from "../base/scope.ts";
 import type { McpServerInfo } from "../mcp/info.ts";
@@ -198,7 +199,7 @@ export function engineOf(options: ContextEngineOptions, parts: EngineParts): Con
   const queue = new PerKeyQueue();
   const histories = new SessionHistories();
   const clock = options.clock ?? systemClock;
-  const listeners = new Set<(event: BoundaryEvent) => void>();
+  const listeners = new Listeners<BoundaryEvent>();
   const announce = (id: string, decided: BoundaryDecision, epoch: EpochRecord, startedAt: number) => {
     const event: BoundaryEvent = {
       sessionId: id,
@@ -207,13 +208,7 @@ export function engineOf(options: ContextEngineOptions, parts: EngineParts): Con
       ...(decided.kind === "update" ? { update: decided.text } : {}),
       timings: { boundaryMs: clock.now() - startedAt },
     };
-    for (const listener of listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's fault is its own: the boundary is committed.
-      }
-    }
+    listeners.emit(event);
   };
 
   /** The session as the store has it, and its history as held, read up to date; none for a new session. */
@@ -283,7 +278,7 @@ export function engineOf(options: ContextEngineOptions, parts: EngineParts): Con
         const history = histories.held(id);
         history.append(committed.appended);
         if (history.isEmpty && committed.appended.length > 0) await history.refresh(store);
-        if (listeners.size > 0) announce(id, decided, committed.epoch, startedAt);
+        if (!listeners.isEmpty) announce(id, decided, committed.epoch, startedAt);
         return answer(committed.epoch, history);
       } catch (error) {
         if (error instanceof RevisionConflict) continue; // another process committed first: decide again
@@ -328,12 +323,7 @@ export function engineOf(options: ContextEngineOptions, parts: EngineParts): Con
     currentDiagnostics: () => sources.diagnostics.current(),
     onPluginEvent: (listener) => sources.subscribe(listener),
     mcpServers: () => sources.mcp?.servers() ?? [],
-    onBoundary(listener) {
-      listeners.add(listener);
-      return () => {
-        listeners.delete(listener);
-      };
-    },
+    onBoundary: (listener) => listeners.add(listener),
     close: () => scope.close(),
   };
 }

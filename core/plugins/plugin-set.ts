@@ -9,6 +9,7 @@ import { type Clock, type Logger, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
 import { type Diagnostic, Diagnostics, diagnosticIdentity, escapeControl } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
+import { Listeners } from "../base/listeners.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
@@ -90,7 +91,7 @@ export class PluginSet {
   /** The package problems the last scan reported, by diagnostic identity. */
   #packageProblems = new Map<string, Diagnostic>();
   readonly #entries = new Map<string, PluginEntry>();
-  readonly #listeners = new Set<(event: PluginEvent) => void>();
+  readonly #listeners = new Listeners<PluginEvent>();
   readonly #diagnostics: Diagnostics;
   readonly #namespaces = new Namespaces();
   readonly #reserved: readonly string[];
@@ -173,8 +174,7 @@ export class PluginSet {
 
   /** Receives every later event. Returns an unsubscribe. */
   subscribe(listener: (event: PluginEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.add(listener);
   }
 
   /** Every diagnostic emitted so far, oldest first. */
@@ -260,13 +260,7 @@ export class PluginSet {
   #emit(event: PluginEvent) {
     // A repeated identical diagnostic counts up in the channel and is not announced again.
     if (event.kind === "diagnostic" && !this.#diagnostics.report(event.diagnostic)) return;
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A failing listener must not break the host.
-      }
-    }
+    this.#listeners.emit(event);
   }
 
   /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */

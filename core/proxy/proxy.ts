@@ -10,6 +10,7 @@ import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { SettingInvalid } from "../base/errors.ts";
+import { Listeners } from "../base/listeners.ts";
 import { type ContextEngine, type ContextEngineOptions, createContextEngine } from "../host/engine.ts";
 import { anthropicCapabilities } from "../providers/anthropic-lowering.ts";
 import { openAICapabilities, openAIModels } from "../providers/openai-lowering.ts";
@@ -213,7 +214,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
   const token = options.token === undefined ? undefined : Buffer.from(options.token);
 
   const engine = options.engine ?? (await createContextEngine(options));
-  const listeners = new Set<(event: ProxyBoundaryEvent) => void>();
+  const listeners = new Listeners<ProxyBoundaryEvent>();
   const recent: ProxyBoundaryEvent[] = [];
   // What each session's last boundary committed: the engine announces it before `boundary` resolves.
   const committed = new Map<string, BoundaryEvent>();
@@ -224,13 +225,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
   const announce = (event: ProxyBoundaryEvent) => {
     recent.push(event);
     if (recent.length > recentLimit) recent.splice(0, recent.length - recentLimit);
-    for (const listener of listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's fault is its own: the exchange is over.
-      }
-    }
+    listeners.emit(event);
   };
 
   const sendError = (response: http.ServerResponse, wire: WireFormat | ApiFamily, status: number, message: string) => {
@@ -449,12 +444,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
   return {
     url: `http://${shownHost}:${address.port}`,
     engine,
-    onBoundary(listener) {
-      listeners.add(listener);
-      return () => {
-        listeners.delete(listener);
-      };
-    },
+    onBoundary: (listener) => listeners.add(listener),
     recent: () => recent.slice(),
     close() {
       closing ??= (async () => {

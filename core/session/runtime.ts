@@ -9,6 +9,7 @@ import path from "node:path";
 import { type Clock, systemClock } from "../base/clock.ts";
 import { withinDeadline } from "../base/deadline.ts";
 import { messageOf } from "../base/errors.ts";
+import { Listeners } from "../base/listeners.ts";
 import { PerKeyQueue } from "../base/per-key-queue.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { ProjectFiles } from "../sources/instructions/service.ts";
@@ -221,24 +222,15 @@ export class SessionRuntime {
     this.#clock = options.clock ?? systemClock;
   }
 
-  readonly #boundaryListeners = new Set<(event: BoundaryEvent) => void>();
+  readonly #boundaryListeners = new Listeners<BoundaryEvent>();
 
   /** Calls `listener` with each boundary once its reply is stored; returns the unsubscribe. A throwing listener is ignored. */
   onBoundary(listener: (event: BoundaryEvent) => void): () => void {
-    this.#boundaryListeners.add(listener);
-    return () => {
-      this.#boundaryListeners.delete(listener);
-    };
+    return this.#boundaryListeners.add(listener);
   }
 
   #announce(event: BoundaryEvent): void {
-    for (const listener of this.#boundaryListeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's fault is its own: the step it watches is done.
-      }
-    }
+    this.#boundaryListeners.emit(event);
   }
 
   /** Creates a session and returns its id. Its first boundary renders the Baseline. */
@@ -403,7 +395,7 @@ export class SessionRuntime {
         try {
           const committed = await store.commitReply(id, revision, stored, toolResults);
           history.append(committed.appended);
-          if (this.#boundaryListeners.size > 0) this.#announceStep(id, prepared, stored, sentAt);
+          if (!this.#boundaryListeners.isEmpty) this.#announceStep(id, prepared, stored, sentAt);
           return { kind: "replied", request, reply };
         } catch (error) {
           if (!(error instanceof RevisionConflict)) throw error;
