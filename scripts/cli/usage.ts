@@ -66,8 +66,8 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   check: `usage: context-host check [PLUGIN...] [--json] [--location DIR] [--settings FILE]
 
   Loads each PLUGIN (a file, a plugin folder, a folder of plugins, or an installed plugin
-  package's name: the plugins its package.json declares; default ./plugins, as render) as
-  the host does, in a worker of its own, with its settings from FILE's pluginSettings
+  package's name: the plugins its package.json declares; default the settings file's
+  plugins, else ./plugins, as render) as the host does, in a worker of its own, with its settings from FILE's pluginSettings
   (default: context-host.json here, when there is one), and runs the conformance rules; one
   line per finding, and the code frame where the plugin's code threw:
   file:line:column [plugin key] rule: what is wrong — how to fix it

@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { expect } from "chai";
 import { main, packageVersion } from "../../scripts/cli/main.ts";
 import { commandUsage, overview } from "../../scripts/cli/usage.ts";
@@ -14,6 +15,22 @@ async function cli(args: string[], cwd: string) {
   const code = await main(args, { cwd, out: (t) => out.push(t), err: (t) => err.push(t) });
   return { code, stdout: out.join("\n"), stderr: err.join("\n") };
 }
+
+/** `dev` with no input: it starts, prints its banner and ends (exit 0). */
+async function devBanner(args: string[], cwd: string) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let text = "";
+  output.on("data", (chunk: Buffer) => {
+    text += chunk.toString("utf8");
+  });
+  input.end();
+  const err: string[] = [];
+  const code = await main(["dev", ...args], { cwd, out: () => {}, err: (t) => err.push(t), input, output, env: {} });
+  return { code, stdout: text, stderr: err.join("\n") };
+}
+
+const count = (text: string, needle: string) => text.split(needle).length - 1;
 
 describe("context-host command line", () => {
   let dir: string;
@@ -81,6 +98,60 @@ describe("context-host command line", () => {
       expect(file.stderr).not.to.match(/\n\s+at /);
     });
   }
+
+  describe("which plugins: one rule in every command", function () {
+    this.timeout(20_000);
+
+    it("no ./plugins and none named means no plugins, said once in one line; every command goes on", async () => {
+      const note = `no plugins: there is no plugins folder here (${path.join(dir, "plugins")})`;
+      for (const command of ["render", "plugins", "check"]) {
+        const { code, stderr } = await cli([command], dir);
+        expect({ command, code }, stderr).to.deep.equal({ command, code: 0 });
+        expect(count(stderr, note), stderr).to.equal(1);
+        expect(stderr.split("\n").filter((line) => line.includes(note))).to.have.length(1);
+      }
+      const dev = await devBanner([], dir);
+      expect(dev.code, dev.stderr).to.equal(0);
+      expect(dev.stdout).to.match(new RegExp(`^plugins: none — ${note.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`, "m"));
+      expect(count(dev.stdout + dev.stderr, note)).to.equal(1);
+    });
+
+    it('the settings file\'s "plugins": [] means no plugins, with nothing more to say', async () => {
+      writeFileSync(path.join(dir, "context-host.json"), JSON.stringify({ plugins: [] }));
+      for (const command of ["render", "plugins", "check"]) {
+        const { code, stderr } = await cli([command], dir);
+        expect({ command, code }, stderr).to.deep.equal({ command, code: 0 });
+        expect(stderr, command).not.to.contain("no plugins");
+      }
+      const dev = await devBanner([], dir);
+      expect(dev.code, dev.stderr).to.equal(0);
+      expect(dev.stdout.split("\n")).to.include("plugins: none");
+      expect(dev.stdout).not.to.contain("— from");
+    });
+
+    it("a folder the user named that does not exist is an error naming it, in every command", async () => {
+      const missing = path.join(dir, "nowhere");
+      for (const args of [
+        ["render", "--plugins", "nowhere"],
+        ["plugins", "--plugins", "nowhere"],
+        ["check", "nowhere"],
+      ]) {
+        const { code, stderr } = await cli(args, dir);
+        expect({ args, code }).to.deep.equal({ args, code: 64 });
+        expect(stderr, args.join(" ")).to.contain(missing);
+      }
+      expect((await devBanner(["--plugins", "nowhere"], dir)).code).to.equal(64);
+      writeFileSync(path.join(dir, "context-host.json"), JSON.stringify({ plugins: ["./nowhere"] }));
+      for (const command of ["render", "plugins", "check"]) {
+        const { code, stderr } = await cli([command], dir);
+        expect({ command, code }).to.deep.equal({ command, code: 64 });
+        expect(stderr, command).to.contain(missing);
+      }
+      const dev = await devBanner([], dir);
+      expect(dev.code).to.equal(64);
+      expect(dev.stderr).to.contain(missing);
+    });
+  });
 
   it("dev: bad options are usage errors naming the option", async () => {
     const cases: Array<[string[], string]> = [
