@@ -168,7 +168,9 @@ describe("context-host command line", () => {
       const { code, stderr } = await cli(args, dir);
       expect(code, args.join(" ")).to.equal(64);
       expect(stderr, args.join(" ")).to.contain(message);
-      expect(stderr).to.contain(commandUsage.dev);
+      // A settings file's error is followed by a hint to the usage, an argument's by the usage.
+      if (args.includes("--settings")) expect(stderr).to.contain("(context-host dev --help prints the usage)");
+      else expect(stderr).to.contain(commandUsage.dev);
     }
   });
 
@@ -193,6 +195,9 @@ describe("context-host command line", () => {
         expect(code, `${command} ${text}`).to.equal(64);
         expect(stderr, text).to.contain(`settings file ${file}: `);
         expect(stderr, text).to.contain(message);
+        // The error and where the usage is, not the usage: it does not explain a settings file.
+        expect(stderr.split("\n").at(-1), text).to.equal(`(context-host ${command} --help prints the usage)`);
+        expect(stderr, text).not.to.contain("usage:");
       }
     }
   });
