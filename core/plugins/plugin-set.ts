@@ -178,11 +178,13 @@ export class PluginSet {
   /**
    * Warns about each `settings` entry no plugin takes (a typo: `todo` for `todos`), naming the
    * plugins there are; the warning is resolved once a plugin of that name is there. A plugin
-   * whose load failed still counts by the name its problem gives. Checked once the first loads
-   * have settled, and again whenever a plugin is activated or removed.
+   * whose load failed still counts by the name its problem gives; while a package's plugins are
+   * not loaded (its own diagnostic says why), their names are unknown and nothing is said.
+   * Checked once the first loads have settled, and again whenever a plugin is activated or removed.
    */
   #checkSettingsNames() {
     const settings = this.#options.settings ?? {};
+    const isAnyUnknown = this.#packageProblems.size > 0;
     const names = new Set<string>();
     for (const entry of this.#entries.values()) {
       const name = entry.hosted.active?.name ?? entry.failed?.plugin;
@@ -193,7 +195,7 @@ export class PluginSet {
       const setting = `pluginSettings.${name}`;
       // The list of plugins in the message changes: the older warning no longer holds.
       this.#diagnostics.resolve((d) => d.origin === "plugin" && d.phase === "config" && d.file === setting);
-      if (names.has(name)) continue;
+      if (names.has(name) || isAnyUnknown) continue;
       const there = known.length === 0 ? "there are no plugins" : `the plugins: ${known.join(", ")}`;
       const message = `no plugin is named ${JSON.stringify(name)}, so these settings are not used (${there})`;
       this.#emit({ kind: "diagnostic", diagnostic: { origin: "plugin", plugin: name, file: setting, phase: "config", message } });
