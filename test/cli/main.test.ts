@@ -153,6 +153,15 @@ describe("context-host command line", () => {
     });
   });
 
+  it("dev --data naming a file: the error says the data folder is a file, in the user's terms", async () => {
+    writeFileSync(path.join(dir, "data"), "a file");
+    const { code, stderr } = await devBanner(["--data", "data", "--plugins", dir], dir);
+    expect(code).to.equal(1);
+    expect(stderr).to.equal(
+      `context-host: StorePathUnusable: data folder ${path.join(dir, "data")}: ${path.join(dir, "data")} is a file, not a folder — move it away, or choose another data folder`,
+    );
+  });
+
   it("dev: bad options are usage errors naming the option", async () => {
     const cases: Array<[string[], string]> = [
       [["dev", "--provider", "gpt"], "--provider gpt: not a provider"],
