@@ -8,7 +8,7 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { checkPluginsIsolated, formatFinding, type PluginFinding } from "../../core/conformance.ts";
 import { findPlugins, readPluginEntry } from "../../core/index.ts";
-import { choosePlugins } from "./plugin-entries.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -49,7 +49,12 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     else given.push(pluginEntry(arg, cwd, "check", arg));
   }
   const settings = loadSettings(settingsFile, cwd, "check");
-  const chosen = choosePlugins(given, settings.plugins, cwd, "name a plugin file or folder: context-host check PLUGIN");
+  const chosen = choosePlugins(
+    given,
+    settings.plugins,
+    cwd,
+    "name plugins as context-host check PLUGIN, or in context-host.json's plugins",
+  );
   const plugins: string[] = [];
   const packageProblems: string[] = [];
   for (const arg of chosen.entries) {
@@ -92,7 +97,7 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
 export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
-  if (args.pluginsNote !== undefined) io.err(`context-host: ${args.pluginsNote}`);
+  if (args.pluginsNote !== undefined) io.err(noPluginsLine(args.pluginsNote));
   // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
   const findings: PluginFinding[] = await checkPluginsIsolated(args.plugins, {
     location: args.location,

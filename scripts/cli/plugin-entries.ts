@@ -10,9 +10,12 @@ import path from "node:path";
 export interface ChosenPlugins {
   /** Folders, plugin files and package names, each already checked where it was given. */
   readonly entries: readonly string[];
-  /** Set when no plugin was named and ./plugins does not exist: the command says so once. */
+  /** Set when no plugin was named and ./plugins does not exist: why there are none, which the command says once. */
   readonly absentNote?: string;
 }
+
+/** The line a command prints, once, when there are no plugins because ./plugins does not exist. */
+export const noPluginsLine = (absentNote: string) => `context-host: no plugins: ${absentNote}`;
 
 /** How a user names plugins, for the note: `--plugins DIR` for most commands, a PLUGIN argument for `check`. */
 export const namePluginsHint = "name plugins with --plugins DIR, or in context-host.json's plugins";
@@ -32,5 +35,5 @@ export function choosePlugins(
   if (fromSettings !== undefined) return { entries: fromSettings };
   const folder = path.join(cwd, "plugins");
   if (existsSync(folder)) return { entries: [folder] };
-  return { entries: [], absentNote: `no plugins: there is no plugins folder here (${folder}); ${hint}` };
+  return { entries: [], absentNote: `there is no plugins folder here (${folder}); ${hint}` };
 }

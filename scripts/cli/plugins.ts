@@ -5,7 +5,7 @@
 
 import path from "node:path";
 import { escapeControl, findPlugins, formatOrigin } from "../../core/index.ts";
-import { choosePlugins } from "./plugin-entries.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -46,7 +46,7 @@ export function parsePluginsArgs(args: readonly string[], cwd: string): PluginsA
 
 /** Lists the plugins (or prints them as JSON) and returns the exit code. */
 export function listPlugins(args: PluginsArgs, io: { out: (text: string) => void; err: (text: string) => void }): number {
-  if (args.pluginsNote !== undefined) io.err(`context-host: ${args.pluginsNote}`);
+  if (args.pluginsNote !== undefined) io.err(noPluginsLine(args.pluginsNote));
   const found = findPlugins(args.plugins, { projectRoot: args.cwd });
   if (args.json) {
     // The problems as before `isInstalled`: a missing package says so in its message.

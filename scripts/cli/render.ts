@@ -12,7 +12,7 @@ import {
   renderBaseline,
 } from "../../core/index.ts";
 import { InitializationBlocked } from "../../core/system-context.ts";
-import { choosePlugins } from "./plugin-entries.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -46,7 +46,7 @@ export interface RenderOptions {
 
 /** Renders the Baseline System Context: core sources first, then plugin sources in key order. */
 export async function render(options: RenderOptions): Promise<number> {
-  if (options.pluginsNote !== undefined) options.err(`context-host: ${options.pluginsNote}`);
+  if (options.pluginsNote !== undefined) options.err(noPluginsLine(options.pluginsNote));
   let rendered: RenderedBaseline;
   try {
     rendered = await renderBaseline({

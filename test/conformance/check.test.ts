@@ -230,7 +230,7 @@ describe("context-host check", function () {
   it("with no plugin named, check checks ./plugins as render loads it; without that folder there are no plugins to check", async () => {
     const none = await cli(["check"]);
     expect(none.code).to.equal(0);
-    expect(none.err).to.contain(`no plugins: there is no plugins folder here (${path.join(dir, "plugins")})`);
+    expect(none.err).to.contain(`context-host: no plugins: there is no plugins folder here (${path.join(dir, "plugins")})`);
     mkdirSync(path.join(dir, "plugins"));
     writeFileSync(
       path.join(dir, "plugins", "bad.ts"),
