@@ -18,6 +18,7 @@ export {
   StoreCannotList,
   StoreFailed,
   StoreFileChanged,
+  StorePathUnusable,
   StoreSchemaNewer,
 } from "./session/errors.ts";
 export { PostgresSessionStore, type PostgresSessionStoreOptions, StoreUnavailable } from "./session/store/postgres.ts";

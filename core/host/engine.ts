@@ -185,8 +185,8 @@ export async function createContextEngine(options: ContextEngineOptions = {}): P
 export async function startEngineParts(options: ContextEngineOptions, scope: Scope): Promise<EngineParts> {
   const cwd = process.cwd();
   checkPluginFolders(options.plugins ?? [], path.resolve(options.projectRoot ?? cwd));
-  const store =
-    options.store ?? new SqliteSessionStore(sessionsFile(path.resolve(options.dataDir ?? path.join(cwd, ".context-host"))));
+  const dataDir = path.resolve(options.dataDir ?? path.join(cwd, ".context-host"));
+  const store = options.store ?? new SqliteSessionStore(sessionsFile(dataDir), { dataDir });
   void scope.add(() => store.close());
   const sources = await startContextSources({ cwd, discoveryLog: store, ...contextSourceOptions(options) }, scope);
   reportDiagnostics(sources.diagnostics, options.onDiagnostic, cwd, scope);

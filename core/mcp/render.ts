@@ -13,18 +13,25 @@ export function instructionsKey(server: string): Key {
 }
 
 /**
- * A resource's name in its key, from its URI: the scheme left out, lower case, every run of
- * other characters than `a-z 0-9 . _ / -` one `-`, no empty path parts.
+ * A resource's name in its key (`mcp/<server>/<name>`): the name the server lists it under,
+ * else (no name, or none left of it) its URI without the scheme. Made a key part: lower case,
+ * every run of other characters than `a-z 0-9 . _ / -` one `-`, no empty path parts, starting
+ * with a letter or a digit and ending without `-` or `/`; `resource` when nothing is left.
  */
-export function nameOfUri(uri: string): string {
-  const name = uri
-    .replace(/^[a-z][a-z0-9+.-]*:\/*/i, "")
+export function resourceKeyName(resource: { readonly uri: string; readonly name?: string | undefined }): string {
+  const fromName = resource.name === undefined ? "" : keyPartOf(resource.name);
+  if (fromName !== "") return fromName;
+  const fromUri = keyPartOf(resource.uri.replace(/^[a-z][a-z0-9+.-]*:\/*/i, ""));
+  return fromUri === "" ? "resource" : fromUri;
+}
+
+function keyPartOf(text: string): string {
+  return text
     .toLowerCase()
     .replace(/[^a-z0-9._/-]+/g, "-")
     .replace(/\/{2,}/g, "/")
     .replace(/^[^a-z0-9]+/, "")
-    .replace(/\/+$/, "");
-  return name === "" ? "resource" : name;
+    .replace(/[-/]+$/, "");
 }
 
 /**

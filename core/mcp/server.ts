@@ -20,8 +20,8 @@ import {
   instructionsKey,
   instructionsRenderers,
   mcpNamespace,
-  nameOfUri,
   ResourceValue,
+  resourceKeyName,
   resourceRenderers,
   resourceValueOf,
 } from "./render.ts";
@@ -36,6 +36,8 @@ const firstRetryMs = 250;
 const maxRetryMs = 30_000;
 /** MCP's "resource not found" error code. */
 const resourceNotFound = -32002;
+/** JSON-RPC's "method not found": a server without `resources/list`. */
+const methodNotFound = -32601;
 
 /** Where a server's diagnostic arose. */
 type McpPhase = "connect" | "list" | "subscribe" | "read";
@@ -111,6 +113,8 @@ export class McpServer {
   #connectingClient: Client | undefined;
   /** The resources the settings name (URIs and expanded templates), exposed whatever the server lists. */
   #explicit: Array<{ uri: string; name: string | undefined }> = [];
+  /** URIs the settings name without a name: exposed once the server's list gives each its name. */
+  #unnamed: string[] = [];
   #clientVersion = "0.0.0";
 
   constructor(options: McpServerOptions) {
@@ -139,9 +143,12 @@ export class McpServer {
       else explicit.push({ uri: expandTemplate(entry.template, entry.arguments), name: entry.name });
     }
     this.#explicit = explicit;
+    this.#unnamed = explicit.flatMap((entry) => (entry.name === undefined ? [entry.uri] : []));
     const registrations: Registration[] = [];
     if (settings.instructions !== false) registrations.push(this.#instructionsRegistration());
-    registrations.push(...this.#expose(explicit));
+    registrations.push(
+      ...this.#expose(explicit.flatMap((entry) => (entry.name === undefined ? [] : [{ uri: entry.uri, name: entry.name }]))),
+    );
     this.#options.registry.batch((batch) => {
       for (const registration of registrations) batch.register(this.#scope, registration);
     });
@@ -166,7 +173,7 @@ export class McpServer {
     if (this.#connecting !== undefined) return true;
     const link = this.#link;
     if (link === undefined) return false;
-    if (this.#isListDirty && this.#hasWildcard) return true;
+    if (this.#needsList()) return true;
     if (link.isModern && link.listened !== this.#listenFilter(link)) return true;
     const now = this.#options.now();
     for (const resource of this.#resources.values()) {
@@ -353,7 +360,7 @@ export class McpServer {
     if (this.#connecting !== undefined) await this.#connecting;
     const link = this.#link;
     if (link === undefined) return;
-    if (this.#isListDirty && this.#hasWildcard) {
+    if (this.#needsList()) {
       this.#listing = this.#relist(link).finally(() => {
         this.#listing = undefined;
       });
@@ -453,24 +460,42 @@ export class McpServer {
     return now - resource.readAt >= maxAge;
   }
 
+  /** Whether the server's list is to be read: it changed, and the settings want every resource or names for some. */
+  #needsList(): boolean {
+    return this.#isListDirty && (this.#hasWildcard || this.#unnamed.length > 0);
+  }
+
   async #relist(link: Link): Promise<void> {
     this.#isListDirty = false;
-    let listed: string[];
+    let listed: Array<{ readonly uri: string; readonly name: string | undefined }>;
     try {
       const result = await this.#request(link, () =>
         link.client.listResources(undefined, { timeout: this.#deadlineMs, cacheMode: "bypass" }),
       );
-      listed = result.resources.map((resource) => resource.uri);
+      listed = result.resources.map((resource) => ({ uri: resource.uri, name: resource.name }));
     } catch (error) {
       this.#isListDirty = true;
-      if (this.#link === link) this.#report("list", undefined, `cannot list resources: ${messageOf(error)}`);
-      this.#loseOn(link, error);
-      return;
+      if ((error as { code?: unknown }).code === methodNotFound) {
+        // A server that cannot list: the resources the settings name are named by their URIs.
+        listed = [];
+      } else {
+        if (this.#link === link) this.#report("list", undefined, `cannot list resources: ${messageOf(error)}`);
+        this.#loseOn(link, error);
+        return;
+      }
     }
     this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "list");
-    const wanted = new Set([...this.#explicit.map((entry) => entry.uri), ...listed]);
+    const offered = this.#hasWildcard ? listed : [];
+    const names = new Map(listed.map((resource) => [resource.uri, resource.name]));
+    const wanted = new Set([...this.#explicit.map((entry) => entry.uri), ...offered.map((resource) => resource.uri)]);
     const gone = [...this.#resources.values()].filter((resource) => !wanted.has(resource.uri));
-    const added = this.#expose(listed.filter((uri) => !this.#resources.has(uri)).map((uri) => ({ uri, name: undefined })));
+    const unnamed = this.#unnamed.splice(0).map((uri) => ({ uri, name: names.get(uri) }));
+    const added = this.#expose(
+      [...unnamed, ...offered.filter((resource) => !this.#resources.has(resource.uri))].map((resource) => ({
+        uri: resource.uri,
+        name: resourceKeyName(resource),
+      })),
+    );
     if (gone.length === 0 && added.length === 0) return;
     this.#options.registry.batch((batch) => {
       for (const resource of gone) {
@@ -486,14 +511,19 @@ export class McpServer {
     }
   }
 
-  /** Makes resources exposed: a key each (names from the settings or the URI; a taken one gets `-2`, `-3`…) and a registration. */
-  #expose(entries: ReadonlyArray<{ uri: string; name: string | undefined }>): Registration[] {
+  /**
+   * Makes resources exposed: a key each, `mcp/<server>/<name>` (the name from the settings, or
+   * the server's list: `resourceKeyName`), and a registration. In URI order, so that of two
+   * resources whose names meet, the first URI keeps the name and the next gets `-2`, `-3`…; a
+   * key once given never changes.
+   */
+  #expose(entries: ReadonlyArray<{ uri: string; name: string }>): Registration[] {
     const taken = new Set([instructionsKey(this.name), ...[...this.#resources.values()].map((resource) => resource.key)]);
     const registrations: Registration[] = [];
     const sorted = [...entries].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
     for (const entry of sorted) {
       if (this.#resources.has(entry.uri)) continue;
-      const base = `${mcpNamespace}/${this.name}/${entry.name ?? nameOfUri(entry.uri)}`;
+      const base = `${mcpNamespace}/${this.name}/${entry.name}`;
       let key = base;
       for (let n = 2; taken.has(key); n++) key = `${base}-${n}`;
       taken.add(key);

@@ -90,6 +90,12 @@ export async function activateGeneration(input: ActivationInput) {
   void scope.add(() => services.dispose());
 
   const sources: PluginSource[] = [];
+  /**
+   * Where each source was declared (the stack of its `api.source` call, formatted only when
+   * asked): the place of a fault the plugin's own code did not throw (a value its schema
+   * refuses, an empty rendering).
+   */
+  const declaredAt = new Map<string, Error>();
   let isSetUp = false;
   const api: PluginApi<unknown> = {
     name: plugin.name,
@@ -104,6 +110,7 @@ export async function activateGeneration(input: ActivationInput) {
       for (const renderer of ["load", "baseline", "update"] as const)
         if (typeof source[renderer] !== "function") throw failed(`source "${key}" has no ${renderer} function`);
       sources.push(source as unknown as PluginSource);
+      declaredAt.set(key, new Error(`source ${key} declared here`));
     },
     onDispose: (disposer) => void scope.add(disposer),
     services: services.cradle as PluginServices<unknown>,
@@ -118,5 +125,5 @@ export async function activateGeneration(input: ActivationInput) {
   } finally {
     isSetUp = true;
   }
-  return { name: plugin.name, scope, sources };
+  return { name: plugin.name, scope, sources, declaredAt: declaredAt as ReadonlyMap<string, Error> };
 }

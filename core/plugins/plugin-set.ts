@@ -106,6 +106,8 @@ export class PluginSet {
   /** The rescan due after a burst of folder changes, and the re-check of packages when their installs are quiet. */
   readonly #timers = new Map<"rescan" | "package re-check", NodeJS.Timeout>();
   #isClosed = false;
+  /** The first loads have settled: later activations and removals re-check the settings' names. */
+  #isStarted = false;
 
   private constructor(options: PluginSetOptions) {
     const { container } = options;
@@ -169,7 +171,36 @@ export class PluginSet {
     await set.#watcher.ready;
     set.#rescan();
     await set.settled();
+    set.#isStarted = true;
+    set.#checkSettingsNames();
     return set;
+  }
+
+  /**
+   * Warns about each `settings` entry no plugin takes (a typo: `todo` for `todos`), naming the
+   * plugins there are; the warning is resolved once a plugin of that name is there. A plugin
+   * whose load failed still counts by the name its problem gives; while a package's plugins are
+   * not loaded (its own diagnostic says why), their names are unknown and nothing is said.
+   * Checked once the first loads have settled, and again whenever a plugin is activated or removed.
+   */
+  #checkSettingsNames() {
+    const settings = this.#options.settings ?? {};
+    const isAnyUnknown = this.#packageProblems.size > 0;
+    const names = new Set<string>();
+    for (const entry of this.#entries.values()) {
+      const name = entry.hosted.active?.name ?? entry.failed?.plugin;
+      if (name !== undefined) names.add(name);
+    }
+    const known = [...names].sort(compareText);
+    for (const name of Object.keys(settings)) {
+      const setting = `pluginSettings.${name}`;
+      // The list of plugins in the message changes: the older warning no longer holds.
+      this.#diagnostics.resolve((d) => d.origin === "plugin" && d.phase === "config" && d.file === setting);
+      if (names.has(name) || isAnyUnknown) continue;
+      const there = known.length === 0 ? "there are no plugins" : `the plugins: ${known.join(", ")}`;
+      const message = `no plugin is named ${JSON.stringify(name)}, so these settings are not used (${there})`;
+      this.#emit({ kind: "diagnostic", diagnostic: { origin: "plugin", plugin: name, file: setting, phase: "config", message } });
+    }
   }
 
   /** Receives every later event. Returns an unsubscribe. */
@@ -261,6 +292,7 @@ export class PluginSet {
     // A repeated identical diagnostic counts up in the channel and is not announced again.
     if (event.kind === "diagnostic" && !this.#diagnostics.report(event.diagnostic)) return;
     this.#listeners.emit(event);
+    if (this.#isStarted && (event.kind === "activated" || event.kind === "removed")) this.#checkSettingsNames();
   }
 
   /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */

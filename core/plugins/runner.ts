@@ -55,7 +55,7 @@ interface Living {
   readonly locations: BundleLocations;
   scope?: Scope;
   /** By key, in the order `setup` declared them. */
-  sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec }>;
+  sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec; readonly declaredAt?: Error }>;
   /** By env (the most recently used ones), the env its loaders get and what each source last sent in it with its texts. */
   readonly inEnv: (env: SourceEnv) => { readonly env: SourceEnv; readonly sent: Map<string, Sent> };
 }
@@ -100,10 +100,13 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     if (living === undefined) throw new Error(`generation ${request.generation} was not evaluated here`);
     mark(request.id, "setup");
     // The request carries the activation's generation, config and setup deadline under their names.
-    const { scope, sources } = await activateGeneration({ ...request, plugin: living.plugin, container });
+    const { scope, sources, declaredAt } = await activateGeneration({ ...request, plugin: living.plugin, container });
     living.scope = scope;
     living.sources = new Map(
-      sources.map((source) => [source.key, { source, codec: new SourceCodec(source as unknown as Source, Infinity) }]),
+      sources.map((source) => [
+        source.key,
+        { source, codec: new SourceCodec(source as unknown as Source, Infinity), declaredAt: declaredAt.get(source.key) },
+      ]),
     );
     return { sources: sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })) };
   }
@@ -116,8 +119,12 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     const keys = request.keys ?? [...sources.keys()];
     const storedAt = new Map(request.stored);
     const faults: WorkerFault[] = [];
+    // A fault the plugin's code did not throw (a value its schema refuses, an empty text) is placed at the source's declaration.
+    const locate = (error: unknown, key: string) =>
+      living.locations.locate(error) ?? living.locations.locate(sources.get(key)?.declaredAt);
     const faulty = (error: unknown, phase: "load" | "value", key: string) => {
-      faults.push({ ...faultOf(error, living.locations, phase), phase, key });
+      const location = locate(error, key);
+      faults.push({ ...faultOf(error, undefined, phase), phase, key, ...(location === undefined ? {} : { location }) });
       return unavailableObservation;
     };
     // Every loader starts before any is awaited, as in the host: sources are observed
@@ -179,10 +186,11 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
         try {
           const rendering = codec.render(renderer, loaded, previous);
           if (rendering.ok) return { ok: true, text: rendering.text };
-          const location = living.locations.locate(rendering.error);
+          const location = locate(rendering.error, key);
           return { ok: false, reason: rendering.error.reason, ...(location === undefined ? {} : { location }) };
         } catch (error) {
-          return { ok: false, reason: `threw: ${messageOf(error)}` };
+          const location = locate(error, key);
+          return { ok: false, reason: `threw: ${messageOf(error)}`, ...(location === undefined ? {} : { location }) };
         }
       };
       const baseline = render("baseline");

@@ -245,6 +245,33 @@ export class StoreBusy extends ContextHostError {
   }
 }
 
+/**
+ * The session store cannot live where it was told to: a file stands where a folder of its path
+ * should be, or a folder where its file should be. Names the place as the user gave it (the
+ * data folder, or the store's file), what stands in the way, and what to do.
+ */
+export class StorePathUnusable extends ContextHostError {
+  /** The data folder or the store's file, as given. */
+  readonly path: string;
+  /** What stands in the way: a file where a folder should be, or a folder where the store's file should be. */
+  readonly obstacle: string;
+  constructor(options: {
+    readonly path: string;
+    readonly what: "data folder" | "session store file";
+    readonly obstacle: string;
+    readonly isFolder: boolean;
+  }) {
+    const { path, what, obstacle } = options;
+    const problem = options.isFolder
+      ? `${obstacle} is a folder, where the session store's file should be`
+      : `${obstacle} is a file, not a folder`;
+    const other = what === "data folder" ? "choose another data folder" : "give the store another file";
+    super(`${what} ${path}: ${problem} — move it away, or ${other}`);
+    this.path = path;
+    this.obstacle = obstacle;
+  }
+}
+
 /** SQLite failed; names the file and the operation, with SQLite's error as the cause and, when known, what to do. */
 export class StoreFailed extends ContextHostError {
   readonly file: string;

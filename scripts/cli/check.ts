@@ -1,4 +1,5 @@
-// Owns `context-host check [PLUGIN…]` (default `./plugins`, as `render`): load each plugin as
+// Owns `context-host check [PLUGIN…]` (default: the settings file's plugins, else ./plugins, as
+// `render`): load each plugin as
 // the host does (in a worker of its own, decision 083), run every conformance rule, print one
 // line per finding (with a code frame where the plugin's code threw), exit 0 (all pass;
 // warnings allowed), 1 (a rule failed) or 64 (bad usage).
@@ -7,13 +8,16 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { checkPluginsIsolated, formatFinding, type PluginFinding } from "../../core/conformance.ts";
 import { findPlugins, readPluginEntry } from "../../core/index.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, UsageInvalid } from "./usage.ts";
+import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
 export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
 export interface CheckArgs {
   readonly plugins: readonly string[];
+  /** Said once on stderr: no plugin was named and ./plugins does not exist. */
+  readonly pluginsNote?: string;
   /** Why a named package's plugins (or some) cannot be checked: incompatible with this host, a declared file missing. */
   readonly packageProblems?: readonly string[];
   readonly json: boolean;
@@ -25,8 +29,8 @@ export interface CheckArgs {
 /**
  * Parses `check` arguments: `[PLUGIN...] [--json] [--location DIR] [--settings FILE]`; a PLUGIN
  * is a file, a plugin folder, a folder of plugins, or the name of an installed plugin package
- * (its declared plugins, decision 130). With none, the working folder's `plugins/`, as
- * `render` loads it.
+ * (its declared plugins, decision 130). With none, the settings file's plugins, else the
+ * working folder's `plugins/` when it exists, as `render` loads them (`choosePlugins`).
  */
 export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
   const given: string[] = [];
@@ -42,20 +46,18 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
       location = path.resolve(cwd, value);
     } else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "check");
     else if (arg.startsWith("-")) throw new UsageInvalid({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
-    else given.push(arg);
+    else given.push(pluginEntry(arg, cwd, "check", arg));
   }
-  if (given.length === 0) {
-    const folder = path.join(cwd, "plugins");
-    if (!existsSync(folder))
-      throw new UsageInvalid({
-        command: "check",
-        reason: `no plugin given and no plugins folder here (${folder}): name a plugin file or folder`,
-      });
-    given.push(folder);
-  }
+  const settings = loadSettings(settingsFile, cwd, "check");
+  const chosen = choosePlugins(
+    given,
+    settings.plugins,
+    cwd,
+    "name plugins as context-host check PLUGIN, or in context-host.json's plugins",
+  );
   const plugins: string[] = [];
   const packageProblems: string[] = [];
-  for (const arg of given) {
+  for (const arg of chosen.entries) {
     const spec = readPluginEntry(arg, cwd);
     if (spec.kind === "package") {
       const found = findPlugins([spec.name], { projectRoot: cwd });
@@ -85,15 +87,17 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
   }
   return {
     plugins,
+    ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
     ...(packageProblems.length === 0 ? {} : { packageProblems }),
     json,
     location,
-    pluginSettings: loadSettings(settingsFile, cwd, "check").pluginSettings ?? {},
+    pluginSettings: settings.pluginSettings ?? {},
   };
 }
 
 /** Runs the checks; prints findings (or JSON) and returns the exit code. */
 export async function check(args: CheckArgs, io: { out: (text: string) => void; err: (text: string) => void }): Promise<number> {
+  if (args.pluginsNote !== undefined) io.err(noPluginsLine(args.pluginsNote));
   // Each plugin in a worker of its own, as the host runs it: one that loops or exits is a finding.
   const findings: PluginFinding[] = await checkPluginsIsolated(args.plugins, {
     location: args.location,

@@ -12,7 +12,7 @@ import { messageOf } from "./message.ts";
 import { listPlugins, parsePluginsArgs } from "./plugins.ts";
 import { parseProxyArgs, proxy } from "./proxy.ts";
 import { parseRenderArgs, render } from "./render.ts";
-import { type CommandName, commandUsage, isCommand, overview, UsageInvalid, usageExitCode } from "./usage.ts";
+import { type CommandName, commandUsage, isCommand, overview, UsageInvalid, usageExitCode, usageHint } from "./usage.ts";
 
 /** Where the command line reads and writes; the process's own by default. */
 export interface Io {
@@ -90,7 +90,7 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
   } catch (error) {
     if (error instanceof UsageInvalid) {
       const usage = error.command === undefined ? overview : commandUsage[error.command as CommandName];
-      io.err(`context-host: ${error.message}\n\n${usage}`);
+      io.err(`context-host: ${error.message}\n${error.needsUsage ? `\n${usage}` : usageHint(error.command)}`);
       return usageExitCode;
     }
     // A named condition (a setting, a location, a provider) is the user's to fix: its message says how.

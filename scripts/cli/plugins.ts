@@ -5,6 +5,7 @@
 
 import path from "node:path";
 import { escapeControl, findPlugins, formatOrigin } from "../../core/index.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -13,6 +14,8 @@ export const pluginsExitCodes = { ok: 0, notLoaded: 2 } as const;
 
 export interface PluginsArgs {
   readonly plugins: readonly string[];
+  /** Said once on stderr: no plugin was named and ./plugins does not exist. */
+  readonly pluginsNote?: string;
   readonly json: boolean;
   readonly cwd: string;
 }
@@ -32,12 +35,18 @@ export function parsePluginsArgs(args: readonly string[], cwd: string): PluginsA
     else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "plugins");
     else throw new UsageInvalid({ command: "plugins", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
-  const fromSettings = loadSettings(settingsFile, cwd, "plugins").plugins;
-  return { plugins: plugins.length > 0 ? plugins : (fromSettings ?? [path.join(cwd, "plugins")]), json, cwd };
+  const chosen = choosePlugins(plugins, loadSettings(settingsFile, cwd, "plugins").plugins, cwd);
+  return {
+    plugins: chosen.entries,
+    ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
+    json,
+    cwd,
+  };
 }
 
 /** Lists the plugins (or prints them as JSON) and returns the exit code. */
 export function listPlugins(args: PluginsArgs, io: { out: (text: string) => void; err: (text: string) => void }): number {
+  if (args.pluginsNote !== undefined) io.err(noPluginsLine(args.pluginsNote));
   const found = findPlugins(args.plugins, { projectRoot: args.cwd });
   if (args.json) {
     // The problems as before `isInstalled`: a missing package says so in its message.
@@ -56,7 +65,8 @@ export function listPlugins(args: PluginsArgs, io: { out: (text: string) => void
     const widths = [0, 1].map((column) => Math.max(0, ...rows.map((row) => (row[column] as string).length)));
     for (const row of rows)
       io.out(`${(row[0] as string).padEnd(widths[0] as number)}  ${(row[1] as string).padEnd(widths[1] as number)}  ${row[2]}`);
-    if (rows.length === 0)
+    // An empty list the user chose (`"plugins": []`) needs no line; an absent ./plugins had its note.
+    if (rows.length === 0 && args.plugins.length > 0)
       io.err(
         `no plugins in ${args.plugins.map((entry) => (path.isAbsolute(entry) ? shown(entry) : escapeControl(entry))).join(", ")}`,
       );

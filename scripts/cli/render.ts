@@ -12,6 +12,7 @@ import {
   renderBaseline,
 } from "../../core/index.ts";
 import { InitializationBlocked } from "../../core/system-context.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
@@ -28,6 +29,8 @@ export interface RenderSettings {
 
 export interface RenderOptions {
   readonly plugins: readonly string[];
+  /** Said once on stderr: no plugin was named and ./plugins does not exist. */
+  readonly pluginsNote?: string;
   readonly json: boolean;
   readonly location: string;
   /** Where plugin package names resolve from (default: `location`); the command line's working folder. */
@@ -43,6 +46,7 @@ export interface RenderOptions {
 
 /** Renders the Baseline System Context: core sources first, then plugin sources in key order. */
 export async function render(options: RenderOptions): Promise<number> {
+  if (options.pluginsNote !== undefined) options.err(noPluginsLine(options.pluginsNote));
   let rendered: RenderedBaseline;
   try {
     rendered = await renderBaseline({
@@ -87,7 +91,14 @@ export async function render(options: RenderOptions): Promise<number> {
 export function parseRenderArgs(
   args: readonly string[],
   cwd: string,
-): { plugins: readonly string[]; json: boolean; location: string; projectRoot: string; settings: RenderSettings } {
+): {
+  plugins: readonly string[];
+  pluginsNote?: string;
+  json: boolean;
+  location: string;
+  projectRoot: string;
+  settings: RenderSettings;
+} {
   const plugins: string[] = [];
   let json = false;
   let location = cwd;
@@ -104,10 +115,10 @@ export function parseRenderArgs(
     else throw new UsageInvalid({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
   }
   const { plugins: fromSettings, ...settings } = loadSettings(settingsFile, cwd, "render");
-  // The default folder, unlike one given, may be missing: then no plugin loads.
-  const defaultFolder = path.join(cwd, "plugins");
+  const chosen = choosePlugins(plugins, fromSettings, cwd);
   return {
-    plugins: plugins.length > 0 ? plugins : (fromSettings ?? (existsSync(defaultFolder) ? [defaultFolder] : [])),
+    plugins: chosen.entries,
+    ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
     json,
     location,
     projectRoot: cwd,

@@ -54,7 +54,7 @@ export function loadSettings(explicit: string | undefined, cwd: string, command:
 
 /** Reads and checks one settings file; package names in `plugins` must be installed where Node finds them from `projectRoot`. */
 export function readSettingsFile(file: string, command: CommandName, projectRoot: string = path.dirname(file)): CliSettings {
-  const fail = (reason: string) => new UsageInvalid({ command, reason: `settings file ${file}: ${reason}` });
+  const fail = (reason: string) => new UsageInvalid({ command, reason: `settings file ${file}: ${reason}`, needsUsage: false });
   let text: string;
   try {
     text = readFileSync(file, "utf8");

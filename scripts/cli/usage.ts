@@ -11,18 +11,26 @@ export const usageExitCode = 64;
 /**
  * Bad command-line use: printed with the command's usage on stderr, exit 64, never a stack
  * trace. The reason names the argument (`--plugins x: no such folder or file (…)`); the usage
- * printed after it is the command's.
+ * printed after it is the command's, or only a line saying where it is (`needsUsage` false:
+ * a settings file's error, which the usage does not explain).
  */
 export class UsageInvalid extends ContextHostError {
   /** The command whose usage applies, when known. */
   readonly command: string | undefined;
   readonly reason: string;
-  constructor(options: { readonly reason: string; readonly command?: string }) {
+  /** Whether the command's usage helps (a bad argument), or only a hint to it does (a settings file's error). */
+  readonly needsUsage: boolean;
+  constructor(options: { readonly reason: string; readonly command?: string; readonly needsUsage?: boolean }) {
     super(options.reason);
     this.command = options.command;
     this.reason = options.reason;
+    this.needsUsage = options.needsUsage ?? true;
   }
 }
+
+/** The one line after an error whose usage would not help: where the usage is. */
+export const usageHint = (command: string | undefined) =>
+  `(context-host ${command === undefined ? "" : `${command} `}--help prints the usage)`;
 
 /** The commands, in the order `--help` lists them. */
 export const commands = ["dev", "proxy", "render", "check", "plugins", "inspect", "help"] as const;
@@ -94,8 +102,8 @@ export const commandUsage: Readonly<Record<CommandName, string>> = {
   check: `usage: context-host check [PLUGIN...] [--json] [--location DIR] [--settings FILE]
 
   Loads each PLUGIN (a file, a plugin folder, a folder of plugins, or an installed plugin
-  package's name: the plugins its package.json declares; default ./plugins, as render) as
-  the host does, in a worker of its own, with its settings from FILE's pluginSettings
+  package's name: the plugins its package.json declares; default the settings file's
+  plugins, else ./plugins, as render) as the host does, in a worker of its own, with its settings from FILE's pluginSettings
   (default: context-host.json here, when there is one), and runs the conformance rules; one
   line per finding, and the code frame where the plugin's code threw:
   file:line:column [plugin key] rule: what is wrong — how to fix it

@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { expect } from "chai";
 import { main, packageVersion } from "../../scripts/cli/main.ts";
 import { commandUsage, overview } from "../../scripts/cli/usage.ts";
@@ -14,6 +15,22 @@ async function cli(args: string[], cwd: string) {
   const code = await main(args, { cwd, out: (t) => out.push(t), err: (t) => err.push(t) });
   return { code, stdout: out.join("\n"), stderr: err.join("\n") };
 }
+
+/** `dev` with no input: it starts, prints its banner and ends (exit 0). */
+async function devBanner(args: string[], cwd: string) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let text = "";
+  output.on("data", (chunk: Buffer) => {
+    text += chunk.toString("utf8");
+  });
+  input.end();
+  const err: string[] = [];
+  const code = await main(["dev", ...args], { cwd, out: () => {}, err: (t) => err.push(t), input, output, env: {} });
+  return { code, stdout: text, stderr: err.join("\n") };
+}
+
+const count = (text: string, needle: string) => text.split(needle).length - 1;
 
 describe("context-host command line", () => {
   let dir: string;
@@ -82,6 +99,71 @@ describe("context-host command line", () => {
     });
   }
 
+  describe("which plugins: one rule in every command", function () {
+    this.timeout(20_000);
+
+    it("no ./plugins and none named means no plugins, said once in one line; every command goes on", async () => {
+      const why = `there is no plugins folder here (${path.join(dir, "plugins")})`;
+      const hint = "name plugins with --plugins DIR, or in context-host.json's plugins";
+      for (const command of ["render", "plugins", "check"]) {
+        const { code, stderr } = await cli([command], dir);
+        expect({ command, code }, stderr).to.deep.equal({ command, code: 0 });
+        expect(count(stderr, why), stderr).to.equal(1);
+        const named = command === "check" ? "name plugins as context-host check PLUGIN, or in context-host.json's plugins" : hint;
+        expect(stderr.split("\n")).to.include(`context-host: no plugins: ${why}; ${named}`);
+      }
+      const dev = await devBanner([], dir);
+      expect(dev.code, dev.stderr).to.equal(0);
+      expect(dev.stdout.split("\n")).to.include(`plugins: none — ${why}; ${hint}`);
+      expect(count(dev.stdout + dev.stderr, why)).to.equal(1);
+    });
+
+    it('the settings file\'s "plugins": [] means no plugins, with nothing more to say', async () => {
+      writeFileSync(path.join(dir, "context-host.json"), JSON.stringify({ plugins: [] }));
+      for (const command of ["render", "plugins", "check"]) {
+        const { code, stderr } = await cli([command], dir);
+        expect({ command, code }, stderr).to.deep.equal({ command, code: 0 });
+        expect(stderr, command).not.to.contain("no plugins");
+      }
+      const dev = await devBanner([], dir);
+      expect(dev.code, dev.stderr).to.equal(0);
+      expect(dev.stdout.split("\n")).to.include("plugins: none");
+      expect(dev.stdout).not.to.contain("— from");
+    });
+
+    it("a folder the user named that does not exist is an error naming it, in every command", async () => {
+      const missing = path.join(dir, "nowhere");
+      for (const args of [
+        ["render", "--plugins", "nowhere"],
+        ["plugins", "--plugins", "nowhere"],
+        ["check", "nowhere"],
+      ]) {
+        const { code, stderr } = await cli(args, dir);
+        expect({ args, code }).to.deep.equal({ args, code: 64 });
+        expect(stderr, args.join(" ")).to.contain(missing);
+      }
+      expect((await devBanner(["--plugins", "nowhere"], dir)).code).to.equal(64);
+      writeFileSync(path.join(dir, "context-host.json"), JSON.stringify({ plugins: ["./nowhere"] }));
+      for (const command of ["render", "plugins", "check"]) {
+        const { code, stderr } = await cli([command], dir);
+        expect({ command, code }).to.deep.equal({ command, code: 64 });
+        expect(stderr, command).to.contain(missing);
+      }
+      const dev = await devBanner([], dir);
+      expect(dev.code).to.equal(64);
+      expect(dev.stderr).to.contain(missing);
+    });
+  });
+
+  it("dev --data naming a file: the error says the data folder is a file, in the user's terms", async () => {
+    writeFileSync(path.join(dir, "data"), "a file");
+    const { code, stderr } = await devBanner(["--data", "data", "--plugins", dir], dir);
+    expect(code).to.equal(1);
+    expect(stderr).to.equal(
+      `context-host: StorePathUnusable: data folder ${path.join(dir, "data")}: ${path.join(dir, "data")} is a file, not a folder — move it away, or choose another data folder`,
+    );
+  });
+
   it("dev: bad options are usage errors naming the option", async () => {
     const cases: Array<[string[], string]> = [
       [["dev", "--provider", "gpt"], "--provider gpt: not a provider"],
@@ -97,7 +179,9 @@ describe("context-host command line", () => {
       const { code, stderr } = await cli(args, dir);
       expect(code, args.join(" ")).to.equal(64);
       expect(stderr, args.join(" ")).to.contain(message);
-      expect(stderr).to.contain(commandUsage.dev);
+      // A settings file's error is followed by a hint to the usage, an argument's by the usage.
+      if (args.includes("--settings")) expect(stderr).to.contain("(context-host dev --help prints the usage)");
+      else expect(stderr).to.contain(commandUsage.dev);
     }
   });
 
@@ -122,6 +206,9 @@ describe("context-host command line", () => {
         expect(code, `${command} ${text}`).to.equal(64);
         expect(stderr, text).to.contain(`settings file ${file}: `);
         expect(stderr, text).to.contain(message);
+        // The error and where the usage is, not the usage: it does not explain a settings file.
+        expect(stderr.split("\n").at(-1), text).to.equal(`(context-host ${command} --help prints the usage)`);
+        expect(stderr, text).not.to.contain("usage:");
       }
     }
   });

@@ -46,14 +46,14 @@ describe("context-host dev: /mcp", function () {
     await until("the reply", () => text.includes("assistant: reply 1: hello"));
     expect(text).to.contain('<mcp-resource server="notes" uri="fixture://notes/today">');
     input.write("/mcp\n");
-    await until("the listing", () => text.includes("mcp/notes/notes/today"));
+    await until("the listing", () => text.includes("mcp/notes/today"));
     input.end();
     expect(await exited).to.equal(0);
     const listing = text.slice(text.indexOf("  notes (stdio"));
     expect(listing).to.contain("  notes (stdio, connected, subscriptions)\n");
     expect(listing).to.contain("    mcp/notes/instructions\n");
     expect(listing).to.match(
-      / {4}mcp\/notes\/notes\/today {2}fixture:\/\/notes\/today {2}read, subscribed, 1 reads, last read \d+\.\d ms/,
+      / {4}mcp\/notes\/today {2}fixture:\/\/notes\/today {2}read, subscribed, 1 reads, last read \d+\.\d ms/,
     );
   });
 });

@@ -50,7 +50,7 @@ describe("inspector: MCP servers", function () {
         canSubscribe: true,
         resources: [
           {
-            key: "mcp/notes/notes/today",
+            key: "mcp/notes/today",
             uri: "fixture://notes/today",
             state: "read",
             isSubscribed: true,

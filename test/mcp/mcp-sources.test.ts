@@ -8,6 +8,7 @@ import path from "node:path";
 import { expect } from "chai";
 import Type from "typebox";
 import { formatDiagnostic, type Host, SettingInvalid } from "../../core/index.ts";
+import { resourceKeyName } from "../../core/mcp/render.ts";
 import * as SystemContext from "../../core/system-context.ts";
 import { startModernHttpWorld } from "../../scripts/bench/mcp-world.ts";
 import { render } from "../../scripts/cli/render.ts";
@@ -42,15 +43,12 @@ describe("MCP sources: resources and instructions over stdio", function () {
     const id = await session(host);
     const request = await harness.turn(host, id);
     const epoch = await host.epoch(id);
-    expect(Object.keys(epoch?.snapshot ?? {})).to.deep.equal([
-      "mcp/notes/instructions",
-      "mcp/notes/notes/config.json",
-      "mcp/notes/notes/today",
-    ]);
+    // Named by the names the server lists them under ("Config", "Today").
+    expect(Object.keys(epoch?.snapshot ?? {})).to.deep.equal(["mcp/notes/config", "mcp/notes/instructions", "mcp/notes/today"]);
     expect(request.system.at(-1)).to.equal(
       [
-        '<mcp-instructions server="notes">\nPrefer the fixture\'s notes.\n</mcp-instructions>',
         '<mcp-resource server="notes" uri="fixture://notes/config.json" type="application/json">\n{"mode":"fast"}\n</mcp-resource>',
+        '<mcp-instructions server="notes">\nPrefer the fixture\'s notes.\n</mcp-instructions>',
         '<mcp-resource server="notes" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>',
       ].join("\n\n"),
     );
@@ -95,7 +93,7 @@ export default definePlugin({ name: "${name}", setup(api) {
       "host/first",
       "alpha/note",
       "mcp/notes/instructions",
-      "mcp/notes/notes/today",
+      "mcp/notes/today",
       "zeta/note",
     ]);
   });
@@ -152,10 +150,7 @@ export default definePlugin({ name: "${name}", setup(api) {
         "The MCP resource fixture://notes/config.json of server notes no longer applies.",
       ].join("\n\n"),
     ]);
-    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal([
-      "mcp/notes/notes/today",
-      "mcp/notes/notes/tomorrow",
-    ]);
+    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal(["mcp/notes/today", "mcp/notes/tomorrow"]);
   });
 
   it("a server that crashes makes its sources unavailable (the admitted state stays), is reconnected, and is read again", async () => {
@@ -168,7 +163,7 @@ export default definePlugin({ name: "${name}", setup(api) {
     await until("the server down", () => host.mcpServers()[0]?.state !== "connected");
     const request = await harness.turn(host, id);
     expect(systemUpdates(request)).to.deep.equal([]);
-    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal(["mcp/notes/notes/today"]);
+    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal(["mcp/notes/today"]);
     expect(host.diagnostics.map((d) => [d.origin, d.file, d.phase, d.message])).to.deep.include([
       "mcp",
       "mcpServers.notes",
@@ -205,7 +200,7 @@ export default definePlugin({ name: "${name}", setup(api) {
     expect(systemUpdates(request)).to.deep.equal([]);
     const fired = host.currentDiagnostics().filter((d) => d.phase === "read");
     expect(fired.map((d) => [d.file, d.key, d.message])).to.deep.equal([
-      ["mcpServers.notes", "mcp/notes/notes/today", "read of fixture://notes/today missed its deadline of 300 ms"],
+      ["mcpServers.notes", "mcp/notes/today", "read of fixture://notes/today missed its deadline of 300 ms"],
     ]);
   });
 
@@ -220,24 +215,19 @@ export default definePlugin({ name: "${name}", setup(api) {
     const host = await harness.host({ mcpServers: { notes: fixture.settings } });
     const id = await session(host);
     await harness.turn(host, id);
-    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal([
-      "mcp/notes/notes/config.json",
-      "mcp/notes/notes/today",
-    ]);
+    expect(Object.keys((await host.epoch(id))?.snapshot ?? {})).to.deep.equal(["mcp/notes/config", "mcp/notes/today"]);
     expect(host.diagnostics.map((d) => [d.key, d.message])).to.deep.include([
-      "mcp/notes/logo.png",
+      "mcp/notes/logo",
       "fixture://logo.png is binary (image/png): not a source",
     ]);
     await fixture.send({ op: "mode", mode: "malformed" });
     await fixture.send({ op: "update", uri: "fixture://notes/today", text: "x" });
     await until("the update marked", () => host.mcpServers()[0]?.resources.some((r) => r.state === "changed") ?? false);
     expect(systemUpdates(await harness.turn(host, id))).to.deep.equal([]);
-    const malformed = host.currentDiagnostics().find((d) => d.key === "mcp/notes/notes/today");
+    const malformed = host.currentDiagnostics().find((d) => d.key === "mcp/notes/today");
     expect(malformed?.file).to.equal("mcpServers.notes");
     expect(malformed?.message).to.match(/^cannot read fixture:\/\/notes\/today: /);
-    expect(formatDiagnostic(malformed as never, "/elsewhere")).to.match(
-      /^mcpServers\.notes \[mcp read mcp\/notes\/notes\/today\]/,
-    );
+    expect(formatDiagnostic(malformed as never, "/elsewhere")).to.match(/^mcpServers\.notes \[mcp read mcp\/notes\/today\]/);
   });
 
   it("a server without subscriptions is re-read only after its ttlMs hint", async () => {
@@ -310,7 +300,7 @@ export default definePlugin({ name: "${name}", setup(api) {
     await fixture.send({ op: "update", uri: "fixture://notes/today", text: "x" });
     await until("the update marked", () => host.mcpServers()[0]?.resources[0]?.state === "changed");
     expect(systemUpdates(await harness.turn(host, id))).to.deep.equal([]);
-    const failed = host.currentDiagnostics().find((d) => d.key === "mcp/notes/notes/today");
+    const failed = host.currentDiagnostics().find((d) => d.key === "mcp/notes/today");
     expect(failed?.message).to.match(/^cannot read fixture:\/\/notes\/today: .*read failed, token \*\*\*$/);
     expect(JSON.stringify(host.diagnostics)).not.to.contain(secret);
   });
@@ -326,6 +316,28 @@ export default definePlugin({ name: "${name}", setup(api) {
       '<mcp-resource server="notes" uri="fixture://notes/today">\nBuy milk.\n</mcp-resource>',
     ]);
     expect(host.mcpServers()[0]?.resources.map((r) => r.key)).to.deep.equal(["mcp/notes/day"]);
+  });
+
+  it("a resource named by its URI alone is keyed by the name the server lists it under; names that meet are told apart in URI order", async () => {
+    const fixture = new StdioFixture(
+      harness.folder,
+      {
+        ...state,
+        resources: [
+          ...state.resources,
+          { uri: "fixture://b/shopping", name: "Shopping List", text: "Eggs." },
+          { uri: "fixture://a/shopping", name: "shopping list!", text: "Flour." },
+        ],
+      },
+      { resources: ["fixture://notes/today", "fixture://b/shopping", "fixture://a/shopping"], instructions: false },
+    );
+    const host = await harness.host({ mcpServers: { notes: fixture.settings } });
+    await harness.turn(host, await session(host));
+    expect(host.mcpServers()[0]?.resources.map((r) => [r.key, r.uri])).to.deep.equal([
+      ["mcp/notes/shopping-list", "fixture://a/shopping"],
+      ["mcp/notes/shopping-list-2", "fixture://b/shopping"],
+      ["mcp/notes/today", "fixture://notes/today"],
+    ]);
   });
 
   it("closing the host ends a stdio server's process", async () => {
@@ -354,11 +366,8 @@ export default definePlugin({ name: "${name}", setup(api) {
     const id = await session(host);
     await harness.turn(host, id);
     const snapshot = (await host.epoch(id))?.snapshot ?? {};
-    expect(Object.keys(snapshot)).to.deep.equal([
-      "mcp/everything/instructions",
-      "mcp/everything/resource/static/document/features.md",
-    ]);
-    const document = snapshot["mcp/everything/resource/static/document/features.md"]?.value as {
+    expect(Object.keys(snapshot)).to.deep.equal(["mcp/everything/features.md", "mcp/everything/instructions"]);
+    const document = snapshot["mcp/everything/features.md"]?.value as {
       contents: Array<{ text: string }>;
     };
     expect(document.contents[0]?.text).to.equal(readFileSync(path.join(folder, "dist", "docs", "features.md"), "utf8"));
@@ -485,6 +494,22 @@ describe("MCP sources: the settings file", function () {
     } finally {
       await harness.close();
     }
+  });
+});
+
+describe("MCP sources: a resource's name in its key", () => {
+  it("is the name the server lists, made a key part; else the URI without its scheme", () => {
+    const cases: Array<[{ uri: string; name?: string }, string]> = [
+      [{ uri: "fixture://notes/today", name: "Today" }, "today"],
+      [{ uri: "x://y", name: "Features Document (v2)" }, "features-document-v2"],
+      [{ uri: "x://y", name: "docs/Guide.md" }, "docs/guide.md"],
+      [{ uri: "x://y", name: "--Café//Menü--" }, "caf-/men"],
+      [{ uri: "demo://resource/static/document/features.md", name: "!!!" }, "resource/static/document/features.md"],
+      [{ uri: "demo://resource/static/document/features.md" }, "resource/static/document/features.md"],
+      [{ uri: "x://", name: "" }, "resource"],
+    ];
+    for (const [resource, name] of cases) expect(resourceKeyName(resource), JSON.stringify(resource)).to.equal(name);
+    for (const [resource] of cases) expect(SystemContext.isKey(`mcp/s/${resourceKeyName(resource)}`)).to.equal(true);
   });
 });
 

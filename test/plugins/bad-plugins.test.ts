@@ -21,6 +21,8 @@ import {
 
 /** Marks the line a diagnostic must point at. */
 const here = "// ← here";
+/** A source declaration marked as the line its diagnostics point at (when no line of the plugin threw). */
+const declared = `api.source({ ${here}`;
 
 function pluginCode(name: string, setup: string, { before = "", async = false } = {}): string {
   return `import { definePlugin } from "context-host";
@@ -309,10 +311,18 @@ const badPlugins: BadPlugin[] = [
   {
     fault: "a value its schema rejects",
     files: {
-      "bad.ts": pluginCode("bad", sourceCode("bad/count", { schema: "Type.Integer()", load: '() => "many"' })),
+      "bad.ts": pluginCode("bad", sourceCode("bad/count", { schema: "Type.Integer()", load: '() => "many"' }, declared)),
     },
     act: boundary,
-    diagnostic: { phase: "value", plugin: "bad", file: "bad.ts", key: "bad/count", message: /rejected by its schema/ },
+    // No line of the plugin's threw: the place is where the source was declared.
+    diagnostic: {
+      phase: "value",
+      plugin: "bad",
+      file: "bad.ts",
+      key: "bad/count",
+      hasLine: true,
+      message: /rejected by its schema/,
+    },
   },
   {
     fault: "a throwing renderer",
@@ -367,10 +377,10 @@ const badPlugins: BadPlugin[] = [
   {
     fault: "an empty rendering",
     files: {
-      "bad.ts": pluginCode("bad", sourceCode("bad/text", { baseline: '() => ""' })),
+      "bad.ts": pluginCode("bad", sourceCode("bad/text", { baseline: '() => ""' }, declared)),
     },
     act: boundary,
-    diagnostic: { phase: "baseline", plugin: "bad", file: "bad.ts", key: "bad/text", message: /empty text/ },
+    diagnostic: { phase: "baseline", plugin: "bad", file: "bad.ts", key: "bad/text", hasLine: true, message: /empty text/ },
   },
   {
     fault: "an oversize rendering",

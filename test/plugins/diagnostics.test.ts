@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { Diagnostics, formatDiagnostic } from "../../core/base/diagnostics.ts";
-import { baselineOf, logLines, textPlugin, usePluginHarness, write } from "./harness.ts";
+import { baselineOf, eventually, generationOf, logLines, textPlugin, usePluginHarness, write } from "./harness.ts";
 
 /** A plugin whose loader throws while `flag` holds "broken" and returns its text otherwise. */
 function flakyPlugin(flag: string): string {
@@ -209,5 +209,38 @@ describe("Plugin set: diagnostics printed to a terminal", () => {
       "evil.ts:2:1 [evil\\u{1b}[2J load evil/x\\u{d}] boom\\u{1b}[31m\\u{a}FAKE host line\\u{7}\\u{d800}\n2 | \tthrow x;\\u{9b}\n  | ^",
     );
     expect(printed.split("\n")).to.have.length(3);
+  });
+});
+
+describe("Plugin set: settings for a plugin that is not there", () => {
+  const harness = usePluginHarness();
+
+  it("pluginSettings naming no plugin (a typo) is a warning naming the plugins there are", async () => {
+    const folder = harness.tempFolder();
+    write(path.join(folder, "todos.ts"), textPlugin({ name: "todos", value: "3 open" }));
+    write(path.join(folder, "weather.ts"), textPlugin({ name: "weather", value: "clear" }));
+    const diagnostics = new Diagnostics();
+    await harness.start({ folders: [folder], watch: false, diagnostics, settings: { todo: { list: "x" }, weather: {} } });
+    expect(diagnostics.current()).to.deep.equal([
+      {
+        origin: "plugin",
+        plugin: "todo",
+        file: "pluginSettings.todo",
+        phase: "config",
+        message: 'no plugin is named "todo", so these settings are not used (the plugins: todos, weather)',
+      },
+    ]);
+  });
+
+  it("the warning is resolved once a plugin of that name is there", async () => {
+    const folder = harness.tempFolder();
+    const diagnostics = new Diagnostics();
+    const running = await harness.start({ folders: [folder], watch: true, debounceMs: 20, diagnostics, settings: { todos: {} } });
+    expect(diagnostics.current().map((d) => d.message)).to.deep.equal([
+      'no plugin is named "todos", so these settings are not used (there are no plugins)',
+    ]);
+    write(path.join(folder, "todos.ts"), textPlugin({ name: "todos", value: "3 open" }));
+    await eventually(() => generationOf(running, "todos"), "todos to be active");
+    expect(diagnostics.current()).to.deep.equal([]);
   });
 });

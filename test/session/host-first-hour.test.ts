@@ -2,11 +2,11 @@
 // exist, plugin problems nobody asked for, a prompt that is not a string, no options,
 // and a store that cannot be opened (issue 35).
 
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { createHost, type Diagnostic, PromptInvalid, SettingInvalid, scriptedProvider } from "../../core/index.ts";
-import { StoreFailed } from "../../core/store.ts";
+import { SqliteSessionStore, StoreFailed, StorePathUnusable } from "../../core/store.ts";
 import { hostsPerTest, openHost } from "./fixtures.ts";
 
 /** The rejection of `promise`; fails the test when it resolves. */
@@ -153,17 +153,59 @@ describe("host: the first hour's failures are visible", () => {
     const error = await rejection(openHost(folder.path, { providers }));
     expect(error).to.be.instanceOf(StoreFailed);
     expect(error.message).to.equal(
-      `${file}: open the session store failed: file is not a database — it is not a context-host session store: move it away, or give another data folder (dataDir)`,
+      `${file}: open the session store failed: file is not a database — it is not a context-host session store: move it away, or choose another data folder`,
     );
   });
 
-  it("a data folder that cannot be created rejects with StoreFailed naming the file", async () => {
+  it("a file where the data folder should be rejects with StorePathUnusable naming the data folder, the file and what to do", async () => {
     const blocker = path.join(folder.path, "data");
     writeFileSync(blocker, "a file where the data folder should be");
-    const error = await rejection(openHost(path.join(blocker, "inner"), { providers }));
+    for (const dataDir of [blocker, path.join(blocker, "inner")]) {
+      const error = await rejection(openHost(dataDir, { providers }));
+      expect(error).to.be.instanceOf(StorePathUnusable);
+      expect(error.message).to.equal(
+        `data folder ${dataDir}: ${blocker} is a file, not a folder — move it away, or choose another data folder`,
+      );
+      expect(error.message).not.to.match(/EEXIST|ENOTDIR|mkdir/);
+    }
+  });
+
+  it("a folder named sessions.db in the data folder rejects with StorePathUnusable naming it", async () => {
+    mkdirSync(path.join(folder.path, "sessions.db"));
+    const error = await rejection(openHost(folder.path, { providers }));
+    expect(error).to.be.instanceOf(StorePathUnusable);
+    expect(error.message).to.equal(
+      `data folder ${folder.path}: ${path.join(folder.path, "sessions.db")} is a folder, where the session store's file should be — move it away, or choose another data folder`,
+    );
+  });
+
+  it("new SqliteSessionStore(file) speaks of its file, never of a data folder option", async () => {
+    const asFolder = path.join(folder.path, "store.db");
+    mkdirSync(asFolder);
+    const cases: Array<[string, string]> = [
+      [asFolder, `session store file ${asFolder}: ${asFolder} is a folder, where the session store's file should be`],
+      [path.join(folder.path, "plain", "x.db"), `${path.join(folder.path, "plain")} is a file, not a folder`],
+    ];
+    writeFileSync(path.join(folder.path, "plain"), "a file");
+    const notADatabase = path.join(folder.path, "text.db");
+    writeFileSync(notADatabase, "not a database, but long enough to have a header page of its own ".repeat(100));
+    for (const [file, message] of cases) {
+      const error = catching(() => new SqliteSessionStore(file));
+      expect(error).to.be.instanceOf(StorePathUnusable);
+      expect(error.message).to.contain(message).and.contain("give the store another file").and.not.contain("dataDir");
+    }
+    const error = catching(() => new SqliteSessionStore(notADatabase));
     expect(error).to.be.instanceOf(StoreFailed);
-    expect(error.message)
-      .to.contain(path.join(blocker, "inner", "sessions.db"))
-      .and.contain("give another data folder");
+    expect(error.message).to.contain("give the store another file").and.not.contain("data folder");
   });
 });
+
+/** What `work` throws (a failure when it throws nothing). */
+function catching(work: () => unknown): Error {
+  try {
+    work();
+  } catch (error) {
+    return error as Error;
+  }
+  return expect.fail("expected a throw") as never;
+}

@@ -7,7 +7,7 @@ import { mkdirSync, type Stats, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { ContextHostError } from "../../base/errors.ts";
-import { RevisionConflict, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged } from "../errors.ts";
+import { RevisionConflict, SessionNotFound, StoreBusy, StoreFailed, StoreFileChanged, StorePathUnusable } from "../errors.ts";
 import type { SessionHead, Writes } from "./commit-plan.ts";
 import { sessionFrom } from "./rows.ts";
 import type { EpochReason, PendingPrompt, SessionRecord } from "./store.ts";
@@ -23,8 +23,54 @@ export function sessionsFile(dataDir: string): string {
   return path.join(dataDir, "sessions.db");
 }
 
-/** Opens the SQLite file (creating its folder) in WAL mode; a failure is `StoreFailed` naming the file and what to do. */
-export function openDatabase(file: string): Database.Database {
+/**
+ * Where the user put the store: its data folder (`createHost`'s `dataDir`, the command line's
+ * `--data`), whose file is `sessions.db`, or the file itself (`new SqliteSessionStore(file)`).
+ * Errors speak of the one the user gave.
+ */
+export type StorePlace = { readonly dataDir: string } | { readonly file: string };
+
+/** The store's file at `place`. */
+const fileAt = (place: StorePlace) => ("file" in place ? place.file : sessionsFile(place.dataDir));
+
+/** The stat of `file`, or `undefined` when it is not there (a file standing where a folder of its path should be included). */
+function statIfThere(file: string): Stats | undefined {
+  try {
+    return statSync(file, { throwIfNoEntry: false });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Throws `StorePathUnusable` when something stands where the store's file or one of its folders
+ * should be: a folder where the file should be, or a file where a folder should be. Anything
+ * else (a folder that cannot be created, no permission) is left to the open to find.
+ */
+export function checkStorePlace(place: StorePlace): void {
+  const file = fileAt(place);
+  if (file === ":memory:") return;
+  const given =
+    "file" in place
+      ? { path: place.file, what: "session store file" as const }
+      : { path: place.dataDir, what: "data folder" as const };
+  if (statIfThere(file)?.isDirectory() === true) throw new StorePathUnusable({ ...given, obstacle: file, isFolder: true });
+  // The nearest folder of the path that exists must be a folder.
+  for (let folder = path.dirname(file); ; folder = path.dirname(folder)) {
+    const stat = statIfThere(folder);
+    if (stat !== undefined) {
+      if (!stat.isDirectory()) throw new StorePathUnusable({ ...given, obstacle: folder, isFolder: false });
+      return;
+    }
+    if (path.dirname(folder) === folder) return;
+  }
+}
+
+/** Opens the SQLite file (creating its folder) in WAL mode; a failure is `StoreFailed` or `StorePathUnusable` naming the place and what to do. */
+export function openDatabase(place: StorePlace): Database.Database {
+  const file = fileAt(place);
+  checkStorePlace(place);
   let db: Database.Database | undefined;
   try {
     if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
@@ -34,18 +80,19 @@ export function openDatabase(file: string): Database.Database {
     return db;
   } catch (error) {
     db?.close();
-    throw openFailed(file, error);
+    throw openFailed(place, error);
   }
 }
 
-/** Why a store could not be opened, with what to do about it. */
-export function openFailed(file: string, error: unknown): StoreFailed {
+/** Why a store could not be opened, with what to do about it, in the terms of the place the user gave. */
+export function openFailed(place: StorePlace, error: unknown): StoreFailed {
   const code = (error as { code?: unknown }).code;
+  const elsewhere = "file" in place ? "give the store another file" : "choose another data folder";
   const advice =
     code === "SQLITE_NOTADB" || code === "SQLITE_CORRUPT"
-      ? "it is not a context-host session store: move it away, or give another data folder (dataDir)"
-      : "check that its folder exists or can be created and that this process may write to both, or give another data folder (dataDir)";
-  return new StoreFailed({ file, operation: "open the session store", cause: error, advice });
+      ? `it is not a context-host session store: move it away, or ${elsewhere}`
+      : `check that its folder exists or can be created and that this process may write to both, or ${elsewhere}`;
+  return new StoreFailed({ file: fileAt(place), operation: "open the session store", cause: error, advice });
 }
 
 /** The longest a write waits for another process's write lock (in timers: the event loop goes on, decision 175). */

@@ -17,6 +17,7 @@ import {
   openDatabase,
   openFailed,
   readBoundarySql,
+  type StorePlace,
   statementsOf,
   type Write,
   writesTo,
@@ -49,8 +50,18 @@ export class SqliteSessionStore implements SessionStore {
   readonly #held = new HeldSessions();
   readonly #commits: Commits;
 
-  constructor(readonly file: string) {
-    this.#db = openDatabase(file);
+  /**
+   * Opens (or creates) the store in `file`. With `{ dataDir }` (the folder `file` is the
+   * `sessions.db` of), errors speak of that data folder instead of the file. Throws
+   * `StorePathUnusable` when a file stands where a folder of the path should be, or a folder
+   * where the file should be; `StoreFailed` when SQLite cannot open it.
+   */
+  constructor(
+    readonly file: string,
+    options: { readonly dataDir?: string } = {},
+  ) {
+    const place: StorePlace = options.dataDir === undefined ? { file } : { dataDir: options.dataDir };
+    this.#db = openDatabase(place);
     try {
       this.#prepare = statementsOf(this.#db);
       this.#db.pragma("busy_timeout = 5000");
@@ -72,7 +83,7 @@ export class SqliteSessionStore implements SessionStore {
     } catch (error) {
       // A store that failed to open keeps nothing open.
       this.#db.close();
-      throw error instanceof ContextHostError ? error : openFailed(file, error);
+      throw error instanceof ContextHostError ? error : openFailed(place, error);
     }
   }
 

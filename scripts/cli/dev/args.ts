@@ -1,6 +1,7 @@
 // Owns the arguments of `context-host dev`.
 
 import path from "node:path";
+import { choosePlugins } from "../plugin-entries.ts";
 import { type CliSettings, loadSettings } from "../settings.ts";
 import { optionValue, pluginEntry, UsageInvalid } from "../usage.ts";
 
@@ -13,6 +14,8 @@ export const scriptedModel = "scripted-echo";
 
 export interface DevArgs {
   readonly plugins: readonly string[];
+  /** Said once, in the banner: no plugin was named and ./plugins does not exist. */
+  readonly pluginsNote?: string;
   readonly provider: DevProviderName;
   readonly model: string;
   readonly baseUrl?: string;
@@ -64,8 +67,10 @@ export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
     if (url.protocol !== "http:" && url.protocol !== "https:") throw fail(`--base-url ${baseUrl}: not an http(s) URL`);
   }
   const settings = loadSettings(settingsFile, cwd, "dev");
+  const pluginsChosen = choosePlugins(plugins, settings.plugins, cwd);
   return {
-    plugins: plugins.length > 0 ? plugins : (settings.plugins ?? [path.join(cwd, "plugins")]),
+    plugins: pluginsChosen.entries,
+    ...(pluginsChosen.absentNote === undefined ? {} : { pluginsNote: pluginsChosen.absentNote }),
     provider: chosen,
     model: model ?? scriptedModel,
     ...(baseUrl === undefined ? {} : { baseUrl }),

@@ -194,7 +194,7 @@ export async function dev(args: DevArgs, io: DevIo): Promise<number> {
       screen.paint("note", bannerOf(args, io.env)),
       screen.paint(
         "note",
-        `plugins: ${plugins.map((p) => `${p.name} (${p.keys.join(", ")})`).join("; ") || "none"} — from ${args.plugins.map(shownEntry).join(", ")}`,
+        `plugins: ${plugins.map((p) => `${p.name} (${p.keys.join(", ")})`).join("; ") || "none"}${pluginsFrom(args, shownEntry)}`,
       ),
       ...(inspector === undefined ? [] : [screen.paint("note", `inspector: ${inspector.url}`)]),
     ]);
@@ -477,4 +477,10 @@ export function withoutValue(
     );
   }
   return lines;
+}
+
+/** Where the banner's plugins came from: the entries, or why there are none (an absent ./plugins); nothing for an empty list the user chose. */
+function pluginsFrom(args: DevArgs, shownEntry: (entry: string) => string): string {
+  if (args.plugins.length > 0) return ` — from ${args.plugins.map(shownEntry).join(", ")}`;
+  return args.pluginsNote === undefined ? "" : ` — ${args.pluginsNote}`;
 }
