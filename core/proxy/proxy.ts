@@ -86,6 +86,8 @@ export interface ProxyBoundaryEvent {
   readonly status?: number;
   /** How the exchange ended. */
   readonly outcome: RelayOutcome["kind"] | "rejected";
+  /** What went wrong upstream, when the outcome is `unreachable` or `broken`. */
+  readonly error?: string;
   /** Token usage the response reported (cache read, written, uncached input, output). */
   readonly usage?: TokenUsage;
   /** Milliseconds: the boundary, and the whole exchange. */
@@ -301,6 +303,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
         bytes: raw.length,
         ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
         outcome: outcome.kind,
+        ...("reason" in outcome ? { error: outcome.reason } : {}),
         ...(found === undefined ? {} : { usage: found }),
         timings: { boundaryMs: 0, totalMs: performance.now() - startedAt },
       });
@@ -399,6 +402,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       bytes: Buffer.byteLength(forwardedText),
       ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
       outcome: outcome.kind,
+      ...("reason" in outcome ? { error: outcome.reason } : {}),
       ...(found === undefined ? {} : { usage: found }),
       timings: { boundaryMs, totalMs: performance.now() - startedAt },
     });

@@ -85,12 +85,9 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
     if (Buffer.isBuffer(request.body)) headers["content-length"] = request.body.length;
     else if (typeof request.body === "string") headers["content-length"] = Buffer.byteLength(request.body);
     else if (client.headers["content-length"] !== undefined) headers["content-length"] = client.headers["content-length"];
-    const upstream = transport.request(request.url, {
-      method: request.method,
-      headers,
-      agent: agents[request.url.protocol as "http:" | "https:"],
-    });
+    const isReplayable = request.body === undefined || Buffer.isBuffer(request.body) || typeof request.body === "string";
     let answered: http.IncomingMessage | undefined;
+    let upstream: http.ClientRequest;
     const timer = setTimeout(() => {
       settle({ kind: "timed-out" });
       upstream.destroy();
@@ -102,11 +99,31 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
       upstream.destroy();
     };
     response.on("close", onClientGone);
-    upstream.on("error", (error) => {
-      clearTimeout(timer);
-      if (answered === undefined) settle({ kind: "unreachable", reason: error.message });
-    });
-    upstream.on("response", (answer) => {
+
+    const send = (attempt: number) => {
+      upstream = transport.request(request.url, {
+        method: request.method,
+        headers,
+        agent: agents[request.url.protocol as "http:" | "https:"],
+      });
+      upstream.on("error", (error: NodeJS.ErrnoException) => {
+        if (answered !== undefined || outcome !== undefined) return;
+        // A kept-alive connection the upstream closed as this request went out: send it once more
+        // on a new one (the body is bytes the proxy holds, so nothing is lost or sent twice).
+        if (attempt === 0 && upstream.reusedSocket && isReplayable && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
+          send(1);
+          return;
+        }
+        clearTimeout(timer);
+        settle({ kind: "unreachable", reason: error.message });
+      });
+      upstream.on("response", (answer) => onAnswer(answer));
+      if (request.body === undefined) upstream.end();
+      else if (Buffer.isBuffer(request.body) || typeof request.body === "string") upstream.end(request.body);
+      else request.body.pipe(upstream);
+    };
+
+    const onAnswer = (answer: http.IncomingMessage) => {
       answered = answer;
       clearTimeout(timer);
       if (outcome !== undefined) {
@@ -137,10 +154,8 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
         void usageRead.then(() => settle({ kind: "relayed", status, upstreamMs }));
       });
       answer.pipe(response);
-    });
-    if (request.body === undefined) upstream.end();
-    else if (Buffer.isBuffer(request.body) || typeof request.body === "string") upstream.end(request.body);
-    else request.body.pipe(upstream);
+    };
+    send(0);
   });
 }
 

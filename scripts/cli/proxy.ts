@@ -14,6 +14,7 @@ import {
 } from "../../core/index.ts";
 import { PostgresSessionStore } from "../../core/store.ts";
 import { type Inspector, startInspector } from "./inspector/server.ts";
+import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { proxyInspectorSource } from "./proxy-inspector.ts";
 import { type CliSettings, loadSettings } from "./settings.ts";
 import { pluginEntry, UsageInvalid } from "./usage.ts";
@@ -22,6 +23,8 @@ export interface ProxyArgs {
   readonly port: number;
   readonly host: string;
   readonly plugins: readonly string[];
+  /** Why there are no plugins, when ./plugins does not exist and none were named (said once). */
+  readonly pluginsNote?: string;
   readonly dataDir: string;
   /** A `postgres://` URL: sessions shared by every proxy that names it. */
   readonly store?: string;
@@ -84,15 +87,18 @@ export function parseProxyArgs(args: readonly string[], cwd: string, env: NodeJS
   const settings = loadSettings(text("settings") ?? text("config"), cwd, "proxy");
   const given = (values.plugins as string[] | undefined) ?? [];
   const token = text("token") ?? env.CONTEXT_HOST_PROXY_TOKEN;
+  const chosen = choosePlugins(
+    given.map((entry) => pluginEntry(entry, cwd, "proxy")),
+    settings.plugins,
+    cwd,
+  );
   const anthropic = text("anthropic-upstream");
   const openai = text("openai-upstream");
   return {
     port: portOf(text("port") ?? "4100", "--port"),
     host: text("host") ?? "127.0.0.1",
-    plugins:
-      given.length > 0
-        ? given.map((entry) => pluginEntry(entry, cwd, "proxy"))
-        : (settings.plugins ?? [path.join(cwd, "plugins")]),
+    plugins: chosen.entries,
+    ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
     dataDir: path.resolve(cwd, text("data-dir") ?? text("data") ?? ".context-host"),
     ...(store === undefined ? {} : { store }),
     upstreams: { ...(anthropic === undefined ? {} : { anthropic }), ...(openai === undefined ? {} : { openai }) },
@@ -128,6 +134,7 @@ export async function proxy(
   args: ProxyArgs,
   io: { readonly out: (text: string) => void; readonly err: (text: string) => void; readonly stop?: Promise<unknown> },
 ): Promise<number> {
+  if (args.pluginsNote !== undefined) io.err(noPluginsLine(args.pluginsNote));
   const store = args.store === undefined ? undefined : await PostgresSessionStore.open({ connectionString: args.store });
   let running: ContextProxy;
   try {

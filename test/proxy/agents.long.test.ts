@@ -6,10 +6,13 @@
 // the plugin's Baseline once; turn 2 extends turn 1, carries the same Baseline once (one
 // epoch) and the update once, after the newest user message; side requests (opencode's
 // title) are conversations of their own. A CLI that cannot be installed or run fails its test.
-// On a failure, what the upstream received and the proxy's events are saved under
-// <tmpdir>/context-host-proxy-agents-long/ (the failure names the folder).
+// On a failure, what the upstream received, the proxy's events and its upstream requests'
+// errors are saved under <tmpdir>/context-host-proxy-agents-long/ (printed with the failure),
+// and the CLI's working folder and HOME are kept; with CONTEXT_HOST_PROXY_AGENTS_DUMP set, saved on success too.
 
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import type { ClientRequest } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -28,10 +31,10 @@ import {
 } from "./agents/clis.ts";
 import { type RecordedRequest, type RecordingUpstream, startRecordingUpstream } from "./agents/recording-upstream.ts";
 
-const before = "alpha-7f3c";
-const after = "beta-91d2";
-const baselineText = `Checked-out branch: ${before}.`;
-const updateText = `The checked-out branch is now ${after}.`;
+const firstBranch = "alpha-7f3c";
+const secondBranch = "beta-91d2";
+const baselineText = `Checked-out branch: ${firstBranch}.`;
+const updateText = `The checked-out branch is now ${secondBranch}.`;
 
 /** A plugin whose one source is the text of `file`. */
 const branchPlugin = (file: string) => `import { readFileSync } from "node:fs";
@@ -72,6 +75,24 @@ describe("the context proxy in front of real agent CLIs (long)", function () {
   this.timeout(600_000);
   let dir = "";
   let home = "";
+  let isFailed = false;
+  // The errors of this process's HTTP requests (the proxy's to the upstream), as Node reports them: observed, not changed.
+  const requestErrors: { time: number; host: string; path: string; reusedSocket: boolean; error: string }[] = [];
+  const onRequestError = (message: unknown) => {
+    const { request, error } = message as { request: ClientRequest; error: NodeJS.ErrnoException };
+    requestErrors.push({
+      time: Date.now(),
+      host: String(request.getHeader("host") ?? request.host),
+      path: request.path,
+      reusedSocket: request.reusedSocket,
+      error: `${error.code ?? ""} ${error.message}`.trim(),
+    });
+  };
+  before(() => subscribe("http.client.request.error", onRequestError));
+  after(() => unsubscribe("http.client.request.error", onRequestError));
+  beforeEach(() => {
+    requestErrors.length = 0;
+  });
   let recorder: RecordingUpstream | undefined;
   let proxy: ContextProxy | undefined;
   afterEach(async () => {
@@ -79,9 +100,13 @@ describe("the context proxy in front of real agent CLIs (long)", function () {
     await recorder?.close();
     proxy = undefined;
     recorder = undefined;
-    rmSync(dir, { recursive: true, force: true });
-    if (home !== "") rmSync(home, { recursive: true, force: true });
+    // A failed test's folders stay for inspection (its error names them).
+    if (!isFailed) {
+      rmSync(dir, { recursive: true, force: true });
+      if (home !== "") rmSync(home, { recursive: true, force: true });
+    }
     home = "";
+    isFailed = false;
   });
 
   for (const agent of AGENT_NAMES) {
@@ -100,7 +125,7 @@ describe("the context proxy in front of real agent CLIs (long)", function () {
 
       dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "proxy-agents-long-")));
       const branchFile = path.join(dir, "branch.txt");
-      writeFileSync(branchFile, `${before}\n`);
+      writeFileSync(branchFile, `${firstBranch}\n`);
       mkdirSync(path.join(dir, "plugins"));
       writeFileSync(path.join(dir, "plugins", "branch.ts"), branchPlugin(branchFile));
       recorder = await startRecordingUpstream();
@@ -145,13 +170,19 @@ describe("the context proxy in front of real agent CLIs (long)", function () {
         return result;
       };
 
-      let dumped = "";
       try {
         const turn1 = await runTurn("hello", false);
         expect(turn1.exitCode, `${agent} turn 1 through the proxy\n${describeTurn(turn1)}`).to.equal(0);
-        writeFileSync(branchFile, `${after}\n`);
+        writeFileSync(branchFile, `${secondBranch}\n`);
         const turn2 = await runTurn("and again", true);
         expect(turn2.exitCode, `${agent} turn 2 through the proxy\n${describeTurn(turn2)}`).to.equal(0);
+
+        // The proxy answered every conversation request with the upstream's answer.
+        const failed = events.filter((event) => event.outcome !== "relayed" || event.status !== 200);
+        expect(
+          failed.map((event) => ({ model: event.model, bytes: event.bytes, outcome: event.outcome, status: event.status })),
+          `${agent}: conversation requests the proxy did not relay with the upstream's 200; its requests' errors: ${JSON.stringify(requestErrors)}`,
+        ).to.deep.equal([]);
 
         const conversation = (requests: RecordedRequest[]) =>
           requests.filter((request) => conversationKinds.includes(request.kind));
@@ -171,11 +202,10 @@ describe("the context proxy in front of real agent CLIs (long)", function () {
         const [body1, body2] = [request1.body as Record<string, unknown>, request2.body as Record<string, unknown>];
         const [event1, event2] = [eventOf(request1), eventOf(request2)];
 
-        // Every conversation request went through with context and was answered.
+        // Every conversation request went upstream with context in place.
         for (const request of conversation(upstream.requests)) {
           const event = eventOf(request);
           expect(event.forwarded, `#${request.seq} ${request.path}: ${event.reason ?? ""}`).to.equal("with-context");
-          expect(event.status, `#${request.seq} ${request.path}: the upstream's status`).to.equal(200);
         }
 
         // One conversation, one epoch: the Baseline in turn 1 only, the update in turn 2.
@@ -231,9 +261,15 @@ describe("the context proxy in front of real agent CLIs (long)", function () {
             event1.sessionId,
           );
         }
+        if (process.env.CONTEXT_HOST_PROXY_AGENTS_DUMP) {
+          console.error(`    ${agent}: saved in ${dump(agent, upstream, events, turns, { diagnostics, requestErrors })}`);
+        }
       } catch (error) {
-        dumped = dump(agent, upstream, events, turns, diagnostics);
-        if (error instanceof Error) error.message += `\n(what the upstream received and the proxy's events: ${dumped})`;
+        isFailed = true;
+        const saved = dump(agent, upstream, events, turns, { diagnostics, requestErrors });
+        const note = `what the upstream received and the proxy's events: ${saved}; the CLI's working folder ${cwd}, its HOME ${home}`;
+        console.error(`    ${agent}: ${note}`);
+        if (error instanceof Error) error.message += `\n(${note})`;
         throw error;
       }
     });
@@ -246,7 +282,7 @@ function dump(
   upstream: RecordingUpstream,
   events: readonly ProxyBoundaryEvent[],
   turns: readonly { result: AgentTurnResult; requests: RecordedRequest[] }[],
-  diagnostics: readonly unknown[],
+  extra: Record<string, unknown>,
 ): string {
   const root = path.join(os.tmpdir(), "context-host-proxy-agents-long");
   mkdirSync(root, { recursive: true });
@@ -258,7 +294,7 @@ function dump(
     writeFileSync(path.join(folder, name), `${JSON.stringify(rest, null, 2)}\n`);
   }
   writeFileSync(path.join(folder, "events.json"), `${JSON.stringify(events, null, 2)}\n`);
-  writeFileSync(path.join(folder, "diagnostics.json"), `${JSON.stringify(diagnostics, null, 2)}\n`);
+  writeFileSync(path.join(folder, "diagnostics.json"), `${JSON.stringify(extra, null, 2)}\n`);
   writeFileSync(
     path.join(folder, "turns.json"),
     `${JSON.stringify(

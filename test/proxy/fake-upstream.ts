@@ -24,6 +24,8 @@ export type Behaviour =
   | { readonly kind: "break" }
   /** Headers never come. */
   | { readonly kind: "hang" }
+  /** The connection is closed at once, no answer (as a server closing a kept-alive connection does). */
+  | { readonly kind: "reset" }
   /** A stream written as fast as the socket takes it, `chunks` chunks of 64 KiB; `blocked` is set when a write had to wait. */
   | { readonly kind: "flood"; readonly chunks: number };
 
@@ -119,6 +121,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (!response.writableFinished) cancelled.push(path);
       });
       if (behaviour.kind === "hang") return;
+      if (behaviour.kind === "reset") {
+        request.socket.destroy();
+        return;
+      }
       if (behaviour.kind === "error") {
         response.writeHead(behaviour.status, { "content-type": "application/json", ...behaviour.headers });
         response.end(behaviour.body);

@@ -404,6 +404,32 @@ describe("context proxy", () => {
       expect(((await response.json()) as { error: { message: string } }).error.message).to.contain("http://127.0.0.1:9");
     });
 
+    it("a kept-alive upstream connection closed as a request goes out is retried once on a new one", async () => {
+      const proxy = await start();
+      const seen = events(proxy);
+      expect((await post(proxy, "/v1/messages", body)).status).to.equal(200);
+      upstream.next.push({ kind: "reset" });
+      const response = await post(proxy, "/v1/messages", body);
+      expect(response.status).to.equal(200);
+      await response.json();
+      // The upstream saw the request twice: the attempt it closed, then the one it answered.
+      expect(upstream.requests).to.have.length(3);
+      expect(upstream.requests[2]?.raw).to.equal(upstream.requests[1]?.raw);
+      await until(() => seen.length === 2);
+      expect(seen[1]?.outcome).to.equal("relayed");
+    });
+
+    it("a connection the upstream closes on a fresh socket is a 502 saying what happened", async () => {
+      const proxy = await start();
+      const seen = events(proxy);
+      upstream.next.push({ kind: "reset" });
+      const response = await post(proxy, "/v1/messages", body);
+      expect(response.status).to.equal(502);
+      await until(() => seen.length === 1);
+      expect(seen[0]?.outcome).to.equal("unreachable");
+      expect(seen[0]?.error).to.match(/socket hang up|ECONNRESET/);
+    });
+
     it("an upstream that does not answer in time gets a 504", async () => {
       const proxy = await start({ upstreamTimeoutMs: 200 });
       upstream.next.push({ kind: "hang" });
