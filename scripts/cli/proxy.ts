@@ -125,7 +125,8 @@ export function formatExchange(event: ProxyBoundaryEvent): string {
       ? ""
       : ` · cache read ${event.usage.cacheRead}, written ${event.usage.cacheWrite}, uncached ${event.usage.input}`;
   const status =
-    event.status === undefined ? event.outcome : `${event.status}${event.outcome === "relayed" ? "" : ` ${event.outcome}`}`;
+    (event.status === undefined ? event.outcome : `${event.status}${event.outcome === "relayed" ? "" : ` ${event.outcome}`}`) +
+    (event.error === undefined ? "" : `: ${event.error}`);
   return `${event.wire} ${event.model} ${event.sessionId.split("/").at(-1) ?? ""}: ${what} · ${status}${usage}`;
 }
 
