@@ -64,15 +64,20 @@ function projectFor(major, node) {
     for (const part of ["package.json", "lib", "binding.gyp", "src", "deps"]) {
       cpSync(path.join(source, part), path.join(built, part), { recursive: true });
     }
+    // As its own install script does: the prebuilt binary, else a build from its sources
+    // against the headers that come with the binary package (a minute or two, once).
     const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim().slice(1);
-    execFileSync(
+    const prebuilt = spawnSync(
       node,
       [path.join(root, "node_modules", "prebuild-install", "bin.js"), "--runtime", "node", "--target", version],
-      {
-        cwd: built,
-        stdio: "inherit",
-      },
+      { cwd: built, stdio: "inherit" },
     );
+    if (prebuilt.status !== 0) {
+      const gyp = process.env.npm_config_node_gyp;
+      if (gyp === undefined) throw new Error("test:node: no prebuilt better-sqlite3 and no node-gyp: run it through npm");
+      const headers = path.resolve(path.dirname(node), "..");
+      execFileSync(node, [gyp, "rebuild", "--release", `--nodedir=${headers}`, "--jobs", "2"], { cwd: built, stdio: "inherit" });
+    }
   }
   symlinkSync(built, sqlite);
   execFileSync("git", ["init", "--quiet"], { cwd: project });

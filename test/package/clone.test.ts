@@ -82,7 +82,7 @@ describe("package: a fresh clone after npm install, nothing built", function () 
     const manifest = JSON.parse(readFileSync(manifestFile, "utf8")) as { devDependencies: Record<string, string> };
     expect(manifest.devDependencies["context-host"]).to.equal("file:../..");
     // Offline: the test tools come from the registry; the repository provides context-host.
-    manifest.devDependencies = { "context-host": manifest.devDependencies["context-host"] };
+    manifest.devDependencies = { "context-host": "file:../.." };
     writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
     const install = await inFolder(example, "npm", ["install", "--ignore-scripts", "--no-audit", "--no-fund"]);
     expect(install.code, install.stdout + install.stderr).to.equal(0);
