@@ -76,7 +76,12 @@ function projectFor(major, node) {
       const gyp = process.env.npm_config_node_gyp;
       if (gyp === undefined) throw new Error("test:node: no prebuilt better-sqlite3 and no node-gyp: run it through npm");
       const headers = path.resolve(path.dirname(node), "..");
-      execFileSync(node, [gyp, "rebuild", "--release", `--nodedir=${headers}`, "--jobs", "2"], { cwd: built, stdio: "inherit" });
+      // npm passes its own `nodedir` setting down (npm_config_nodedir): that Node's headers win over it.
+      execFileSync(node, [gyp, "rebuild", "--release", `--nodedir=${headers}`, "--jobs", "2"], {
+        cwd: built,
+        stdio: "inherit",
+        env: { ...process.env, npm_config_nodedir: headers },
+      });
     }
   }
   symlinkSync(built, sqlite);
