@@ -1,7 +1,8 @@
-// Builds the package into dist/ (`npm run build`). `prepare` runs it, so `npm install` and
-// `npm ci` in a clone build dist/ (the `context-host` program and the examples run from it),
-// and so do `npm pack`, `npm publish` and installs from git. Plain JavaScript so that it
-// needs nothing but Node and the project's TypeScript.
+// Builds the package into dist/ (`npm run build`; `prepack` runs it, so `npm pack`,
+// `npm publish` and installs from git build). A clone needs no build: the program's
+// bin/context-host.mjs runs the sources while dist/ is absent, and the examples resolve
+// `context-host` to its sources (decision 202). Plain JavaScript so that it needs nothing
+// but Node and the project's TypeScript.
 //
 // 1. tsconfig.build.json: core/ and the command line as readable ESM JavaScript, as tsc
 //    writes it (names, lines and comments kept), with source maps (`.js.map`).
