@@ -6,11 +6,12 @@
 
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 if (existsSync(new URL("../dist/scripts/cli/context-host.js", import.meta.url))) {
   await import("../dist/scripts/cli/context-host.js");
 } else {
-  const source = new URL("../scripts/cli/context-host.ts", import.meta.url);
+  const source = fileURLToPath(new URL("../scripts/cli/context-host.ts", import.meta.url));
   let tsx;
   try {
     tsx = import.meta.resolve("tsx");
@@ -18,7 +19,7 @@ if (existsSync(new URL("../dist/scripts/cli/context-host.js", import.meta.url)))
     process.stderr.write("context-host: dist/ is not built and tsx is not installed: run `npm run build`\n");
     process.exit(1);
   }
-  const child = spawnSync(process.execPath, ["--import", tsx, source.pathname, ...process.argv.slice(2)], {
+  const child = spawnSync(process.execPath, ["--import", tsx, source, ...process.argv.slice(2)], {
     stdio: "inherit",
   });
   process.exit(child.status ?? 1);
