@@ -1,25 +1,28 @@
 // Builds the package into dist/ (`npm run build`; `prepack` runs it, so `npm pack`,
-// `npm publish` and git installs build; `npm ci` does not, and no test needs dist/). Plain JavaScript so that it needs nothing but
-// Node and the project's TypeScript.
+// `npm publish` and installs from git build). A clone needs no build: the program's
+// bin/context-host.mjs runs the sources while dist/ is absent, and the examples resolve
+// `context-host` to its sources (decision 202). Plain JavaScript so that it needs nothing
+// but Node and the project's TypeScript.
 //
-// 1. tsconfig.build.json: core/ and the command line as ESM JavaScript with source maps,
-//    comments left out (they would double the JavaScript).
-// 2. tsconfig.types.json: declarations of core/, with their TSDoc; exports marked
-//    `@internal` left out (decision 097).
+// 1. tsconfig.build.json: core/ and the command line as readable ESM JavaScript, as tsc
+//    writes it (names, lines and comments kept), with source maps (`.js.map`).
+// 2. tsconfig.types.json: declarations of core/, with their TSDoc and maps (`.d.ts.map`);
+//    exports marked `@internal` left out (decision 097).
 // 3. Leaves out what no entry point reaches: declarations no entry's declarations import
 //    (internal modules' types), and JavaScript no entry or `bin` imports (modules that
-//    hold only types compile to empty files). The package holds what its API reaches.
-// 4. Minifies the JavaScript with esbuild, keeping every name (decisions 051, 052).
-// 5. Indents the declarations with tabs.
+//    hold only types compile to empty files), each with its map. The package holds what
+//    its API reaches; the maps point at the TypeScript sources, which ship beside dist/
+//    (package.json `files`), so stack traces and "go to definition" land on readable code.
+//
+// Nothing is minified: users debug this JavaScript.
 //
 // Both compiler runs skip type checking (`--noCheck`): `npm test` type-checks the whole
 // project first (`npm run typecheck`), and checking core/ twice more would triple the cost.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import vm from "node:vm";
 
 const root = path.resolve(import.meta.dirname, "..");
 const dist = path.join(root, "dist");
@@ -49,80 +52,16 @@ const declarations = reachable(
 
 let left = 0;
 for (const file of readdirSync(dist, { recursive: true, encoding: "utf8" }).map((f) => path.join(dist, f))) {
-  const kept = file.endsWith(".d.ts")
-    ? declarations.has(file)
-    : file.endsWith(".js.map")
-      ? javascript.has(file.slice(0, -".map".length))
-      : file.endsWith(".js")
-        ? javascript.has(file)
-        : true;
+  const built = file.endsWith(".map") ? file.slice(0, -".map".length) : file;
+  const kept = built.endsWith(".d.ts") ? declarations.has(built) : built.endsWith(".js") ? javascript.has(built) : true;
   if (!kept) {
     rmSync(file);
     left++;
   }
 }
-// 4. Minify the JavaScript (decisions 051, 052): local identifiers shortened, whitespace out,
-//    every function and class keeping its name (`keepNames`), so stack traces and the error
-//    classes' `name` still read as written. esbuild is a dependency of the package anyway.
-const esbuild = createRequire(import.meta.url)("esbuild");
-for (const file of javascript) {
-  const code = readFileSync(file, "utf8");
-  writeFileSync(
-    file,
-    esbuild.transformSync(code, { minify: true, keepNames: true, format: "esm", target: "node20", loader: "js" }).code,
-  );
-}
-// 4b. The inspector's browser script and stylesheet are text in string modules (decision
-//     080), which step 4 leaves as written: minified here, each only if what comes out can go
-//     back between its template's backticks unchanged, and the script only if it parses.
-minifyEmbedded("dist/scripts/cli/inspector/page-script.js", /String\.raw`([\s\S]*)`/, "js");
-minifyEmbedded("dist/scripts/cli/inspector/page.js", /`(:root \{[\s\S]*?)`/, "css");
-// The page's HTML loses its indentation only (its one <pre> is empty; elsewhere HTML collapses white space).
-const pageModule = path.join(root, "dist/scripts/cli/inspector/page.js");
-writeFileSync(
-  pageModule,
-  readFileSync(pageModule, "utf8").replace(/`<!doctype html>[\s\S]*?`/, (html) => html.replace(/\n[ \t]+/g, "\n")),
-);
-// 4c. The stores' SQL, the only multi-line text of their modules, on one line each: SQL reads
-//     white space as one space, and none of it has a `--` comment a joined line would extend.
-for (const relative of ["dist/core/session/store/sqlite.js", "dist/core/session/store/postgres.js"]) {
-  const file = path.join(root, relative);
-  const code = readFileSync(file, "utf8");
-  if (code.includes("--")) throw new Error(`build: ${relative} has "--": its SQL cannot be joined onto one line`);
-  const joined = code.replace(/\n[ \t]*/g, " ");
-  esbuild.transformSync(joined, { loader: "js", format: "esm" }); // throws if it no longer parses
-  writeFileSync(file, joined);
-}
-// 5. Declarations indented with tabs instead of tsc's four spaces (decision 052): the same
-//    text and TSDoc for editors, ~5 KB less of the package's 400 KiB budget.
-for (const file of declarations) {
-  const text = readFileSync(file, "utf8");
-  writeFileSync(
-    file,
-    text.replace(/^(?: {4})+/gm, (indent) => "\t".repeat(indent.length / 4)),
-  );
-}
 process.stdout.write(
   `dist/: ${javascript.size} modules, ${declarations.size} declaration files (${left} unreachable files left out)\n`,
 );
-
-/**
- * Replaces the text `pattern` captures in `file` (relative to the project) by its minified
- * form (`loader` "js" or "css"), when that text can sit in a template literal as it is (no
- * backtick, no `${`). Throws if the text is missing, so a rename cannot silently ship the
- * page unminified, and if a minified script does not parse.
- */
-function minifyEmbedded(relative, pattern, loader) {
-  const file = path.join(root, relative);
-  const code = readFileSync(file, "utf8");
-  const found = pattern.exec(code);
-  if (found === null) throw new Error(`build: ${relative} has no embedded ${loader} to minify`);
-  const minified = esbuild.transformSync(found[1], { loader, minify: true }).code.trim();
-  if (/`|\$\{/.test(minified)) return;
-  if (loader === "js") new vm.Script(minified, { filename: relative });
-  const start = found.index + found[0].indexOf(found[1]);
-  writeFileSync(file, code.slice(0, start) + minified + code.slice(start + found[1].length));
-}
 
 /**
  * Files reachable from `starts` (paths relative to the project) through relative

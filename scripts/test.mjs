@@ -45,6 +45,7 @@ function report({ label, code, output }) {
  */
 const slowest = [
   "test/package/consumer.test.ts",
+  "test/package/clone.test.ts",
   "test/plugins/isolation.test.ts",
   "test/conformance/check.test.ts",
   "test/conformance/pairing.test.ts",

@@ -10,9 +10,9 @@ import { ConformanceSetupInvalid } from "./errors.ts";
 let loaded: typeof FastCheck | undefined;
 
 /**
- * fast-check, an optional peer dependency of the package (hosts do not install it; plugin
- * authors who run the checks do): required at the first generated input, so that importing
- * the kit, or the command line, works without it, and a check without it says what to do.
+ * fast-check, a dependency of the package: required at the first generated input rather
+ * than imported, so that a host never loads it and the check worker's program resolves it
+ * from the package instead of bundling it.
  */
 function fastCheck(): typeof FastCheck {
   if (loaded !== undefined) return loaded;
@@ -21,7 +21,7 @@ function fastCheck(): typeof FastCheck {
   } catch (error) {
     throw new ConformanceSetupInvalid({
       suite: "the conformance checks",
-      reason: `they need fast-check, an optional peer dependency of context-host that is not installed here (npm install --save-dev fast-check): ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
+      reason: `they need fast-check, a dependency of context-host that could not be loaded (reinstall context-host): ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
     });
   }
   return loaded;

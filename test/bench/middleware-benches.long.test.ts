@@ -31,10 +31,13 @@ describe("middleware benches (quick mode)", function () {
     return benchLinesOf(stdout);
   };
 
-  it("middleware-overhead prints the ms contextMiddleware adds to a generateText call", async () => {
+  it("middleware-overhead prints the ms contextMiddleware adds to a generateText call carrying the same context by hand, and to a bare call", async () => {
     const lines = await bench("middleware-overhead.bench.ts");
-    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([["middleware-overhead", "added-ms", "ms"]]);
-    expect(lines[0]!.baseline as number).to.be.above(0);
+    expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
+      ["middleware-overhead", "added-ms", "ms"],
+      ["middleware-overhead", "added-ms-vs-bare", "ms"],
+    ]);
+    for (const line of lines) expect(line.baseline as number).to.be.above(0);
   });
 
   it("middleware-cache: every request of the tool loop extends the previous one, re-rendering does not", async () => {

@@ -1,4 +1,4 @@
-// examples/ai-sdk-agent runs as its README says (`npm start`: tsx agent.ts) with no key:
+// examples/ai-sdk-agent runs as its README says (`npm start`: tsx agent.ts, from the sources) with no key:
 // a scripted local server answers, and the agent's model sees the Baseline the engine
 // rendered. It runs in a temp project whose node_modules are this project's, with
 // `context-host` resolving to this project's sources.

@@ -13,7 +13,7 @@ import { sessionFrom } from "./rows.ts";
 import type { EpochReason, PendingPrompt, SessionRecord } from "./store.ts";
 import { isWriteLockBusy, waitForWriteLock } from "./write-lock.ts";
 
-/** Whether two stats are of the same file (device and inode). */
+/** Whether two stats are of the same file (device and inode). @internal */
 export function isSameFile(a: Stats, b: Stats): boolean {
   return a.dev === b.dev && a.ino === b.ino;
 }
@@ -46,7 +46,7 @@ function statIfThere(file: string): Stats | undefined {
 /**
  * Throws `StorePathUnusable` when something stands where the store's file or one of its folders
  * should be: a folder where the file should be, or a file where a folder should be. Anything
- * else (a folder that cannot be created, no permission) is left to the open to find.
+ * else (a folder that cannot be created, no permission) is left to the open to find. @internal
  */
 export function checkStorePlace(place: StorePlace): void {
   const file = fileAt(place);
@@ -67,7 +67,7 @@ export function checkStorePlace(place: StorePlace): void {
   }
 }
 
-/** Opens the SQLite file (creating its folder) in WAL mode; a failure is `StoreFailed` or `StorePathUnusable` naming the place and what to do. */
+/** Opens the SQLite file (creating its folder) in WAL mode; a failure is `StoreFailed` or `StorePathUnusable` naming the place and what to do. @internal */
 export function openDatabase(place: StorePlace): Database.Database {
   const file = fileAt(place);
   checkStorePlace(place);
@@ -84,7 +84,7 @@ export function openDatabase(place: StorePlace): Database.Database {
   }
 }
 
-/** Why a store could not be opened, with what to do about it, in the terms of the place the user gave. */
+/** Why a store could not be opened, with what to do about it, in the terms of the place the user gave. @internal */
 export function openFailed(place: StorePlace, error: unknown): StoreFailed {
   const code = (error as { code?: unknown }).code;
   const elsewhere = "file" in place ? "give the store another file" : "choose another data folder";
@@ -98,7 +98,7 @@ export function openFailed(place: StorePlace, error: unknown): StoreFailed {
 /** The longest a write waits for another process's write lock (in timers: the event loop goes on, decision 175). */
 const busyWaitMs = 1000;
 
-/** One write of a store: `work` for the operation `${doing} session ${id}`. */
+/** One write of a store: `work` for the operation `${doing} session ${id}`. @internal */
 export type Write = <T>(doing: string, id: string, work: () => T) => Promise<T>;
 
 /**
@@ -107,6 +107,7 @@ export type Write = <T>(doing: string, id: string, work: () => T) => Promise<T>;
  * lock without blocking the event loop (`waitForWriteLock`), and names the file and the
  * operation in SQLite's errors (put together only for an error). `work` must write nothing
  * when refused the lock: one statement, or an `immediate` transaction.
+ * @internal
  */
 export function writesTo(file: string): Write {
   const opened = file === ":memory:" ? undefined : statSync(file);
@@ -131,7 +132,7 @@ export function writesTo(file: string): Write {
   };
 }
 
-/** Prepares a statement once per SQL text (`isRaw`: rows as arrays of values): a boundary runs the same few every time. */
+/** Prepares a statement once per SQL text (`isRaw`: rows as arrays of values): a boundary runs the same few every time. @internal */
 export function statementsOf(db: Database.Database): (sql: string, isRaw?: boolean) => Database.Statement {
   const statements = new Map<string, Database.Statement>();
   return (sql, isRaw = false) => {
@@ -148,6 +149,7 @@ export function statementsOf(db: Database.Database): (sql: string, isRaw?: boole
  * What a boundary reads of a session in one statement, so they agree (decision 096): its row
  * (with its head: revision, epoch state, where history ends) and its pending prompts, oldest
  * first, one row each (one row with a null prompt when none is pending).
+ * @internal
  */
 export const readBoundarySql = `SELECT s.id, s.location, s.provider, s.model, s.revision, s.epoch_due, s.awaiting_reply,
      s.lease_holder, s.lease_expires, s.seen_count, s.seen_digest, s.epoch, s.snapshot_version, s.last_seq, p.id, p.text
@@ -156,7 +158,7 @@ export const readBoundarySql = `SELECT s.id, s.location, s.provider, s.model, s.
    WHERE s.id = ?
    ORDER BY p.id`;
 
-/** A row of `readBoundarySql`, as the values of its columns in order (no object per row). */
+/** A row of `readBoundarySql`, as the values of its columns in order (no object per row). @internal */
 export type BoundaryRow = [
   id: string,
   location: string,
@@ -176,7 +178,7 @@ export type BoundaryRow = [
   prompt_text: string | null,
 ];
 
-/** The session, its head and its pending prompts from the rows of `readBoundarySql`; none for an unknown session. */
+/** The session, its head and its pending prompts from the rows of `readBoundarySql`; none for an unknown session. @internal */
 export function boundaryFrom(
   rows: readonly BoundaryRow[],
 ): { session: SessionRecord; head: SessionHead; pending: PendingPrompt[] } | undefined {
@@ -214,6 +216,7 @@ export function boundaryFrom(
  * Runs one commit's writes (decision 171), inside the caller's transaction: the session's
  * row advanced to the new head if it is still at `writes.revision` (else `RevisionConflict`,
  * or `SessionNotFound`), then the epoch, its entries, the promoted prompts and the messages.
+ * @internal
  */
 export function applyWrites(prepare: (sql: string) => Database.Statement, id: string, writes: Writes): void {
   const { head, lease, where, seen } = writes;
