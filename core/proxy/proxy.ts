@@ -85,7 +85,7 @@ export interface ProxyBoundaryEvent {
   /** The upstream's status; none when it was never answered. */
   readonly status?: number;
   /** How the exchange ended. */
-  readonly outcome: RelayOutcome["kind"] | "rejected";
+  readonly outcome: "relayed" | "unreachable" | "timed-out" | "cancelled" | "broken";
   /** What went wrong upstream, when the outcome is `unreachable` or `broken`. */
   readonly error?: string;
   /** Token usage the response reported (cache read, written, uncached input, output). */
@@ -130,7 +130,7 @@ function checkUpstream(name: string, value: string): URL {
   return url;
 }
 
-/** Joins an upstream base URL and a request's path and query as received. */
+/** Joins an upstream base URL and a request's path and query as received. @internal */
 export function upstreamUrl(base: URL, requestPath: string): URL {
   const joined = new URL(base.href);
   const basePath = base.pathname.replace(/\/+$/, "");
