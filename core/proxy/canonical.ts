@@ -4,36 +4,19 @@
 
 import { createHash } from "node:crypto";
 
-/**
- * The JSON of `value` as the proxy compares it: no `cache_control` at any depth, string
- * `content` as `[{type:"text",text}]`. Most messages have neither, and for them it is their
- * `JSON.stringify` (native, so taken first): in JSON text an unescaped `"cache_control":` or
- * `"content":"` can only be a key, never part of a string, which escapes its quotes.
- */
-export function canonicalJson(value: unknown): string {
-  const json = JSON.stringify(value) ?? "null";
-  return json.includes('"cache_control":') || json.includes('"content":"') ? canonicalOf(value) : json;
-}
+// In JSON text a string escapes its quotes, so an unescaped `"cache_control":{` or
+// `"content":"` is always a key and its value, never part of a string: the canonical form is
+// the native `JSON.stringify` with those rewritten. A cache marker is a flat object.
+const cacheMarkerAfter = /,"cache_control":\{[^{}]*\}/g;
+const cacheMarkerBefore = /"cache_control":\{[^{}]*\},?/g;
+const stringContent = /"content":("[^"\\]*(?:\\.[^"\\]*)*")/g;
 
-function canonicalOf(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) {
-    let out = "[";
-    for (let i = 0; i < value.length; i++) out += `${i === 0 ? "" : ","}${canonicalOf(value[i])}`;
-    return `${out}]`;
-  }
-  let out = "{";
-  let isFirst = true;
-  for (const key in value) {
-    if (key === "cache_control") continue;
-    const field = (value as Record<string, unknown>)[key];
-    if (field === undefined || typeof field === "function") continue;
-    const json =
-      key === "content" && typeof field === "string" ? `[{"type":"text","text":${JSON.stringify(field)}}]` : canonicalJson(field);
-    out += `${isFirst ? "" : ","}${JSON.stringify(key)}:${json}`;
-    isFirst = false;
-  }
-  return `${out}}`;
+/** The JSON of `value` as the proxy compares it: no `cache_control` at any depth, string `content` as `[{type:"text",text}]`. */
+export function canonicalJson(value: unknown): string {
+  let json = JSON.stringify(value) ?? "null";
+  if (json.includes('"cache_control":{')) json = json.replace(cacheMarkerAfter, "").replace(cacheMarkerBefore, "");
+  if (json.includes('"content":"')) json = json.replace(stringContent, '"content":[{"type":"text","text":$1}]');
+  return json;
 }
 
 /** SHA-256 (hex) of texts, each ended by a NUL (so the list, not only the concatenation, is named). */

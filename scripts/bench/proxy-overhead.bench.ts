@@ -16,7 +16,8 @@
 //   request-ms   median proxied request; baseline: the median direct one.
 //
 // Environment: BENCH_RUNS [200; 20 with BENCH_QUICK=1], BENCH_WARMUP [40; 40], BENCH_PLUGINS,
-// BENCH_SOURCES_EACH, BENCH_TMPDIR.
+// BENCH_SOURCES_EACH, BENCH_TMPDIR; BENCH_ISOLATION=none runs the plugins in the proxy's
+// thread; BENCH_COLLECT=1 forces a full collection before every call.
 
 import { writeFileSync } from "node:fs";
 import path from "node:path";
@@ -48,6 +49,7 @@ await runBenchProcess(bench, async () => {
     location: folder.path,
     upstreams: { anthropic: upstream.url },
     onDiagnostic: false,
+    ...(process.env.BENCH_ISOLATION === "none" ? { isolation: "none" as const } : {}),
   });
   try {
     const loaded = proxy.engine.plugins().reduce((sum, plugin) => sum + plugin.keys.length, 0);
@@ -65,6 +67,9 @@ await runBenchProcess(bench, async () => {
     const floor = () => JSON.stringify(JSON.parse(body));
     const sizes: number[] = [];
     const [direct, proxied, parsed] = await timeMedians([send(upstream.url), send(proxy.url), floor], {
+      // No forced full collection before each call: it evicts caches and slows both sides; the
+      // proxy's garbage is collected when V8 chooses, inside the calls it belongs to.
+      collect: process.env.BENCH_COLLECT === "1",
       runs,
       warmup,
       setup(run) {

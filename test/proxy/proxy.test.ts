@@ -651,3 +651,33 @@ describe("canonical JSON of a client message", () => {
     );
   });
 });
+
+describe("canonical JSON: the rewrite of the JSON text", () => {
+  it("matches a walk of the value on messages with markers first, last and alone, nested results and quotes in strings", () => {
+    /** The canonical form by walking the value (what the text rewrite must equal). */
+    const walked = (value: unknown): string => {
+      if (value === null || typeof value !== "object") return JSON.stringify(value);
+      if (Array.isArray(value)) return `[${value.map(walked).join(",")}]`;
+      const fields = Object.entries(value as Record<string, unknown>).filter(([key]) => key !== "cache_control");
+      return `{${fields
+        .map(
+          ([key, field]) =>
+            `${JSON.stringify(key)}:${key === "content" && typeof field === "string" ? `[{"type":"text","text":${JSON.stringify(field)}}]` : walked(field)}`,
+        )
+        .join(",")}}`;
+    };
+    const marker = { type: "ephemeral", ttl: "1h" };
+    const messages = [
+      { role: "user", content: 'a "quoted" \\ text with "content":"x" and "cache_control":{} inside' },
+      { role: "user", content: [{ cache_control: marker, type: "text", text: "marker first" }] },
+      { cache_control: marker },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "out\n", cache_control: marker }] },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: '}{,"cache_control":{"type":1}' }],
+        cache_control: { type: "ephemeral" },
+      },
+    ];
+    for (const message of messages) expect(canonicalJson(message)).to.equal(walked(message));
+  });
+});
