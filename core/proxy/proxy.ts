@@ -107,6 +107,19 @@ export interface ContextProxy {
   close(): Promise<void>;
 }
 
+/** What `prepare` decided for a conversation request. */
+type Prepared =
+  | { readonly kind: "reject"; readonly status: number; readonly message: string }
+  /** The client left before there was anything to send. */
+  | { readonly kind: "gone" }
+  | {
+      readonly kind: "forward";
+      readonly body: Buffer | string;
+      readonly headers: http.OutgoingHttpHeaders;
+      readonly event: Omit<ProxyBoundaryEvent, "bytes" | "status" | "outcome" | "error" | "usage" | "timings">;
+      readonly boundaryMs: number;
+    };
+
 const wires: readonly { readonly suffix: string; readonly wire: WireFormat }[] = [
   { suffix: "/messages", wire: anthropicMessages },
   { suffix: "/responses", wire: openAIResponses },
@@ -274,78 +287,62 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
     answerFailure(response, api, outcome, url);
   };
 
-  const converse = async (request: http.IncomingMessage, response: http.ServerResponse, wire: WireFormat) => {
-    const startedAt = performance.now();
-    const url = upstreamUrl(upstreams[wire.api], request.url ?? "/");
+  /**
+   * Decides what to forward for a conversation request: the client's body with the context in
+   * place, the body unchanged (and why), or an error of the proxy's own. Everything large it
+   * reads (the body, its parse, the placed copy) is left behind once the decision is made.
+   */
+  const prepare = async (request: http.IncomingMessage, response: http.ServerResponse, wire: WireFormat): Promise<Prepared> => {
     const raw = await readBody(request, maxBodyBytes);
     if (raw === undefined) {
-      sendError(response, wire, 413, `the request body is larger than ${maxBodyBytes} bytes; nothing was forwarded`);
       request.resume();
-      return;
+      return {
+        kind: "reject",
+        status: 413,
+        message: `the request body is larger than ${maxBodyBytes} bytes; nothing was forwarded`,
+      };
     }
-    const forwardUnchanged = async (reason: string, read?: ConversationRequest, sessionId = "", location = fallbackLocation) => {
-      const usage = wire.usageReader();
-      const outcome = await relay(
-        { url, method: "POST", headers: forwardedHeaders(request.headers), body: raw, timeoutMs: upstreamTimeoutMs, usage },
-        request,
-        response,
-      );
-      answerFailure(response, wire, outcome, url);
-      const found = usage.usage();
-      announce({
-        sessionId,
-        wire: wire.name,
-        model: read?.model ?? "",
-        location,
-        forwarded: "unchanged",
-        reason,
-        updates: 0,
-        bytes: raw.length,
-        ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
-        outcome: outcome.kind,
-        ...("reason" in outcome ? { error: outcome.reason } : {}),
-        ...(found === undefined ? {} : { usage: found }),
-        timings: { boundaryMs: 0, totalMs: performance.now() - startedAt },
-      });
-    };
+    const unchanged = (reason: string, model = "", sessionId = "", location = fallbackLocation): Prepared => ({
+      kind: "forward",
+      body: raw,
+      headers: forwardedHeaders(request.headers),
+      event: { sessionId, wire: wire.name, model, location, forwarded: "unchanged", reason, updates: 0 },
+      boundaryMs: 0,
+    });
     let text: Buffer | undefined;
     try {
       text = decodedBody(raw, request.headers["content-encoding"]);
     } catch (error) {
-      sendError(response, wire, 400, `the request body is not valid ${request.headers["content-encoding"]}: ${messageOf(error)}`);
-      return;
+      const message = `the request body is not valid ${request.headers["content-encoding"]}: ${messageOf(error)}`;
+      return { kind: "reject", status: 400, message };
     }
-    if (text === undefined) {
-      await forwardUnchanged(`its content-encoding ${request.headers["content-encoding"]} is one the proxy cannot read`);
-      return;
-    }
+    if (text === undefined)
+      return unchanged(`its content-encoding ${request.headers["content-encoding"]} is one the proxy cannot read`);
     let body: unknown;
     try {
       body = JSON.parse(text.toString("utf8"));
     } catch (error) {
-      sendError(response, wire, 400, `the request body is not JSON (${messageOf(error)}); nothing was forwarded`);
-      return;
+      return {
+        kind: "reject",
+        status: 400,
+        message: `the request body is not JSON (${messageOf(error)}); nothing was forwarded`,
+      };
     }
     let read: ConversationRequest;
     try {
       read = wire.read(body);
     } catch (error) {
       if (!(error instanceof BodyInvalid)) throw error;
-      sendError(response, wire, 400, `${error.message}; nothing was forwarded`);
-      return;
+      return { kind: "reject", status: 400, message: `${error.message}; nothing was forwarded` };
     }
     let location: string;
     try {
       location = checkLocation(locationOf(request.headers, read, fallbackLocation));
     } catch (error) {
-      sendError(response, wire, 400, `header ${proxyHeaders.location}: ${messageOf(error)}`);
-      return;
+      return { kind: "reject", status: 400, message: `header ${proxyHeaders.location}: ${messageOf(error)}` };
     }
     const sessionId = conversationSessionId(credentialNamespace(request.headers), clientSessionOf(request.headers, read), read);
-    if (read.passThrough !== undefined) {
-      await forwardUnchanged(read.passThrough, read, sessionId, location);
-      return;
-    }
+    if (read.passThrough !== undefined) return unchanged(read.passThrough, read.model, sessionId, location);
     const boundaryStartedAt = performance.now();
     const history = read.history.map((index) => read.items[index]);
     let answer: Awaited<ReturnType<ContextEngine["boundary"]>> | "timed-out";
@@ -356,50 +353,62 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       );
     } catch (error) {
       committed.delete(sessionId);
-      await forwardUnchanged(`the boundary failed: ${messageOf(error)}`, read, sessionId, location);
-      return;
+      return unchanged(`the boundary failed: ${messageOf(error)}`, read.model, sessionId, location);
     }
     if (answer === "timed-out") {
-      await forwardUnchanged(`the boundary took longer than ${boundaryTimeoutMs} ms`, read, sessionId, location);
-      return;
+      return unchanged(`the boundary took longer than ${boundaryTimeoutMs} ms`, read.model, sessionId, location);
     }
     const boundaryMs = performance.now() - boundaryStartedAt;
     const admitted = committed.get(sessionId);
     committed.delete(sessionId);
-    if (response.destroyed) return; // the client left during the boundary: nothing to send
+    if (response.destroyed) return { kind: "gone" }; // the client left during the boundary: nothing to send
     const forwarded = wire.place(
       body as Record<string, unknown>,
       read,
       { baseline: answer.baseline, updates: answer.updates },
       placementOf(wire.api, read.model, options.nativeSystemMessages),
     );
-    const usage = wire.usageReader();
-    const forwardedText = JSON.stringify(forwarded);
-    const outcome = await relay(
-      {
-        url,
-        method: "POST",
-        headers: forwardedHeaders(request.headers, { dropContentEncoding: true }),
-        body: forwardedText,
-        timeoutMs: upstreamTimeoutMs,
-        usage,
+    return {
+      kind: "forward",
+      body: JSON.stringify(forwarded),
+      headers: forwardedHeaders(request.headers, { dropContentEncoding: true }),
+      event: {
+        sessionId,
+        wire: wire.name,
+        model: read.model,
+        location,
+        forwarded: "with-context",
+        epoch: answer.epoch,
+        ...(admitted?.baseline === undefined ? {} : { baseline: admitted.baseline }),
+        ...(admitted?.update === undefined ? {} : { update: admitted.update }),
+        updates: answer.updates.length,
       },
+      boundaryMs,
+    };
+  };
+
+  const converse = async (request: http.IncomingMessage, response: http.ServerResponse, wire: WireFormat) => {
+    const startedAt = performance.now();
+    const url = upstreamUrl(upstreams[wire.api], request.url ?? "/");
+    const prepared = await prepare(request, response, wire);
+    if (prepared.kind === "reject") {
+      sendError(response, wire, prepared.status, prepared.message);
+      return;
+    }
+    if (prepared.kind === "gone") return;
+    const { event, boundaryMs } = prepared;
+    const bytes = typeof prepared.body === "string" ? Buffer.byteLength(prepared.body) : prepared.body.length;
+    const usage = wire.usageReader();
+    const outcome = await relay(
+      { url, method: "POST", headers: prepared.headers, body: prepared.body, timeoutMs: upstreamTimeoutMs, usage },
       request,
       response,
     );
     answerFailure(response, wire, outcome, url);
     const found = usage.usage();
     announce({
-      sessionId,
-      wire: wire.name,
-      model: read.model,
-      location,
-      forwarded: "with-context",
-      epoch: answer.epoch,
-      ...(admitted?.baseline === undefined ? {} : { baseline: admitted.baseline }),
-      ...(admitted?.update === undefined ? {} : { update: admitted.update }),
-      updates: answer.updates.length,
-      bytes: Buffer.byteLength(forwardedText),
+      ...event,
+      bytes,
       ...("status" in outcome && outcome.status !== undefined ? { status: outcome.status } : {}),
       outcome: outcome.kind,
       ...("reason" in outcome ? { error: outcome.reason } : {}),

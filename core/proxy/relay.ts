@@ -72,6 +72,9 @@ export interface RelayRequest {
 
 /** Sends `request` upstream and relays the answer to `response`. Never throws. */
 export function relay(request: RelayRequest, client: http.IncomingMessage, response: http.ServerResponse): Promise<RelayOutcome> {
+  // Fields taken one by one, so the body is dropped once the answer began (a stream may last minutes).
+  const { url, method, timeoutMs, usage, headers: given } = request;
+  let body = request.body;
   return new Promise((resolve) => {
     const startedAt = performance.now();
     let outcome: RelayOutcome | undefined;
@@ -80,18 +83,18 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
       outcome = value;
       resolve(value);
     };
-    const transport = request.url.protocol === "https:" ? https : http;
-    const headers = { ...request.headers };
-    if (Buffer.isBuffer(request.body)) headers["content-length"] = request.body.length;
-    else if (typeof request.body === "string") headers["content-length"] = Buffer.byteLength(request.body);
+    const transport = url.protocol === "https:" ? https : http;
+    const headers = { ...given };
+    if (Buffer.isBuffer(body)) headers["content-length"] = body.length;
+    else if (typeof body === "string") headers["content-length"] = Buffer.byteLength(body);
     else if (client.headers["content-length"] !== undefined) headers["content-length"] = client.headers["content-length"];
-    const isReplayable = request.body === undefined || Buffer.isBuffer(request.body) || typeof request.body === "string";
+    const isReplayable = body === undefined || Buffer.isBuffer(body) || typeof body === "string";
     let answered: http.IncomingMessage | undefined;
     let upstream: http.ClientRequest;
     const timer = setTimeout(() => {
       settle({ kind: "timed-out" });
       upstream.destroy();
-    }, request.timeoutMs);
+    }, timeoutMs);
     const onClientGone = () => {
       if (response.writableFinished) return;
       clearTimeout(timer);
@@ -101,11 +104,7 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
     response.on("close", onClientGone);
 
     const send = (attempt: number) => {
-      upstream = transport.request(request.url, {
-        method: request.method,
-        headers,
-        agent: agents[request.url.protocol as "http:" | "https:"],
-      });
+      upstream = transport.request(url, { method, headers, agent: agents[url.protocol as "http:" | "https:"] });
       upstream.on("error", (error: NodeJS.ErrnoException) => {
         if (answered !== undefined || outcome !== undefined) return;
         // A kept-alive connection the upstream closed as this request went out: send it once more
@@ -118,13 +117,14 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
         settle({ kind: "unreachable", reason: error.message });
       });
       upstream.on("response", (answer) => onAnswer(answer));
-      if (request.body === undefined) upstream.end();
-      else if (Buffer.isBuffer(request.body) || typeof request.body === "string") upstream.end(request.body);
-      else request.body.pipe(upstream);
+      if (body === undefined) upstream.end();
+      else if (Buffer.isBuffer(body) || typeof body === "string") upstream.end(body);
+      else body.pipe(upstream);
     };
 
     const onAnswer = (answer: http.IncomingMessage) => {
       answered = answer;
+      body = undefined; // sent whole, and never again: a retry is only before an answer
       clearTimeout(timer);
       if (outcome !== undefined) {
         answer.destroy();
@@ -138,7 +138,7 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
       }
       response.writeHead(status, answer.statusMessage, out);
       response.flushHeaders();
-      const usageRead = request.usage === undefined ? Promise.resolve() : readUsageAside(answer, request.usage);
+      const usageRead = usage === undefined ? Promise.resolve() : readUsageAside(answer, usage);
       answer.on("error", (error) => {
         settle({ kind: "broken", status, reason: error.message });
         response.destroy(error);
