@@ -177,14 +177,10 @@ export const anthropicMessages: WireFormat = {
       if (found !== null && typeof found === "object") usage = mergeUsage(usage ?? {}, found as AnthropicUsage);
     };
     return {
-      event(event) {
-        if (event.event !== "message_start" && event.event !== "message_delta") return;
-        try {
-          const data = JSON.parse(event.data) as { message?: { usage?: unknown }; usage?: unknown };
-          take(event.event === "message_start" ? data.message?.usage : data.usage);
-        } catch {
-          // A malformed event is the client's to see; usage is only read on the side.
-        }
+      data(data) {
+        const event = data as { type?: unknown; message?: { usage?: unknown }; usage?: unknown } | null;
+        if (event?.type === "message_start") take(event.message?.usage);
+        else if (event?.type === "message_delta") take(event.usage);
       },
       json(json) {
         take((json as { usage?: unknown } | null)?.usage);

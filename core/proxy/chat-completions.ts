@@ -82,13 +82,8 @@ export const chatCompletions: WireFormat = {
   usageReader(): UsageReader {
     let found: ReturnType<typeof chatCompletionsUsage>;
     return {
-      event(event) {
-        if (!/"usage"/.test(event.data)) return;
-        try {
-          found = chatCompletionsUsage(JSON.parse(event.data)) ?? found;
-        } catch {
-          // `[DONE]` and anything else that is not JSON: read on the side only.
-        }
+      data(data) {
+        found = chatCompletionsUsage(data) ?? found;
       },
       json(json) {
         found = chatCompletionsUsage(json) ?? found;

@@ -96,12 +96,10 @@ export const openAIResponses: WireFormat = {
   usageReader(): UsageReader {
     let found: ReturnType<typeof openAIResponsesUsage>;
     return {
-      event(event) {
-        if (!event.event.startsWith("response.") || !/"usage"/.test(event.data)) return;
-        try {
-          found = openAIResponsesUsage((JSON.parse(event.data) as { response?: unknown }).response) ?? found;
-        } catch {
-          // Read on the side only: the client sees the event as it came.
+      data(data) {
+        const event = data as { type?: unknown; response?: unknown } | null;
+        if (typeof event?.type === "string" && event.type.startsWith("response.")) {
+          found = openAIResponsesUsage(event.response) ?? found;
         }
       },
       json(json) {

@@ -6,8 +6,8 @@
 import http from "node:http";
 import https from "node:https";
 import { PassThrough, type Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import zlib from "node:zlib";
-import { readServerSentEvents } from "../providers/sse.ts";
 import { proxyHeaders } from "./conversation.ts";
 import type { UsageReader } from "./wire.ts";
 
@@ -159,31 +159,61 @@ export function relay(request: RelayRequest, client: http.IncomingMessage, respo
   });
 }
 
-/** Feeds a copy of the response to `reader`: server-sent events as they come, or the JSON at the end. */
+/**
+ * Feeds `reader` the usage of a response as it passes: for a stream, each `data:` line that
+ * mentions `"usage"` (read as JSON; every other chunk costs a search, not a parse), for JSON the
+ * whole body at its end. A compressed body is read through a decompressing copy.
+ */
 function readUsageAside(answer: http.IncomingMessage, reader: UsageReader): Promise<void> {
   const type = String(answer.headers["content-type"] ?? "");
   const isStream = type.includes("text/event-stream");
   if (!isStream && !type.includes("json")) return Promise.resolve();
-  const copy = new PassThrough();
-  answer.on("data", (chunk: Buffer) => copy.write(chunk));
-  answer.on("end", () => copy.end());
-  answer.on("close", () => {
-    if (!answer.complete) copy.destroy();
-  });
-  const decoded = decode(copy, String(answer.headers["content-encoding"] ?? ""));
-  return (async () => {
-    try {
-      if (isStream) {
-        for await (const event of readServerSentEvents(decoded)) reader.event(event);
-      } else {
-        const chunks: Buffer[] = [];
-        for await (const chunk of decoded) chunks.push(chunk as Buffer);
-        reader.json(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-      }
-    } catch {
-      // Usage is read on the side: a body it cannot read is the client's to see, unchanged.
+  const encoding = String(answer.headers["content-encoding"] ?? "")
+    .trim()
+    .toLowerCase();
+  let source: Readable = answer;
+  if (encoding !== "" && encoding !== "identity") {
+    const copy = new PassThrough();
+    answer.on("data", (chunk: Buffer) => copy.write(chunk));
+    answer.on("end", () => copy.end());
+    answer.on("close", () => {
+      if (!answer.complete) copy.destroy();
+    });
+    source = decode(copy, encoding);
+  }
+  return new Promise<void>((resolve) => {
+    const decoder = new StringDecoder("utf8");
+    if (isStream) {
+      let pending = "";
+      source.on("data", (chunk: Buffer) => {
+        const text = pending + decoder.write(chunk);
+        const lineEnd = text.lastIndexOf("\n");
+        pending = lineEnd === -1 ? text : text.slice(lineEnd + 1);
+        if (lineEnd === -1 || !text.includes('"usage"')) return;
+        for (const line of text.slice(0, lineEnd).split("\n")) {
+          if (!line.startsWith("data:") || !line.includes('"usage"')) continue;
+          try {
+            reader.data(JSON.parse(line.slice(5)));
+          } catch {
+            // Read on the side only: the client sees the event as it came.
+          }
+        }
+      });
+    } else {
+      const chunks: Buffer[] = [];
+      source.on("data", (chunk: Buffer) => chunks.push(chunk));
+      source.on("end", () => {
+        try {
+          reader.json(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+        } catch {
+          // A body it cannot read is the client's to see, unchanged.
+        }
+      });
     }
-  })();
+    source.on("end", () => resolve());
+    source.on("close", () => resolve());
+    source.on("error", () => resolve());
+  });
 }
 
 function decode(stream: PassThrough, encoding: string): Readable {

@@ -3,7 +3,6 @@
 // implements (read, place, read the usage, shape an error).
 
 import { ContextHostError } from "../base/errors.ts";
-import type { ServerSentEvent } from "../providers/sse.ts";
 import type { TokenUsage } from "../session/provider.ts";
 import type { Item, PlacedUpdate } from "./placement.ts";
 
@@ -47,9 +46,10 @@ export interface ContextToPlace {
   readonly updates: readonly PlacedUpdate[];
 }
 
-/** Reads token usage from a response, as it passes (stream events) or whole (JSON). */
+/** Reads token usage from a response, as it passes (the data of stream events that mention usage) or whole (JSON). */
 export interface UsageReader {
-  event(event: ServerSentEvent): void;
+  /** The parsed data of one stream event. */
+  data(data: unknown): void;
   json(body: unknown): void;
   usage(): TokenUsage | undefined;
 }

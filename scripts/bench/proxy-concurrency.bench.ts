@@ -2,7 +2,7 @@
 // through one proxy (issue 47). The proxy runs in a process of its own on the compiled
 // sources, as an installed package runs (proxy-child.ts; SQLite store, 2 plugins of 10
 // sources in workers). The upstream streams each answer as a model does: a first event after
-// 50 ms, then 20 events 100 ms apart (~2 s a stream). Each round starts every conversation's
+// 50 ms, then 100 events 100 ms apart (~10 s a stream). Each round starts every conversation's
 // request, spread evenly over 80 % of a stream's length, so that all of them are open at once
 // before the first ends (the bench checks it). Four rounds: straight to the upstream; through
 // the proxy (each conversation's first turn: its Baseline); through the proxy again (the next
@@ -30,7 +30,7 @@ import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-w
 const bench = "proxy-concurrency";
 const isQuick = process.env.BENCH_QUICK === "1";
 const count = envInt("BENCH_CONVERSATIONS", isQuick ? 50 : 500);
-const stream = { firstMs: 50, gapMs: 100, events: 20 };
+const stream = { firstMs: 50, gapMs: 100, events: 100 };
 const streamMs = stream.firstMs + stream.gapMs * stream.events;
 
 const memoryOf = (pid: number, field: "VmRSS" | "VmHWM") => {
@@ -89,9 +89,18 @@ await runBenchProcess(bench, async () => {
         }),
       );
     };
-    const direct = await round(upstream.url, 0);
-    const proxied = [...(await round(url, 0)), ...(await round(url, 1))];
-    direct.push(...(await round(upstream.url, 1)));
+    const rounds = [
+      { name: "direct, turn 1", ms: await round(upstream.url, 0) },
+      { name: "proxied, turn 1 (Baselines)", ms: await round(url, 0) },
+      { name: "proxied, turn 2", ms: await round(url, 1) },
+      { name: "direct, turn 2", ms: await round(upstream.url, 1) },
+    ];
+    for (const { name, ms } of rounds) {
+      const sorted = ms.filter((each) => !Number.isNaN(each)).sort((a, b) => a - b);
+      process.stderr.write(`[${bench}] ${name}: first byte p50 ${sorted[sorted.length >> 1]?.toFixed(1)} ms, p99 ${p99(sorted).toFixed(1)} ms\n`);
+    }
+    const direct = [...(rounds[0]?.ms ?? []), ...(rounds[3]?.ms ?? [])];
+    const proxied = [...(rounds[1]?.ms ?? []), ...(rounds[2]?.ms ?? [])];
     const peak = memoryOf(child.pid as number, "VmHWM");
     (child.stdin as NodeJS.WritableStream).end();
     const { errors } = JSON.parse((await lines.next()).value as string) as { errors: number };

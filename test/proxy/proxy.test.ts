@@ -358,6 +358,25 @@ describe("context proxy", () => {
     });
   });
 
+  it("usage is read on the side from each wire's stream and JSON: cache read, written, uncached, output", async () => {
+    const proxy = await start({ core: [testSource("core/branch", "main").core] });
+    const seen = events(proxy);
+    const user = { role: "user", content: "hi" };
+    for (const stream of [true, false]) {
+      await (await post(proxy, "/v1/messages", { model: "claude-opus-4-8", max_tokens: 9, messages: [user], stream })).text();
+      await (await post(proxy, "/v1/responses", { model: "gpt-5.6", input: [user], stream })).text();
+      await (await post(proxy, "/v1/chat/completions", { model: "gpt-4.1", messages: [user], stream })).text();
+    }
+    await until(() => seen.length === 6);
+    const usages = seen.map((event) => event.usage);
+    const expected = [
+      { input: 12, cacheRead: 30, cacheWrite: 5, output: 3 },
+      { input: 15, cacheRead: 25, cacheWrite: 0, output: 3 },
+      { input: 20, cacheRead: 20, cacheWrite: 0, output: 3 },
+    ];
+    expect(usages).to.deep.equal([...expected, ...expected]);
+  });
+
   describe("bad input and faults", () => {
     const body = { model: "claude-opus-4-8", max_tokens: 10, messages: [{ role: "user", content: "hi" }] };
 
