@@ -29,8 +29,8 @@ const hopByHop = new Set([
 ]);
 
 const agents = {
-  "http:": new http.Agent({ keepAlive: true, maxSockets: 256 }),
-  "https:": new https.Agent({ keepAlive: true, maxSockets: 256 }),
+  "http:": new http.Agent({ keepAlive: true }),
+  "https:": new https.Agent({ keepAlive: true }),
 };
 
 /** The client's headers to send upstream: all but hop-by-hop ones, `host`, the length, and the proxy's own. */

@@ -5,7 +5,8 @@
 import type { SourceEnv } from "./registry.ts";
 
 /** How many distinct session envs a source keeps a value for by default. */
-export const maxEnvs = 256;
+// Sized for a proxy, whose every conversation (side requests included) is a session of its own.
+export const maxEnvs = 1024;
 
 /**
  * `make(env)` once per distinct env, kept while among the `limit` most recently used; `make`
