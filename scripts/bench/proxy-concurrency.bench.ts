@@ -97,7 +97,9 @@ await runBenchProcess(bench, async () => {
     ];
     for (const { name, ms } of rounds) {
       const sorted = ms.filter((each) => !Number.isNaN(each)).sort((a, b) => a - b);
-      process.stderr.write(`[${bench}] ${name}: first byte p50 ${sorted[sorted.length >> 1]?.toFixed(1)} ms, p99 ${p99(sorted).toFixed(1)} ms\n`);
+      process.stderr.write(
+        `[${bench}] ${name}: first byte p50 ${sorted[sorted.length >> 1]?.toFixed(1)} ms, p99 ${p99(sorted).toFixed(1)} ms\n`,
+      );
     }
     const direct = [...(rounds[0]?.ms ?? []), ...(rounds[3]?.ms ?? [])];
     const proxied = [...(rounds[1]?.ms ?? []), ...(rounds[2]?.ms ?? [])];

@@ -67,8 +67,8 @@ await runBenchProcess(bench, async () => {
     const floor = () => JSON.stringify(JSON.parse(body));
     const sizes: number[] = [];
     const [direct, proxied, parsed] = await timeMedians([send(upstream.url), send(proxy.url), floor], {
-      // No forced full collection before each call: it evicts caches and slows both sides; the
-      // proxy's garbage is collected when V8 chooses, inside the calls it belongs to.
+      // No forced full collection before each call (decision 204): a running proxy's garbage is
+      // collected when V8 chooses.
       collect: process.env.BENCH_COLLECT === "1",
       runs,
       warmup,

@@ -31,11 +31,12 @@ describe("middleware benches (quick mode)", function () {
     return benchLinesOf(stdout);
   };
 
-  it("middleware-overhead prints the ms contextMiddleware adds to a generateText call carrying the same context by hand, and to a bare call", async () => {
+  it("middleware-overhead prints the ms contextMiddleware adds to a generateText call carrying the same context by hand, and to a bare call, and the first again with forced collections", async () => {
     const lines = await bench("middleware-overhead.bench.ts");
     expect(lines.map((l) => [l.bench, l.metric, l.unit])).to.deep.equal([
       ["middleware-overhead", "added-ms", "ms"],
       ["middleware-overhead", "added-ms-vs-bare", "ms"],
+      ["middleware-overhead", "added-ms-forced-gc", "ms"],
     ]);
     for (const line of lines) expect(line.baseline as number).to.be.above(0);
   });
