@@ -12,6 +12,7 @@ import {
   bodyInvalidOf,
   type ConversationRequest,
   type ModelPlacement,
+  readList,
   textOf,
   toolNamesOf,
   type UsageReader,
@@ -73,23 +74,18 @@ export function sessionIdOfUserId(userId: unknown): string | undefined {
 function read(body: unknown): ConversationRequest {
   if (!validator.Check(body)) throw bodyInvalidOf(validator.Errors(body));
   const items = body.messages as Item[];
-  const history: number[] = [];
-  let stated = `${textOf(body.system)}\n`;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as Item;
-    if (item.role === "system") stated += `${textOf(item.content)}\n`;
-    else {
-      if (history.length < 2) stated += `${textOf(item.content)}\n`;
-      history.push(i);
-    }
-  }
+  // The Baseline goes in `system`: an update at position 0 goes before every message.
+  const { history, statedText } = readList(items, (item) => item.role === "system", {
+    systemText: textOf(body.system),
+    openingTurns: 2,
+  });
   return {
     model: body.model,
     stream: body.stream === true,
     items,
     history,
     leading: 0,
-    statedText: stated,
+    statedText,
     toolNames: toolNamesOf(body.tools),
     clientSessionId: sessionIdOfUserId(body.metadata?.user_id),
   };

@@ -7,7 +7,7 @@ import { Compile } from "typebox/compile";
 import { openAIErrorBody } from "./openai-responses.ts";
 import { chatCompletionsUsage } from "./openai-usage.ts";
 import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
-import { bodyInvalidOf, type ConversationRequest, textOf, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
+import { bodyInvalidOf, type ConversationRequest, readList, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
 
 const ChatBody = Type.Object({
   model: Type.String({ minLength: 1 }),
@@ -43,25 +43,14 @@ const shapesByRole = { system: shapesFor("system"), developer: shapesFor("develo
 function read(body: unknown): ConversationRequest {
   if (!validator.Check(body)) throw bodyInvalidOf(validator.Errors(body));
   const items = body.messages as Item[];
-  const history: number[] = [];
-  let leading = 0;
-  while (leading < items.length && isInstruction(items[leading] as Item)) leading++;
-  let stated = "";
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as Item;
-    if (isInstruction(item)) stated += `${textOf(item.content)}\n`;
-    else {
-      if (history.length < 2) stated += `${textOf(item.content)}\n`;
-      history.push(i);
-    }
-  }
+  const { history, leading, statedText } = readList(items, isInstruction, { systemText: "", openingTurns: 2 });
   return {
     model: body.model,
     stream: body.stream === true,
     items,
     history,
     leading,
-    statedText: stated,
+    statedText,
     toolNames: toolNamesOf(body.tools),
     clientSessionId:
       typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,

@@ -10,7 +10,7 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { openAIResponsesUsage } from "./openai-usage.ts";
 import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
-import { bodyInvalidOf, type ConversationRequest, textOf, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
+import { bodyInvalidOf, type ConversationRequest, readList, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
 
 const ResponsesBody = Type.Object({
   model: Type.String({ minLength: 1 }),
@@ -50,18 +50,11 @@ function read(body: unknown): ConversationRequest {
     typeof body.input === "string"
       ? [{ type: "message", role: "user", content: [{ type: "input_text", text: body.input }] }]
       : (body.input as Item[]);
-  const history: number[] = [];
-  let leading = 0;
-  while (leading < items.length && isInstruction(items[leading] as Item)) leading++;
-  let stated = `${body.instructions ?? ""}\n`;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as Item;
-    if (isInstruction(item)) stated += `${textOf(item.content)}\n`;
-    else {
-      if (history.length < 3 && isMessage(item)) stated += `${textOf(item.content)}\n`;
-      history.push(i);
-    }
-  }
+  const { history, leading, statedText } = readList(items, isInstruction, {
+    systemText: body.instructions ?? "",
+    openingTurns: 3,
+    isMessage,
+  });
   const continues =
     typeof body.previous_response_id === "string" || (body.conversation !== undefined && body.conversation !== null);
   return {
@@ -70,7 +63,7 @@ function read(body: unknown): ConversationRequest {
     items,
     history,
     leading,
-    statedText: stated,
+    statedText,
     toolNames: toolNamesOf(body.tools),
     clientSessionId:
       typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,

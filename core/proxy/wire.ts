@@ -96,6 +96,39 @@ export function textOf(content: unknown): string {
   return text;
 }
 
+/** A client's list read as a conversation: what `ConversationRequest` takes from it. */
+export interface ListRead {
+  readonly history: readonly number[];
+  readonly leading: number;
+  readonly statedText: string;
+}
+
+/**
+ * Reads a client's list: its history is every item but its instruction messages, the Baseline
+ * goes after the leading instruction messages, and the client states its instructions and
+ * environment in `systemText`, its instruction messages and its first `openingTurns` history
+ * messages (those `isMessage` takes; default all).
+ */
+export function readList(
+  items: readonly Item[],
+  isInstruction: (item: Item) => boolean,
+  options: { readonly systemText: string; readonly openingTurns: number; readonly isMessage?: (item: Item) => boolean },
+): ListRead {
+  const history: number[] = [];
+  let leading = 0;
+  while (leading < items.length && isInstruction(items[leading] as Item)) leading++;
+  let statedText = `${options.systemText}\n`;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Item;
+    if (isInstruction(item)) statedText += `${textOf(item.content)}\n`;
+    else {
+      if (history.length < options.openingTurns && (options.isMessage?.(item) ?? true)) statedText += `${textOf(item.content)}\n`;
+      history.push(i);
+    }
+  }
+  return { history, leading, statedText };
+}
+
 /** A TypeBox validator's first error as a `BodyInvalid`. */
 export function bodyInvalidOf(errors: readonly { readonly instancePath: string; readonly message: string }[]): BodyInvalid {
   const first = errors[0];

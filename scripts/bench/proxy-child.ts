@@ -2,20 +2,11 @@
 // its own): started on the folder and upstream given as arguments, it prints its URL as one
 // JSON line and runs until stdin closes.
 
-import path from "node:path";
 import { createContextProxy } from "../../core/index.ts";
+import { benchProxyOptions } from "./proxy-world.ts";
 
 const [folder, upstream] = process.argv.slice(2) as [string, string];
-const proxy = await createContextProxy({
-  port: 0,
-  plugins: [path.join(folder, "plugins")],
-  watch: false,
-  builtins: false,
-  dataDir: path.join(folder, "data"),
-  location: folder,
-  upstreams: { anthropic: upstream },
-  onDiagnostic: false,
-});
+const proxy = await createContextProxy(benchProxyOptions(folder, upstream));
 let errors = 0;
 proxy.onBoundary((event) => {
   if (event.forwarded !== "with-context" || event.outcome !== "relayed") errors++;

@@ -24,7 +24,7 @@ import path from "node:path";
 import { createContextProxy } from "../../core/index.ts";
 import { emit, envInt, median, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
+import { benchProxyOptions, claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-overhead";
 const isQuick = process.env.BENCH_QUICK === "1";
@@ -41,14 +41,7 @@ await runBenchProcess(bench, async () => {
   writeBenchPlugins(path.join(folder.path, "plugins"), plugins, sourcesEach, tickFile);
   const upstream = await startBenchUpstream({ firstMs: 0, gapMs: 0, events: 1 });
   const proxy = await createContextProxy({
-    port: 0,
-    plugins: [path.join(folder.path, "plugins")],
-    watch: false,
-    builtins: false,
-    dataDir: path.join(folder.path, "data"),
-    location: folder.path,
-    upstreams: { anthropic: upstream.url },
-    onDiagnostic: false,
+    ...benchProxyOptions(folder.path, upstream.url),
     ...(process.env.BENCH_ISOLATION === "none" ? { isolation: "none" as const } : {}),
   });
   try {

@@ -17,7 +17,7 @@ import path from "node:path";
 import { createContextProxy } from "../../core/index.ts";
 import { emit, envInt, median, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
+import { benchProxyOptions, claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-stream";
 const isQuick = process.env.BENCH_QUICK === "1";
@@ -31,16 +31,7 @@ await runBenchProcess(bench, async () => {
   const folder = benchFolder(bench);
   writeBenchPlugins(path.join(folder.path, "plugins"), 2, 10, path.join(folder.path, "tick"));
   const upstream = await startBenchUpstream({ firstMs, gapMs, events });
-  const proxy = await createContextProxy({
-    port: 0,
-    plugins: [path.join(folder.path, "plugins")],
-    watch: false,
-    builtins: false,
-    dataDir: path.join(folder.path, "data"),
-    location: folder.path,
-    upstreams: { anthropic: upstream.url },
-    onDiagnostic: false,
-  });
+  const proxy = await createContextProxy(benchProxyOptions(folder.path, upstream.url));
   try {
     let body = "";
     const lastEventDue = firstMs + gapMs * events;

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import type { ContextProxyOptions } from "../../core/index.ts";
 
 export interface BenchUpstream {
   readonly url: string;
@@ -154,4 +155,18 @@ export default definePlugin({
 `,
     );
   }
+}
+
+/** The options of a bench's proxy over `folder` (its `plugins/`, its `data/`) in front of `upstream`. */
+export function benchProxyOptions(folder: string, upstream: string): ContextProxyOptions {
+  return {
+    port: 0,
+    plugins: [path.join(folder, "plugins")],
+    watch: false,
+    builtins: false,
+    dataDir: path.join(folder, "data"),
+    location: folder,
+    upstreams: { anthropic: upstream },
+    onDiagnostic: false,
+  };
 }

@@ -4,9 +4,9 @@
 // and each request with the token usage the provider reported (cache read, written,
 // uncached): the real figures, not the cache model's estimate.
 
-import { type ContextProxy, formatOrigin, type ProxyBoundaryEvent } from "../../core/index.ts";
-import { problemView } from "./inspector/host-source.ts";
-import type { InspectorEvent, InspectorSource, PluginView, ReloadView } from "./inspector/source.ts";
+import type { ContextProxy, ProxyBoundaryEvent } from "../../core/index.ts";
+import { pluginViews, problemView } from "./inspector/host-source.ts";
+import type { InspectorEvent, InspectorSource, ReloadView } from "./inspector/source.ts";
 import {
   AdmissionTimes,
   type EpochView,
@@ -115,21 +115,7 @@ export function proxyInspectorSource(proxy: ContextProxy, now: () => number = Da
         requests,
       } satisfies SessionView;
     },
-    plugins() {
-      const problems = proxy.engine.currentDiagnostics().map(problemView);
-      return proxy.engine.plugins().map(
-        (plugin): PluginView => ({
-          name: plugin.name,
-          file: plugin.file,
-          origin: formatOrigin(plugin.origin, process.cwd()),
-          files: [plugin.file],
-          generation: plugin.generation,
-          keys: [...plugin.keys],
-          reloads: reloads.get(plugin.name) ?? [],
-          problems: problems.filter((problem) => problem.plugin === plugin.name || problem.file === plugin.file),
-        }),
-      );
-    },
+    plugins: () => pluginViews(proxy.engine.plugins(), proxy.engine.currentDiagnostics(), reloads),
     problems: () => proxy.engine.currentDiagnostics().map(problemView),
     mcpServers: () => proxy.engine.mcpServers(),
     subscribe(listener) {

@@ -3,7 +3,14 @@
 // snapshots, so the store is read for those; when things happened (epoch starts,
 // admissions, reloads) is what this adapter saw happen, from the moment it was made.
 
-import { type Diagnostic, formatOrigin, type Host, type Provider, type ProviderRequest } from "../../../core/index.ts";
+import {
+  type Diagnostic,
+  formatOrigin,
+  type Host,
+  type PluginInfo,
+  type Provider,
+  type ProviderRequest,
+} from "../../../core/index.ts";
 import type { EpochRecord, SessionStore, StoredMessage } from "../../../core/store.ts";
 import {
   AdmissionTimes,
@@ -254,21 +261,7 @@ export function hostInspectorSource(options: HostInspectorSourceOptions): HostIn
       } satisfies SessionView;
     },
 
-    plugins() {
-      const problems = host.currentDiagnostics().map(problemView);
-      return host.plugins().map(
-        (plugin): PluginView => ({
-          name: plugin.name,
-          file: plugin.file,
-          origin: formatOrigin(plugin.origin, process.cwd()),
-          files: [plugin.file],
-          generation: plugin.generation,
-          keys: [...plugin.keys],
-          reloads: reloads.get(plugin.name) ?? [],
-          problems: problems.filter((problem) => problem.plugin === plugin.name || problem.file === plugin.file),
-        }),
-      );
-    },
+    plugins: () => pluginViews(host.plugins(), host.currentDiagnostics(), reloads),
 
     problems: () => host.currentDiagnostics().map(problemView),
 
@@ -318,6 +311,27 @@ function epochsOf(
         baseline: isActive ? active.baseline : (first?.request.system.at(-1) ?? null),
       };
     });
+}
+
+/** The active plugins as the plugins table shows them, each with its reloads seen and its current problems. */
+export function pluginViews(
+  plugins: readonly PluginInfo[],
+  diagnostics: readonly Diagnostic[],
+  reloads: ReadonlyMap<string, readonly ReloadView[]>,
+): PluginView[] {
+  const problems = diagnostics.map(problemView);
+  return plugins.map(
+    (plugin): PluginView => ({
+      name: plugin.name,
+      file: plugin.file,
+      origin: formatOrigin(plugin.origin, process.cwd()),
+      files: [plugin.file],
+      generation: plugin.generation,
+      keys: [...plugin.keys],
+      reloads: reloads.get(plugin.name) ?? [],
+      problems: problems.filter((problem) => problem.plugin === plugin.name || problem.file === plugin.file),
+    }),
+  );
 }
 
 /** A diagnostic as the problems list shows it. */
