@@ -54,7 +54,10 @@ export function placeUpdates(
   const byItem = new Map<number, string[]>();
   for (const update of updates) {
     const position = Math.min(update.position, history.length);
-    const at = position === 0 ? -1 : (history[position - 1] as number);
+    let at = position === 0 ? -1 : (history[position - 1] as number);
+    // An update follows the newest user turn or tool result: admitted after an assistant turn
+    // (a prefill the request ends with, completed in the next request), it goes before it.
+    while (at >= 0 && !shapes.isUserTurn(items[at] as Item) && !shapes.isToolResult(items[at] as Item)) at--;
     const texts = byItem.get(at);
     if (texts === undefined) byItem.set(at, [update.text]);
     else texts.push(update.text);

@@ -419,9 +419,9 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
 
   const inFlight = new Set<Promise<void>>();
   const server = http.createServer((request, response) => {
+    const pathname = (request.url ?? "/").split("?")[0] as string;
+    const route = request.method === "POST" ? wires.find((entry) => pathname.endsWith(entry.suffix)) : undefined;
     const work = (async () => {
-      const pathname = (request.url ?? "/").split("?")[0] as string;
-      const route = request.method === "POST" ? wires.find((entry) => pathname.endsWith(entry.suffix)) : undefined;
       if (!isAuthorized(request)) {
         sendError(response, route?.wire ?? familyOf(request, pathname), 401, `missing or wrong ${proxyHeaders.token} header`);
         request.resume();
@@ -430,7 +430,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       if (route === undefined) await passThrough(request, response, pathname);
       else await converse(request, response, route.wire);
     })().catch((error: unknown) => {
-      sendError(response, "anthropic", 500, `internal error: ${messageOf(error)}`);
+      sendError(response, route?.wire ?? familyOf(request, pathname), 500, `internal error: ${messageOf(error)}`);
     });
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));

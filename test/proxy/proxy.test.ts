@@ -170,6 +170,19 @@ describe("context proxy", () => {
       });
     });
 
+    it("an update admitted on a request that ends with an assistant prefill goes before the prefill, and a retry repeats it", async () => {
+      const branch = testSource("core/branch", "main");
+      const proxy = await start({ core: [branch.core] });
+      await post(proxy, "/v1/messages", body([user("hi")]));
+      branch.state.value = "feature";
+      const prefilled = body([user("hi"), assistant("hello"), user("list files"), assistant("Here are")]);
+      await post(proxy, "/v1/messages", prefilled);
+      const update = { role: "system", content: [{ type: "text", text: "core/branch is now feature" }] };
+      expect(sent(1).messages).to.deep.equal([user("hi"), assistant("hello"), user("list files"), update, assistant("Here are")]);
+      await post(proxy, "/v1/messages", prefilled);
+      expect(upstream.requests[2]?.raw).to.equal(upstream.requests[1]?.raw);
+    });
+
     it("a forwarded body holds at most four cache breakpoints", async () => {
       const proxy = await start({ core: [testSource("core/branch", "main").core] });
       const marked = (text: string) => ({
