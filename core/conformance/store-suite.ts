@@ -1049,7 +1049,7 @@ export function describeStoreConformance(
     );
 
     rule(
-      "an engine boundary (decision 104) keeps what it saw of its caller's history, awaits no reply, writes where a new epoch runs, and gives its update the position it saw",
+      "an engine boundary (the context engine's session, whose history is the caller's) keeps what it saw of its caller's history, awaits no reply, writes where a new epoch runs, and gives its update the position it saw",
       async (store) => {
         await store.createSession({ id: "e1", location: locationA, provider: "provider-a", model: "model-1" });
         const first = await store.commitBoundary("e1", (await store.session("e1")).revision, {

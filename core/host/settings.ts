@@ -21,7 +21,9 @@ export const HostOptionsSchema = Type.Object(
       }),
     ),
     isolation: Type.Optional(
-      Type.Union([Type.Literal("worker"), Type.Literal("none")], { description: "where plugin code runs (decision 060)" }),
+      Type.Union([Type.Literal("worker"), Type.Literal("none")], {
+        description: "where plugin code runs: each plugin in a worker thread of its own, or trusted code in the host's thread",
+      }),
     ),
     deadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin loader deadline, ms" })),
     setupDeadlineMs: Type.Optional(Type.Integer({ minimum: 1, description: "plugin module code and setup deadline, ms" })),

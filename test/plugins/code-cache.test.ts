@@ -74,7 +74,7 @@ describe("worker program code cache", () => {
     expect(readFileSync(codeCacheFile()).toString()).to.not.equal("not a code cache");
   });
 
-  it("is stored by a shared worker too (decision 185)", async function () {
+  it("is stored by a shared worker too (plugins beyond the dedicated workers share them)", async function () {
     this.timeout(60_000);
     const plugins = path.join(folder, "plugins");
     mkdirSync(plugins);

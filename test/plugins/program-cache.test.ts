@@ -85,7 +85,7 @@ describe("worker program cache", () => {
     expect(await cachedProgram("key 1", build, dir)).to.equal(`program ${keptPrograms + 2}`);
   });
 
-  it("vouches for a settled input by its stat, and reads the contents once that changed (decision 193)", async () => {
+  it("vouches for a settled input by its stat, and reads the contents once that changed (a stat is cheaper than reading the file)", async () => {
     // Node's own folder changed long before this test: its ctime has settled. A file written
     // just now has not, and is recorded without a stat (a change within the file system's
     // time step could leave its stat as it was).

@@ -157,7 +157,9 @@ export default definePlugin({
     for (const name of ["mate", "other"]) {
       const messages = running.host.diagnostics.filter((d) => d.plugin === name).map((d) => d.message);
       expect(messages.join("\n"))
-        .to.contain("the worker this plugin shares with others (decision 185) was stopped for another plugin")
+        .to.contain(
+          "the worker this plugin shares with others (plugins beyond the dedicated workers share them) was stopped for another plugin",
+        )
         .and.contain(spin)
         .and.contain("missed its deadline")
         .and.contain("restarting it with the last good generation");

@@ -70,7 +70,7 @@ describe("host: the first hour's failures are visible", () => {
     await host.close();
   });
 
-  it("a plugin file given explicitly loads as that plugin (a folder or file must exist; decision 131)", async () => {
+  it("a plugin file given explicitly loads as that plugin (a folder or file must exist, or it is not taken for a package name)", async () => {
     const file = path.join(folder.path, "weather.ts");
     writeFileSync(file, throwingPlugin);
     const host = await openHost(folder.path, { providers, plugins: [file], onDiagnostic: false });

@@ -195,7 +195,7 @@ class PluginThread {
     culprit.stop(stopped, missedId);
     if (this.isShared) this.#alone.add(culprit.plugin);
     this.#stopAll(
-      `the worker this plugin shares with others (decision 185) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
+      `the worker this plugin shares with others (plugins beyond the dedicated workers share them) was stopped for another plugin, ${culprit.plugin}: ${stopped.reason}`,
       true,
     );
   }
