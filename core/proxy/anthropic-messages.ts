@@ -7,7 +7,7 @@
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { type AnthropicUsage, anthropicTokenUsage, mergeUsage } from "../providers/anthropic-reply-parts.ts";
-import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
+import { type Item, type ItemShapes, placeContext } from "./placement.ts";
 import {
   bodyInvalidOf,
   type ConversationRequest,
@@ -163,7 +163,7 @@ export const anthropicMessages: WireFormat = {
   read,
   place(body, request, context, placement: ModelPlacement) {
     const system = [...(body.system === undefined ? [] : blocksOf(body.system)), { type: "text", text: context.baseline }];
-    const placed = placeUpdates(request.items, request.history, context.updates, shapes, placement.isNative, request.leading);
+    const placed = placeContext(request, context, shapes, placement.isNative);
     const messages = fixBreakpoints(placed, countMarks(body.tools) + countMarks(system));
     return { ...body, system, messages };
   },

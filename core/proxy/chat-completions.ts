@@ -6,8 +6,16 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { openAIErrorBody } from "./openai-responses.ts";
 import { chatCompletionsUsage } from "./openai-usage.ts";
-import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
-import { bodyInvalidOf, type ConversationRequest, readList, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
+import { type Item, type ItemShapes, placeContext } from "./placement.ts";
+import {
+  bodyInvalidOf,
+  type ConversationRequest,
+  latestUsage,
+  nonEmpty,
+  readList,
+  toolNamesOf,
+  type WireFormat,
+} from "./wire.ts";
 
 const ChatBody = Type.Object({
   model: Type.String({ minLength: 1 }),
@@ -36,6 +44,7 @@ function shapesFor(role: "system" | "developer"): ItemShapes {
         ? { ...item, content: [...item.content, ...texts.map(textPart)] }
         : { ...item, content: [String(item.content ?? ""), ...texts].join("\n\n") },
     userTurn: (texts) => ({ role: "user", content: texts.join("\n\n") }),
+    baseline: (text) => ({ role, content: text }),
   };
 }
 const shapesByRole = { system: shapesFor("system"), developer: shapesFor("developer") };
@@ -52,8 +61,7 @@ function read(body: unknown): ConversationRequest {
     leading,
     statedText,
     toolNames: toolNamesOf(body.tools),
-    clientSessionId:
-      typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
+    clientSessionId: nonEmpty(body.prompt_cache_key),
   };
 }
 
@@ -62,23 +70,10 @@ export const chatCompletions: WireFormat = {
   name: "chat-completions",
   api: "openai",
   read,
-  place(body, request, context, placement) {
-    const shapes = shapesByRole[placement.role];
-    const messages = placeUpdates(request.items, request.history, context.updates, shapes, placement.isNative, request.leading);
-    messages.splice(request.leading, 0, { role: placement.role, content: context.baseline });
-    return { ...body, messages };
-  },
-  usageReader(): UsageReader {
-    let found: ReturnType<typeof chatCompletionsUsage>;
-    return {
-      data(data) {
-        found = chatCompletionsUsage(data) ?? found;
-      },
-      json(json) {
-        found = chatCompletionsUsage(json) ?? found;
-      },
-      usage: () => found,
-    };
-  },
+  place: (body, request, context, placement) => ({
+    ...body,
+    messages: placeContext(request, context, shapesByRole[placement.role], placement.isNative),
+  }),
+  usageReader: () => latestUsage(chatCompletionsUsage, chatCompletionsUsage),
   errorBody: (status, message) => openAIErrorBody(status, message),
 };

@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
 import path from "node:path";
+import { checkLocation } from "../session/runtime.ts";
 import { canonicalJson, digestOf } from "./canonical.ts";
 import type { ConversationRequest } from "./wire.ts";
 
@@ -86,9 +87,13 @@ export function statedFolderOf(text: string): string | undefined {
   return undefined;
 }
 
-/** Where a request's session works: our header, else the folder the agent states, else `fallback`. */
+/**
+ * Where a request's session works: our header (checked: `LocationInvalid` when it names no
+ * existing folder), else the folder the agent states (when it exists), else `fallback`
+ * (checked once, when the proxy started).
+ */
 export function locationOf(headers: Headers, request: ConversationRequest, fallback: string): string {
   const named = first(headers[proxyHeaders.location]);
-  if (named !== undefined && named !== "") return named;
+  if (named !== undefined && named !== "") return checkLocation(named);
   return statedFolderOf(request.statedText) ?? fallback;
 }

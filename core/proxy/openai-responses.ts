@@ -9,8 +9,16 @@
 import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { openAIResponsesUsage } from "./openai-usage.ts";
-import { type Item, type ItemShapes, placeUpdates } from "./placement.ts";
-import { bodyInvalidOf, type ConversationRequest, readList, toolNamesOf, type UsageReader, type WireFormat } from "./wire.ts";
+import { type Item, type ItemShapes, placeContext } from "./placement.ts";
+import {
+  bodyInvalidOf,
+  type ConversationRequest,
+  latestUsage,
+  nonEmpty,
+  readList,
+  toolNamesOf,
+  type WireFormat,
+} from "./wire.ts";
 
 const ResponsesBody = Type.Object({
   model: Type.String({ minLength: 1 }),
@@ -40,6 +48,7 @@ function shapesFor(role: "system" | "developer"): ItemShapes {
     mergeNative: (item, texts) => ({ ...item, content: [...textParts(texts), ...parts(item.content)] }),
     appendToUser: (item, texts) => ({ ...item, content: [...parts(item.content), ...textParts(texts)] }),
     userTurn: (texts) => ({ type: "message", role: "user", content: textParts(texts) }),
+    baseline: (text) => ({ type: "message", role, content: textParts([text]) }),
   };
 }
 const shapesByRole = { system: shapesFor("system"), developer: shapesFor("developer") };
@@ -65,8 +74,7 @@ function read(body: unknown): ConversationRequest {
     leading,
     statedText,
     toolNames: toolNamesOf(body.tools),
-    clientSessionId:
-      typeof body.prompt_cache_key === "string" && body.prompt_cache_key !== "" ? body.prompt_cache_key : undefined,
+    clientSessionId: nonEmpty(body.prompt_cache_key),
     ...(continues ? { passThrough: "it continues a response stored upstream (previous_response_id or conversation)" } : {}),
   };
 }
@@ -76,31 +84,17 @@ export const openAIResponses: WireFormat = {
   name: "responses",
   api: "openai",
   read,
-  place(body, request, context, placement) {
-    const shapes = shapesByRole[placement.role];
-    const input = placeUpdates(request.items, request.history, context.updates, shapes, placement.isNative, request.leading);
-    input.splice(request.leading, 0, {
-      type: "message",
-      role: placement.role,
-      content: [{ type: "input_text", text: context.baseline }],
-    });
-    return { ...body, input };
-  },
-  usageReader(): UsageReader {
-    let found: ReturnType<typeof openAIResponsesUsage>;
-    return {
-      data(data) {
-        const event = data as { type?: unknown; response?: unknown } | null;
-        if (typeof event?.type === "string" && event.type.startsWith("response.")) {
-          found = openAIResponsesUsage(event.response) ?? found;
-        }
-      },
-      json(json) {
-        found = openAIResponsesUsage(json) ?? found;
-      },
-      usage: () => found,
-    };
-  },
+  place: (body, request, context, placement) => ({
+    ...body,
+    input: placeContext(request, context, shapesByRole[placement.role], placement.isNative),
+  }),
+  usageReader: () =>
+    latestUsage((data) => {
+      const event = data as { type?: unknown; response?: unknown } | null;
+      return typeof event?.type === "string" && event.type.startsWith("response.")
+        ? openAIResponsesUsage(event.response)
+        : undefined;
+    }, openAIResponsesUsage),
   errorBody: (status, message) => openAIErrorBody(status, message),
 };
 

@@ -34,6 +34,20 @@ export interface ItemShapes {
   appendToUser(item: Item, texts: readonly string[]): Item;
   /** A new user turn holding `texts` (already wrapped). */
   userTurn(texts: readonly string[]): Item;
+  /** The Baseline as an instruction message, for the wires that carry it in the list (not Anthropic's, in `system`). */
+  baseline?(text: string): Item;
+}
+
+/** The client's list with the context in place: the Baseline at `leading` (when the wire carries it there) and the updates. */
+export function placeContext(
+  list: { readonly items: readonly Item[]; readonly history: readonly number[]; readonly leading: number },
+  context: { readonly baseline: string; readonly updates: readonly PlacedUpdate[] },
+  shapes: ItemShapes,
+  isNative: boolean,
+): Item[] {
+  const out = placeUpdates(list.items, list.history, context.updates, shapes, isNative, list.leading);
+  if (shapes.baseline !== undefined) out.splice(list.leading, 0, shapes.baseline(context.baseline));
+  return out;
 }
 
 /**
@@ -41,7 +55,7 @@ export interface ItemShapes {
  * the engine saw (the client's instruction messages are not among them); `leading` is the
  * index the Baseline goes at (an update at position 0 goes there too, after the Baseline).
  */
-export function placeUpdates(
+function placeUpdates(
   items: readonly Item[],
   history: readonly number[],
   updates: readonly PlacedUpdate[],

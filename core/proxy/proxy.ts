@@ -9,6 +9,7 @@
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import { SettingInvalid } from "../base/errors.ts";
 import { Listeners } from "../base/listeners.ts";
 import { type ContextEngine, type ContextEngineOptions, createContextEngine } from "../host/engine.ts";
@@ -193,14 +194,6 @@ function readBody(request: http.IncomingMessage, limit: number): Promise<Buffer 
   });
 }
 
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T | "timed-out"> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<"timed-out">((resolve) => {
-    timer = setTimeout(() => resolve("timed-out"), ms);
-  });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
-
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -337,7 +330,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
     }
     let location: string;
     try {
-      location = checkLocation(locationOf(request.headers, read, fallbackLocation));
+      location = locationOf(request.headers, read, fallbackLocation);
     } catch (error) {
       return { kind: "reject", status: 400, message: `header ${proxyHeaders.location}: ${messageOf(error)}` };
     }
@@ -345,18 +338,24 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
     if (read.passThrough !== undefined) return unchanged(read.passThrough, read.model, sessionId, location);
     const boundaryStartedAt = performance.now();
     const history = read.history.map((index) => read.items[index]);
-    let answer: Awaited<ReturnType<ContextEngine["boundary"]>> | "timed-out";
+    let answer: Awaited<ReturnType<ContextEngine["boundary"]>>;
     try {
-      answer = await withDeadline(
-        engine.boundary(sessionId, { location, provider: wire.api, model: read.model, messages: history, digest: canonicalJson }),
+      answer = await withinDeadline(
+        () =>
+          engine.boundary(sessionId, {
+            location,
+            provider: wire.api,
+            model: read.model,
+            messages: history,
+            digest: canonicalJson,
+          }),
         boundaryTimeoutMs,
+        "the boundary",
       );
     } catch (error) {
       committed.delete(sessionId);
-      return unchanged(`the boundary failed: ${messageOf(error)}`, read.model, sessionId, location);
-    }
-    if (answer === "timed-out") {
-      return unchanged(`the boundary took longer than ${boundaryTimeoutMs} ms`, read.model, sessionId, location);
+      const why = error instanceof DeadlineExceeded ? `took longer than ${boundaryTimeoutMs} ms` : `failed: ${messageOf(error)}`;
+      return unchanged(`the boundary ${why}`, read.model, sessionId, location);
     }
     const boundaryMs = performance.now() - boundaryStartedAt;
     const admitted = committed.get(sessionId);

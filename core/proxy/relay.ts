@@ -5,7 +5,7 @@
 
 import http from "node:http";
 import https from "node:https";
-import { PassThrough, type Readable } from "node:stream";
+import { PassThrough, type Readable, type Transform } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import zlib from "node:zlib";
 import { proxyHeaders } from "./conversation.ts";
@@ -168,9 +168,7 @@ function readUsageAside(answer: http.IncomingMessage, reader: UsageReader): Prom
   const type = String(answer.headers["content-type"] ?? "");
   const isStream = type.includes("text/event-stream");
   if (!isStream && !type.includes("json")) return Promise.resolve();
-  const encoding = String(answer.headers["content-encoding"] ?? "")
-    .trim()
-    .toLowerCase();
+  const encoding = encodingOf(answer.headers["content-encoding"]);
   let source: Readable = answer;
   if (encoding !== "" && encoding !== "identity") {
     const copy = new PassThrough();
@@ -216,34 +214,24 @@ function readUsageAside(answer: http.IncomingMessage, reader: UsageReader): Prom
   });
 }
 
+/** The content encodings the proxy reads, as a stream and as bytes. */
+const decoders: Readonly<Record<string, { readonly stream: () => Transform; readonly bytes: (body: Buffer) => Buffer }>> = {
+  gzip: { stream: () => zlib.createGunzip(), bytes: (body) => zlib.gunzipSync(body) },
+  "x-gzip": { stream: () => zlib.createGunzip(), bytes: (body) => zlib.gunzipSync(body) },
+  deflate: { stream: () => zlib.createInflate(), bytes: (body) => zlib.inflateSync(body) },
+  br: { stream: () => zlib.createBrotliDecompress(), bytes: (body) => zlib.brotliDecompressSync(body) },
+};
+
+const encodingOf = (header: string | undefined) => (header ?? "").trim().toLowerCase();
+
 function decode(stream: PassThrough, encoding: string): Readable {
-  switch (encoding.trim().toLowerCase()) {
-    case "gzip":
-    case "x-gzip":
-      return stream.pipe(zlib.createGunzip());
-    case "deflate":
-      return stream.pipe(zlib.createInflate());
-    case "br":
-      return stream.pipe(zlib.createBrotliDecompress());
-    default:
-      return stream;
-  }
+  const decoder = decoders[encodingOf(encoding)];
+  return decoder === undefined ? stream : stream.pipe(decoder.stream());
 }
 
 /** A request body, decoded from its `content-encoding`; `undefined` when the encoding is one the proxy cannot read. */
 export function decodedBody(body: Buffer, encoding: string | undefined): Buffer | undefined {
-  switch ((encoding ?? "").trim().toLowerCase()) {
-    case "":
-    case "identity":
-      return body;
-    case "gzip":
-    case "x-gzip":
-      return zlib.gunzipSync(body);
-    case "deflate":
-      return zlib.inflateSync(body);
-    case "br":
-      return zlib.brotliDecompressSync(body);
-    default:
-      return undefined;
-  }
+  const name = encodingOf(encoding);
+  if (name === "" || name === "identity") return body;
+  return decoders[name]?.bytes(body);
 }

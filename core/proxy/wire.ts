@@ -129,6 +129,28 @@ export function readList(
   return { history, leading, statedText };
 }
 
+/** A string the client set, or `undefined` for none, `null` or an empty one (`prompt_cache_key`). */
+export function nonEmpty(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** A usage reader that keeps the latest usage its two readers find (the OpenAI wires report it whole, once). */
+export function latestUsage(
+  ofData: (data: unknown) => TokenUsage | undefined,
+  ofJson: (json: unknown) => TokenUsage | undefined,
+): UsageReader {
+  let found: TokenUsage | undefined;
+  return {
+    data(data) {
+      found = ofData(data) ?? found;
+    },
+    json(json) {
+      found = ofJson(json) ?? found;
+    },
+    usage: () => found,
+  };
+}
+
 /** A TypeBox validator's first error as a `BodyInvalid`. */
 export function bodyInvalidOf(errors: readonly { readonly instancePath: string; readonly message: string }[]): BodyInvalid {
   const first = errors[0];

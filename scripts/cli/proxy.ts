@@ -17,7 +17,7 @@ import { type Inspector, startInspector } from "./inspector/server.ts";
 import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { proxyInspectorSource } from "./proxy-inspector.ts";
 import { type CliSettings, loadSettings } from "./settings.ts";
-import { pluginEntry, UsageInvalid } from "./usage.ts";
+import { pluginEntry, portValue, UsageInvalid } from "./usage.ts";
 
 export interface ProxyArgs {
   readonly port: number;
@@ -37,19 +37,13 @@ export interface ProxyArgs {
 
 const fail = (reason: string) => new UsageInvalid({ command: "proxy", reason });
 
-function portOf(text: string, option: string): number {
-  const port = Number(text);
-  if (!/^\d+$/.test(text) || port > 65535) throw fail(`${option} ${text}: a port is a number from 0 to 65535`);
-  return port;
-}
-
 /** Parses `proxy [--port N] [--host H] [--plugins X]... [--data-dir DIR] [--store URL] [--anthropic-upstream URL] [--openai-upstream URL] [--location DIR] [--settings FILE] [--token T] [--inspect[=PORT]]`. */
 export function parseProxyArgs(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): ProxyArgs {
   // `--inspect` takes its port only as `--inspect=PORT`: read it before parseArgs sees it.
   let inspect: { port?: number } | undefined;
   const rest = args.filter((arg) => {
     if (arg === "--inspect") inspect = {};
-    else if (arg.startsWith("--inspect=")) inspect = { port: portOf(arg.slice("--inspect=".length), "--inspect=") };
+    else if (arg.startsWith("--inspect=")) inspect = { port: portValue(arg.slice("--inspect=".length), arg, "proxy") };
     else return true;
     return false;
   });
@@ -95,7 +89,7 @@ export function parseProxyArgs(args: readonly string[], cwd: string, env: NodeJS
   const anthropic = text("anthropic-upstream");
   const openai = text("openai-upstream");
   return {
-    port: portOf(text("port") ?? "4100", "--port"),
+    port: portValue(text("port") ?? "4100", `--port ${text("port")}`, "proxy"),
     host: text("host") ?? "127.0.0.1",
     plugins: chosen.entries,
     ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),

@@ -5,6 +5,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { canonicalJson } from "../../core/proxy/canonical.ts";
 import {
@@ -405,6 +406,42 @@ describe("context proxy", () => {
       expect(openai.status).to.equal(400);
       expect(((await openai.json()) as { error: { message: string } }).error.message).to.match(/model/);
       expect(upstream.requests).to.have.length(0);
+    });
+
+    it("a gzip body is read and forwarded decoded with the context; an encoding the proxy cannot read goes unchanged", async () => {
+      const proxy = await start({ core: [testSource("core/branch", "main").core] });
+      const seen = events(proxy);
+      const send = (encoding: string, bytes: Buffer) =>
+        fetch(`${proxy.url}/v1/messages`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "content-encoding": encoding, "x-api-key": "k" },
+          body: bytes,
+        }).then((response) => response.text());
+      await send("gzip", gzipSync(JSON.stringify(body)));
+      expect(upstream.requests[0]?.headers["content-encoding"]).to.equal(undefined);
+      expect(sent(0).system).to.deep.equal([{ type: "text", text: "core/branch is main" }]);
+      await send("zstd", Buffer.from("opaque bytes"));
+      expect(upstream.requests[1]?.raw).to.equal("opaque bytes");
+      expect(upstream.requests[1]?.headers["content-encoding"]).to.equal("zstd");
+      await until(() => seen.length === 2);
+      expect(seen[1]?.reason).to.contain("zstd");
+    });
+
+    it("the location header names where the session works; one naming no folder is a 400 and nothing is forwarded", async () => {
+      const proxy = await start({ core: [testSource("core/branch", "main").core] });
+      const seen = events(proxy);
+      const elsewhere = mkdtempSync(path.join(os.tmpdir(), "proxy-location-"));
+      try {
+        await (await post(proxy, "/v1/messages", body, { "x-context-host-location": elsewhere })).text();
+        await until(() => seen.length === 1);
+        expect(seen[0]?.location).to.equal(elsewhere);
+        const response = await post(proxy, "/v1/messages", body, { "x-context-host-location": path.join(elsewhere, "nope") });
+        expect(response.status).to.equal(400);
+        expect(((await response.json()) as { error: { message: string } }).error.message).to.contain("x-context-host-location");
+        expect(upstream.requests).to.have.length(1);
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
     });
 
     it("a body over the size limit gets a 413 and nothing is forwarded", async () => {

@@ -3,7 +3,7 @@
 import path from "node:path";
 import { choosePlugins } from "../plugin-entries.ts";
 import { type CliSettings, loadSettings } from "../settings.ts";
-import { optionValue, pluginEntry, UsageInvalid } from "../usage.ts";
+import { optionValue, pluginEntry, portValue, UsageInvalid } from "../usage.ts";
 
 /** The providers `dev` can talk to: the scripted echo, and the two real adapters. */
 export const devProviders = ["scripted", "anthropic", "openai"] as const;
@@ -50,7 +50,7 @@ export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
     else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "dev");
     else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "dev"));
     else if (arg === "--inspect") inspect = {};
-    else if (arg.startsWith("--inspect=")) inspect = { port: parsePort(arg.slice("--inspect=".length)) };
+    else if (arg.startsWith("--inspect=")) inspect = { port: portValue(arg.slice("--inspect=".length), arg, "dev") };
     else throw fail(`unknown argument ${JSON.stringify(arg)}`);
   }
   const chosen = provider ?? "scripted";
@@ -78,10 +78,4 @@ export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
     dataDir,
     ...(inspect === undefined ? {} : { inspect }),
   };
-}
-
-function parsePort(text: string): number {
-  const port = Number(text);
-  if (!/^\d+$/.test(text) || port > 65535) throw fail(`--inspect=${text}: a port is a number from 0 to 65535`);
-  return port;
 }
