@@ -59,6 +59,7 @@ export {
   type ProxyBoundaryEvent,
 } from "./proxy/proxy.ts";
 export { type ApiFamily, BodyInvalid, type WireName } from "./proxy/wire.ts";
+export type { BoundaryPreview } from "./session/boundary-decision.ts";
 export {
   BoundaryContended,
   HostClosed,
@@ -85,7 +86,7 @@ export type {
 } from "./session/provider.ts";
 export { readTool, readToolDefinition } from "./session/read-tool.ts";
 export type { SessionLimits } from "./session/reply-check.ts";
-export type { BoundaryEvent, BoundaryPreview, StepOptions, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
+export type { BoundaryEvent, StepOptions, StepResult, Tool, ToolContext, ToolSpec } from "./session/runtime.ts";
 export type { ToolDefinition } from "./session/tool-definition.ts";
 export type { CoreSource } from "./sources/core-source.ts";
 export { type InstructionSettings, type ProjectFiles, ProjectFileUnreadable } from "./sources/instructions/service.ts";

@@ -15,20 +15,19 @@ import { PerKeyQueue } from "../base/per-key-queue.ts";
 import { Scope } from "../base/scope.ts";
 import type { McpServerInfo } from "../mcp/info.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
-import { type BoundaryDecision, boundaryCommit, decideBoundary } from "../session/boundary-decision.ts";
-import { BoundaryContended, SessionBusy, SessionNotFound } from "../session/errors.ts";
+import {
+  type BoundaryDecision,
+  type BoundaryPreview,
+  boundaryCommit,
+  decideBoundary,
+  previewOf,
+} from "../session/boundary-decision.ts";
+import { readSessionIfAny, runBoundary, type SessionState } from "../session/boundary-loop.ts";
+import { SessionBusy } from "../session/errors.ts";
 import { SessionHistories, type SessionHistory } from "../session/history.ts";
 import { type BoundaryEvent, checkLocation } from "../session/runtime.ts";
 import { SqliteSessionStore, sessionsFile } from "../session/store/sqlite.ts";
-import {
-  type BoundaryRead,
-  type EpochReason,
-  type EpochRecord,
-  RevisionConflict,
-  readBoundaryOf,
-  type SessionRecord,
-  type SessionStore,
-} from "../session/store/store.ts";
+import type { EpochReason, EpochRecord, SessionRecord, SessionStore, SessionWhere } from "../session/store/store.ts";
 import { InitializationBlocked, type Snapshot } from "../system-context/index.ts";
 import { type ContextSources, startContextSources } from "./context-sources.ts";
 import { checkPluginFolders, contextSourceOptions, type HostOptions, reportDiagnostics } from "./host-options.ts";
@@ -80,12 +79,11 @@ export interface EngineEpoch {
   readonly snapshot: Snapshot;
 }
 
-/** What the next boundary of a session would decide, observed now and admitted never. */
-export type EnginePreview =
-  | { readonly kind: "new-epoch"; readonly reason: EpochReason; readonly baseline: string; readonly snapshot: Snapshot }
-  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
-  | { readonly kind: "unchanged"; readonly snapshot: Snapshot }
-  | { readonly kind: "blocked"; readonly keys: readonly string[] };
+/**
+ * What the next boundary of a session would decide, observed now and admitted never.
+ * @deprecated The same type as the Host's: use `BoundaryPreview`.
+ */
+export type EnginePreview = BoundaryPreview;
 
 /** The context engine: Context Sources and durable sessions in a store, for any agent loop. */
 export interface ContextEngine {
@@ -98,7 +96,7 @@ export interface ContextEngine {
    */
   boundary(sessionId: string, input: EngineBoundaryInput): Promise<EngineBoundary>;
   /** What the next boundary would decide at `location` (default the session's), admitting nothing. */
-  preview(sessionId: string, options?: { readonly location?: string }): Promise<EnginePreview>;
+  preview(sessionId: string, options?: { readonly location?: string }): Promise<BoundaryPreview>;
   /** The active Context Epoch of a session; none before its first boundary. */
   epoch(sessionId: string): Promise<EngineEpoch | undefined>;
   /** Active plugins. */
@@ -120,6 +118,13 @@ export interface ContextEngine {
   close(): Promise<void>;
 }
 
+/** The digest of the caller's history, and of its first `seen` messages (the part the session saw). */
+interface HistoryDigests {
+  readonly all: string;
+  readonly prefix: string | undefined;
+  readonly seen: number | undefined;
+}
+
 /**
  * The digest of the caller's history and of its first `prefix` messages, in one pass: one
  * SHA-256 over each message's digest (`digest`) or, by default, its JSON (JSON values are
@@ -129,17 +134,15 @@ function historyDigests(
   messages: readonly unknown[],
   digest: ((message: unknown) => string) | undefined,
   prefix: number | undefined,
-): { all: string; prefix: string | undefined } {
+): HistoryDigests {
   const hash = createHash("sha256");
   let atPrefix: string | undefined = prefix === 0 ? hash.copy().digest("hex") : undefined;
   messages.forEach((message, index) => {
     hash.update(digest === undefined ? (JSON.stringify(message) ?? "null") : `${digest(message)}\n`);
     if (index + 1 === prefix) atPrefix = hash.copy().digest("hex");
   });
-  return { all: hash.digest("hex"), prefix: atPrefix };
+  return { all: hash.digest("hex"), prefix: atPrefix, seen: prefix };
 }
-
-const maxReplans = 8;
 
 /** The answer of a boundary: the epoch's Baseline and its updates, from the session's history as held. */
 function answer(epoch: EpochRecord, history: SessionHistory): EngineBoundary {
@@ -157,6 +160,26 @@ function dueOf(session: SessionRecord, input: EngineBoundaryInput, seenPrefix: s
   if (session.provider !== input.provider || session.model !== input.model) return "switch";
   if (session.location !== input.location) return "move";
   return seenPrefix === session.seen?.digest ? undefined : "compaction";
+}
+
+/** Whether the call is a retry of the one the session saw last: the same history, provider, model and location. */
+function isRetry(session: SessionRecord, count: number, digest: string, where: SessionWhere): boolean {
+  return (
+    session.seen?.count === count &&
+    session.seen.digest === digest &&
+    session.provider === where.provider &&
+    session.model === where.model &&
+    session.location === where.location
+  );
+}
+
+/** Refuses a Host session: its history is the Host's, so the engine cannot extend it. */
+function checkEngineSession(id: string, state: SessionState | undefined): void {
+  if (state === undefined || state.session.seen !== undefined || state.epoch === undefined) return;
+  throw new SessionBusy({
+    sessionId: id,
+    reason: "it is a Host session (its history is the Host's): give the engine's sessions ids of their own",
+  });
 }
 
 /** What an engine needs of its host: the sources, the store and the scope that closes them. @internal */
@@ -211,105 +234,60 @@ export function engineOf(options: ContextEngineOptions, parts: EngineParts): Con
     listeners.emit(event);
   };
 
-  /** The session as the store has it, and its history as held, read up to date; none for a new session. */
-  const read = async (id: string): Promise<{ read: BoundaryRead; history: SessionHistory } | undefined> => {
-    const history = histories.held(id);
-    let found: BoundaryRead;
-    try {
-      found = await readBoundaryOf(store, id, history.lastSeq);
-    } catch (error) {
-      if (error instanceof SessionNotFound) return undefined;
-      throw error;
-    }
-    history.append(found.appended);
-    if (history.isEmpty && found.appended.length > 0) await history.refresh(store);
-    if (found.session.seen === undefined && found.epoch !== undefined) {
-      throw new SessionBusy({
-        sessionId: id,
-        reason: "it is a Host session (its history is the Host's): give the engine's sessions ids of their own",
-      });
-    }
-    return { read: found, history };
-  };
-
-  const boundary = async (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
+  const boundary = (id: string, input: EngineBoundaryInput): Promise<EngineBoundary> => {
     const count = input.messages.length;
     const startedAt = clock.now();
-    let digests: { all: string; prefix: string | undefined; seen: number | undefined } | undefined;
-    for (let round = 0; round < maxReplans; round++) {
-      const found = await read(id);
-      const session = found?.read.session;
-      const epoch = found?.read.epoch;
-      // One pass over the history gives its digest and that of the part the session saw.
-      if (digests === undefined || digests.seen !== session?.seen?.count) {
-        digests = { ...historyDigests(input.messages, input.digest, session?.seen?.count), seen: session?.seen?.count };
-      }
-      const where = { location: input.location, provider: input.provider, model: input.model };
-      // A retry of the same call: the same answer, nothing admitted twice.
-      if (
-        found !== undefined &&
-        epoch !== undefined &&
-        session?.seen?.count === count &&
-        session.seen.digest === digests.all &&
-        session.provider === where.provider &&
-        session.model === where.model &&
-        session.location === where.location
-      ) {
-        return answer(epoch, found.history);
-      }
-      // A location is checked when it is new to the session, as the Host checks it at createSession and move.
-      if (session?.location !== input.location) checkLocation(input.location);
-      const due = session === undefined || epoch === undefined ? undefined : dueOf(session, input, digests.prefix);
-      const decided = await decideBoundary(await sources.compose({ location: input.location, sessionId: id }), epoch, due);
-      if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
-      if (session === undefined) {
-        try {
-          await store.createSession({ id, ...where });
-        } catch (error) {
-          // Another process created it first: decide again on what it committed.
-          if ((await read(id)) !== undefined) continue;
-          throw error;
+    const where = { location: input.location, provider: input.provider, model: input.model };
+    // One pass over the history gives its digest and that of the part the session saw; again only when that part changed.
+    let digests: HistoryDigests | undefined;
+    return runBoundary<EngineBoundary>({
+      store,
+      histories,
+      sessionId: id,
+      newSession: where,
+      plan: async (state) => {
+        checkEngineSession(id, state);
+        const session = state?.session;
+        const epoch = state?.epoch;
+        if (digests === undefined || digests.seen !== session?.seen?.count) {
+          digests = historyDigests(input.messages, input.digest, session?.seen?.count);
         }
-      }
-      // A blocked transition keeps the session's old provider, model and location, so it stays due.
-      const commit = boundaryCommit(decided, { seen: { count, digest: digests.all }, where });
-      try {
-        const committed = await store.commitBoundary(id, session?.revision ?? 0, commit);
-        const history = histories.held(id);
-        history.append(committed.appended);
-        if (history.isEmpty && committed.appended.length > 0) await history.refresh(store);
-        if (!listeners.isEmpty) announce(id, decided, committed.epoch, startedAt);
-        return answer(committed.epoch, history);
-      } catch (error) {
-        if (error instanceof RevisionConflict) continue; // another process committed first: decide again
-        throw error;
-      }
-    }
-    throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
+        // A retry of the same call: the same answer, nothing admitted twice.
+        if (state !== undefined && epoch !== undefined && isRetry(state.session, count, digests.all, where)) {
+          return { kind: "answer", value: answer(epoch, state.history) };
+        }
+        // A location is checked when it is new to the session, as the Host checks it at createSession and move.
+        if (session?.location !== input.location) checkLocation(input.location);
+        const due = session === undefined || epoch === undefined ? undefined : dueOf(session, input, digests.prefix);
+        const decided = await decideBoundary(await sources.compose({ location: input.location, sessionId: id }), epoch, due);
+        if (decided.kind === "blocked") throw new InitializationBlocked({ keys: decided.keys });
+        // A blocked transition keeps the session's old provider, model and location, so it stays due.
+        return {
+          kind: "commit",
+          commit: boundaryCommit(decided, { seen: { count, digest: digests.all }, where }),
+          committed: (committed, history) => {
+            if (!listeners.isEmpty) announce(id, decided, committed.epoch, startedAt);
+            return answer(committed.epoch, history);
+          },
+        };
+      },
+    });
+  };
+
+  const preview = async (id: string, location: string | undefined): Promise<BoundaryPreview> => {
+    const state = await readSessionIfAny(store, histories, id);
+    checkEngineSession(id, state);
+    const session = state?.session;
+    const epoch = state?.epoch;
+    const at = location ?? session?.location;
+    if (at === undefined) throw new TypeError(`preview of a new session ${id} needs a location`);
+    const due = session !== undefined && epoch !== undefined && at !== session.location ? "move" : undefined;
+    return previewOf(await decideBoundary(await sources.compose({ location: at, sessionId: id }), epoch, due), epoch);
   };
 
   return {
     boundary: (id, input) => queue.run(id, () => boundary(id, input)),
-    preview: (id, previewOptions) =>
-      queue.run(id, async () => {
-        const found = await read(id);
-        const session = found?.read.session;
-        const epoch = found?.read.epoch;
-        const location = previewOptions?.location ?? session?.location;
-        if (location === undefined) throw new TypeError(`preview of a new session ${id} needs a location`);
-        const due = session !== undefined && epoch !== undefined && location !== session.location ? "move" : undefined;
-        const decided = await decideBoundary(await sources.compose({ location, sessionId: id }), epoch, due);
-        switch (decided.kind) {
-          case "new-epoch":
-            return { kind: "new-epoch", reason: decided.reason, ...decided.generation };
-          case "update":
-            return { kind: "update", text: decided.text, snapshot: decided.snapshot };
-          case "unchanged":
-            return { kind: "unchanged", snapshot: epoch?.snapshot ?? {} };
-          case "blocked":
-            return decided;
-        }
-      }),
+    preview: (id, previewOptions) => queue.run(id, () => preview(id, previewOptions?.location)),
     epoch: async (id) => {
       const epoch = await store.activeEpoch(id);
       return epoch === undefined

@@ -8,14 +8,9 @@ import type { Scope as ScopeType } from "../base/scope.ts";
 import { Scope } from "../base/scope.ts";
 import type { McpServerInfo } from "../mcp/info.ts";
 import type { PluginEvent, PluginInfo } from "../plugins/events.ts";
+import type { BoundaryPreview } from "../session/boundary-decision.ts";
 import { readTool } from "../session/read-tool.ts";
-import {
-  type BoundaryEvent,
-  type BoundaryPreview,
-  SessionRuntime,
-  type StepOptions,
-  type StepResult,
-} from "../session/runtime.ts";
+import { type BoundaryEvent, SessionRuntime, type StepOptions, type StepResult } from "../session/runtime.ts";
 import type { EpochRecord, StoredMessage } from "../session/store/store.ts";
 import { engineOf, startEngineParts } from "./engine.ts";
 import { describe, type HostOptions, pick } from "./host-options.ts";

@@ -28,6 +28,37 @@ export type BoundaryDecision =
   | { readonly kind: "blocked"; readonly keys: readonly string[] };
 
 /**
+ * What the next Safe Provider-Turn Boundary of a session would admit, decided from one
+ * observation of its sources now, without admitting anything (the Host's and the
+ * engine's `preview`).
+ */
+export type BoundaryPreview =
+  /** No epoch yet, or one is due (compaction, switch, move) or needed: a new Baseline would start one. */
+  | { readonly kind: "new-epoch"; readonly reason: EpochReason; readonly baseline: string; readonly snapshot: Snapshot }
+  /** This Mid-Conversation System Message would be admitted, advancing the snapshot. */
+  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
+  /** Nothing changed: the active snapshot stays. */
+  | { readonly kind: "unchanged"; readonly snapshot: Snapshot }
+  /** The first Baseline is blocked by these unavailable core sources. */
+  | { readonly kind: "blocked"; readonly keys: readonly string[] };
+
+/** The preview of a decision, for a session whose active epoch is `active` (none before its first boundary). */
+export function previewOf(decided: BoundaryDecision, active: { readonly snapshot: Snapshot } | undefined): BoundaryPreview {
+  switch (decided.kind) {
+    case "new-epoch": {
+      const { baseline, snapshot } = decided.generation;
+      return { kind: "new-epoch", reason: decided.reason, baseline, snapshot };
+    }
+    case "update":
+      return { kind: "update", text: decided.text, snapshot: decided.snapshot };
+    case "unchanged":
+      return { kind: "unchanged", snapshot: active?.snapshot ?? {} };
+    case "blocked":
+      return decided;
+  }
+}
+
+/**
  * Decides a boundary: without an active epoch, the first Baseline (`initial`); with one,
  * a due transition (`due`: compaction, switch, move, replacement) replaces it unless
  * unavailable admitted context blocks that, and otherwise the epoch is reconciled.

@@ -33,26 +33,33 @@ export class SessionHistory {
     this.append(await store.messages(this.sessionId, this.lastSeq));
   }
 
-  /** Adds messages this runtime just committed (or read). A gap means a missed write: start over. */
-  append(appended: readonly StoredMessage[]): void {
-    if (appended.length === 0) return;
+  /**
+   * Adds what its owner just read or committed; after a gap (another writer's messages
+   * its owner missed) reads the whole history again from `store`.
+   */
+  async catchUp(appended: readonly StoredMessage[], store: SessionStore): Promise<void> {
+    if (!this.append(appended)) await this.refresh(store);
+  }
+
+  /**
+   * Adds messages its owner just committed (or read). A gap means a missed write: it
+   * starts over, empty, and answers false (`catchUp` then reads it all).
+   */
+  append(appended: readonly StoredMessage[]): boolean {
+    if (appended.length === 0) return true;
     if ((appended[0] as StoredMessage).seq !== this.lastSeq + 1) {
       this.#messages = [];
       this.#projection = undefined;
-      return;
+      return false;
     }
     for (const message of appended) this.#messages.push(message);
     const projection = this.#projection;
-    if (projection === undefined) return;
+    if (projection === undefined) return true;
     for (const message of appended) {
       const projected = projectMessage(message, projection.epoch);
       if (projected !== undefined) projection.messages.push(Object.freeze(projected));
     }
-  }
-
-  /** Whether `append` dropped everything after a gap, so the next `refresh` reads it all again. */
-  get isEmpty(): boolean {
-    return this.#messages.length === 0;
+    return true;
   }
 
   /** The model-visible history of `epoch`: a fresh array each call (the messages themselves are frozen and shared). */

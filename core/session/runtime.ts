@@ -13,10 +13,10 @@ import { Listeners } from "../base/listeners.ts";
 import { PerKeyQueue } from "../base/per-key-queue.ts";
 import type { SourceEnv } from "../registry/registry.ts";
 import type { ProjectFiles } from "../sources/instructions/service.ts";
-import type { Snapshot, SnapshotEntry, SystemContext } from "../system-context/index.ts";
-import { boundaryCommit, decideBoundary } from "./boundary-decision.ts";
+import type { SnapshotEntry, SystemContext } from "../system-context/index.ts";
+import { type BoundaryPreview, boundaryCommit, decideBoundary, previewOf } from "./boundary-decision.ts";
+import { type BoundaryRound, readSession, runBoundary } from "./boundary-loop.ts";
 import {
-  BoundaryContended,
   LocationInvalid,
   ProjectFilesUnavailable,
   PromptInvalid,
@@ -102,20 +102,6 @@ export type StepResult =
    */
   | { readonly kind: "in-flight"; readonly until: number };
 
-/**
- * What the next Safe Provider-Turn Boundary of a session would admit, decided from one
- * observation of its sources now, without admitting anything (`preview`).
- */
-export type BoundaryPreview =
-  /** No epoch yet, or one is due (compaction, switch, move) or needed: a new Baseline would start one. */
-  | { readonly kind: "new-epoch"; readonly reason: EpochReason; readonly baseline: string; readonly snapshot: Snapshot }
-  /** This Mid-Conversation System Message would be admitted, advancing the snapshot. */
-  | { readonly kind: "update"; readonly text: string; readonly snapshot: Snapshot }
-  /** Nothing changed: the active snapshot stays. */
-  | { readonly kind: "unchanged"; readonly snapshot: Snapshot }
-  /** The first Baseline is blocked by these unavailable core sources. */
-  | { readonly kind: "blocked"; readonly keys: readonly string[] };
-
 export interface RuntimeOptions {
   readonly store: SessionStore;
   /** Composes the System Context for a boundary of a session in `env.location`. */
@@ -196,9 +182,6 @@ export function checkLocation(location: unknown): string {
   if (!stats.isDirectory()) throw new LocationInvalid({ location, reason: "is not a folder" });
   return location;
 }
-
-/** Rounds of re-planning after another runtime committed first. */
-const maxReplans = 8;
 
 function isIdle(last: StoredMessage | undefined, pending: readonly PendingPrompt[]): boolean {
   if (pending.length > 0) return false;
@@ -321,16 +304,10 @@ export class SessionRuntime {
    */
   preview(id: string): Promise<BoundaryPreview> {
     return this.#queue.run(id, async () => {
-      const { session, epoch } = await this.#read(id);
+      const { session, epoch } = await readSession(this.#options.store, this.#histories, id);
       const context = await this.#options.compose({ location: session.location, sessionId: id });
-      const planned = await this.#plan(context, session, epoch, []);
-      if (planned.kind === "blocked") return planned;
-      const { newEpoch, systemUpdate } = planned.commit;
-      if (newEpoch !== undefined) {
-        return { kind: "new-epoch", reason: newEpoch.reason, baseline: newEpoch.baseline, snapshot: newEpoch.snapshot };
-      }
-      if (systemUpdate !== undefined) return { kind: "update", text: systemUpdate.text, snapshot: systemUpdate.snapshot };
-      return { kind: "unchanged", snapshot: epoch?.snapshot ?? {} };
+      const due = this.#epochDue(session, epoch);
+      return previewOf(await decideBoundary(context, epoch, due), epoch);
     });
   }
 
@@ -486,73 +463,60 @@ export class SessionRuntime {
   }
 
   /**
-   * Reads the session, its active epoch, its pending input and what was appended to its
-   * history once, and commits the boundary; the commit returns what the request needs.
+   * Runs the boundary of a step (`runBoundary`): resends an admitted boundary whose reply
+   * is not stored, answers an idle session, or decides and commits a new boundary with
+   * the in-flight lease of the provider call that follows.
    */
-  async #boundary(
-    id: string,
-  ): Promise<Ready | { kind: "blocked"; keys: readonly string[] } | { kind: "idle" } | { kind: "in-flight"; until: number }> {
-    const { store } = this.#options;
+  #boundary(id: string): Promise<Ready | Exclude<StepResult, { kind: "replied" }>> {
     const startedAt = this.#clock.now();
-    for (let round = 0; round < maxReplans; round++) {
-      const { session, epoch, pending, history } = await this.#read(id);
-      // An admitted boundary whose reply is not persisted: resend it, no new boundary, unless
-      // another runtime's lease says it is calling the provider for it right now.
-      if (session.isAwaitingReply && epoch !== undefined) {
-        const now = this.#clock.now();
-        const lease = { holder: this.#holder, expiresAt: now + this.#leaseMs };
-        if (!(await store.claimLease(id, lease, now))) {
-          const held = (await store.session(id)).lease;
-          if (held === undefined) continue; // settled meanwhile: plan again
-          if (!(await this.#takeOverFromGoneHolder(id, lease, held))) return { kind: "in-flight", until: held.expiresAt };
-        }
-        return this.#ready(session, session.revision, epoch, history, {}, startedAt);
-      }
-      if (isIdle(history.last, pending)) return { kind: "idle" };
-      const context = await this.#options.compose({ location: session.location, sessionId: id });
-      const planned = await this.#plan(context, session, epoch, pending);
-      if (planned.kind === "blocked") return planned;
-      this.#checkSourceValues(id, planned.commit, epoch);
-      let committed: Awaited<ReturnType<SessionStore["commitBoundary"]>>;
-      try {
-        const now = this.#clock.now();
-        committed = await store.commitBoundary(id, session.revision, {
-          ...planned.commit,
-          lease: { holder: this.#holder, expiresAt: now + this.#leaseMs },
-        });
-      } catch (error) {
-        if (error instanceof RevisionConflict) continue; // another runtime admitted first: plan again
-        throw error;
-      }
-      history.append(committed.appended);
-      if (history.isEmpty) await history.refresh(store);
-      const admitted = {
-        ...(planned.commit.newEpoch === undefined ? {} : { baseline: planned.commit.newEpoch.baseline }),
-        ...(planned.commit.systemUpdate === undefined ? {} : { update: planned.commit.systemUpdate.text }),
-      };
-      return this.#ready(session, committed.revision, committed.epoch, history, admitted, startedAt);
-    }
-    throw new BoundaryContended({ sessionId: id, rounds: maxReplans });
+    return runBoundary<Ready | Exclude<StepResult, { kind: "replied" }>>({
+      store: this.#options.store,
+      histories: this.#histories,
+      sessionId: id,
+      plan: async ({ session, epoch, pending, history }) => {
+        // An admitted boundary whose reply is not persisted: resend it, no new boundary.
+        if (session.isAwaitingReply && epoch !== undefined) return this.#resend(session, epoch, history, startedAt);
+        if (isIdle(history.last, pending)) return { kind: "answer", value: { kind: "idle" } };
+        const context = await this.#options.compose({ location: session.location, sessionId: id });
+        const planned = await this.#plan(context, session, epoch, pending);
+        if (planned.kind === "blocked") return { kind: "answer", value: planned };
+        this.#checkSourceValues(id, planned.commit, epoch);
+        const lease = { holder: this.#holder, expiresAt: this.#clock.now() + this.#leaseMs };
+        const admitted = {
+          ...(planned.commit.newEpoch === undefined ? {} : { baseline: planned.commit.newEpoch.baseline }),
+          ...(planned.commit.systemUpdate === undefined ? {} : { update: planned.commit.systemUpdate.text }),
+        };
+        return {
+          kind: "commit",
+          commit: { ...planned.commit, lease },
+          committed: (committed, caughtUp) =>
+            this.#ready(session, committed.revision, committed.epoch, caughtUp, admitted, startedAt),
+        };
+      },
+    });
   }
 
   /**
-   * What a boundary reads of a session: its record, active epoch, pending input and what
-   * was appended to its history since this runtime last read it. One read when the store
-   * offers `readBoundary`, else one call each.
+   * Resends the admitted boundary of `session` unless another runtime's lease says it is
+   * calling the provider for it right now (then `in-flight`), or the lease was settled meanwhile (read again).
    */
-  async #read(id: string): Promise<{
-    session: SessionRecord;
-    epoch: EpochRecord | undefined;
-    pending: readonly PendingPrompt[];
-    history: SessionHistory;
-  }> {
+  async #resend(
+    session: SessionRecord,
+    epoch: EpochRecord,
+    history: SessionHistory,
+    startedAt: number,
+  ): Promise<BoundaryRound<Ready | Exclude<StepResult, { kind: "replied" }>>> {
     const { store } = this.#options;
-    const history = this.#histories.held(id);
-    const { session, epoch, pending, appended } = await readBoundaryOf(store, id, history.lastSeq);
-    history.append(appended);
-    // A gap (another writer's messages this runtime missed) emptied it: read it all.
-    if (history.isEmpty && appended.length > 0) await history.refresh(store);
-    return { session, epoch, pending, history };
+    const now = this.#clock.now();
+    const lease = { holder: this.#holder, expiresAt: now + this.#leaseMs };
+    if (!(await store.claimLease(session.id, lease, now))) {
+      const held = (await store.session(session.id)).lease;
+      if (held === undefined) return { kind: "replan" };
+      if (!(await this.#takeOverFromGoneHolder(session.id, lease, held))) {
+        return { kind: "answer", value: { kind: "in-flight", until: held.expiresAt } };
+      }
+    }
+    return { kind: "answer", value: this.#ready(session, session.revision, epoch, history, {}, startedAt) };
   }
 
   /** What one boundary commits: a first Baseline, a due new epoch, or the reconciled change (`boundaryCommit`). */
@@ -563,15 +527,18 @@ export class SessionRuntime {
     pending: readonly PendingPrompt[],
   ): Promise<{ kind: "commit"; commit: BoundaryCommit } | { kind: "blocked"; keys: readonly string[] }> {
     const systemPrompt = this.#options.systemPrompt ?? null;
-    // A host system prompt other than the one the epoch began with needs a new epoch too.
-    const due =
-      epoch === undefined
-        ? undefined
-        : (session.epochDue ??
-          (epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined));
-    const decided = await decideBoundary(context, epoch, due);
+    const decided = await decideBoundary(context, epoch, this.#epochDue(session, epoch));
     if (decided.kind === "blocked") return decided;
     return { kind: "commit", commit: boundaryCommit(decided, { promote: pending, systemPrompt }) };
+  }
+
+  /** Why the next boundary starts a new epoch, if it must: a transition asked for, or another host system prompt. */
+  #epochDue(session: SessionRecord, epoch: EpochRecord | undefined): EpochReason | undefined {
+    if (epoch === undefined) return undefined;
+    if (session.epochDue !== undefined) return session.epochDue;
+    const systemPrompt = this.#options.systemPrompt ?? null;
+    // A host system prompt other than the one the epoch began with needs a new epoch too.
+    return epoch.systemPrompt !== undefined && epoch.systemPrompt !== systemPrompt ? "replacement" : undefined;
   }
 
   /** The request of the admitted boundary, built from durable state only, so a retry or a restart sends the same bytes. */
