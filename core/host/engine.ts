@@ -138,7 +138,8 @@ function historyDigests(
   const hash = createHash("sha256");
   let atPrefix: string | undefined = prefix === 0 ? hash.copy().digest("hex") : undefined;
   messages.forEach((message, index) => {
-    hash.update(digest === undefined ? (JSON.stringify(message) ?? "null") : `${digest(message)}\n`);
+    if (digest === undefined) hash.update(JSON.stringify(message) ?? "null");
+    else hash.update(digest(message)).update("\n");
     if (index + 1 === prefix) atPrefix = hash.copy().digest("hex");
   });
   return { all: hash.digest("hex"), prefix: atPrefix, seen: prefix };

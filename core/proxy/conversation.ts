@@ -70,19 +70,58 @@ const folderStatements = [
   /<cwd>[ \t]*(\/[^<\n]+?)[ \t]*<\/cwd>/,
 ];
 
-const isFolder = (candidate: string): boolean => {
-  try {
-    return path.isAbsolute(candidate) && statSync(candidate).isDirectory();
-  } catch {
-    return false;
+/**
+ * The folders requests named lately, each checked at most once a second: a stat per
+ * request costs more than the rest of reading where it runs. A folder removed meanwhile is
+ * noticed within the second. At most `limit` are kept, the oldest forgotten first.
+ */
+export class KnownFolders {
+  readonly #checkedAt = new Map<string, number>();
+  readonly #now: () => number;
+  readonly #limit: number;
+
+  constructor(now: () => number = Date.now, limit = 1024) {
+    this.#now = now;
+    this.#limit = limit;
   }
-};
+
+  /** Whether `candidate` is an absolute path of an existing folder. */
+  isFolder(candidate: string): boolean {
+    if (this.#isFresh(candidate)) return true;
+    try {
+      const found = path.isAbsolute(candidate) && statSync(candidate).isDirectory();
+      if (found) this.#remember(candidate);
+      return found;
+    } catch {
+      return false;
+    }
+  }
+
+  /** `checkLocation`: `LocationInvalid` unless `location` is an absolute path of an existing folder. */
+  check(location: string): string {
+    if (this.#isFresh(location)) return location;
+    checkLocation(location);
+    this.#remember(location);
+    return location;
+  }
+
+  #isFresh(folder: string): boolean {
+    const checkedAt = this.#checkedAt.get(folder);
+    return checkedAt !== undefined && this.#now() - checkedAt < 1000;
+  }
+
+  #remember(folder: string): void {
+    this.#checkedAt.delete(folder);
+    this.#checkedAt.set(folder, this.#now());
+    if (this.#checkedAt.size > this.#limit) this.#checkedAt.delete(this.#checkedAt.keys().next().value as string);
+  }
+}
 
 /** The folder an agent states it works in, when it states an existing one. */
-export function statedFolderOf(text: string): string | undefined {
+export function statedFolderOf(text: string, folders: KnownFolders = new KnownFolders()): string | undefined {
   for (const statement of folderStatements) {
     const found = statement.exec(text)?.[1];
-    if (found !== undefined && isFolder(found)) return path.normalize(found);
+    if (found !== undefined && folders.isFolder(found)) return path.normalize(found);
   }
   return undefined;
 }
@@ -92,8 +131,13 @@ export function statedFolderOf(text: string): string | undefined {
  * existing folder), else the folder the agent states (when it exists), else `fallback`
  * (checked once, when the proxy started).
  */
-export function locationOf(headers: Headers, request: ConversationRequest, fallback: string): string {
+export function locationOf(
+  headers: Headers,
+  request: ConversationRequest,
+  fallback: string,
+  folders: KnownFolders = new KnownFolders(),
+): string {
   const named = first(headers[proxyHeaders.location]);
-  if (named !== undefined && named !== "") return checkLocation(named);
-  return statedFolderOf(request.statedText) ?? fallback;
+  if (named !== undefined && named !== "") return folders.check(named);
+  return statedFolderOf(request.statedText, folders) ?? fallback;
 }

@@ -21,7 +21,14 @@ import type { EpochReason } from "../session/store/store.ts";
 import { anthropicMessages } from "./anthropic-messages.ts";
 import { canonicalJson } from "./canonical.ts";
 import { chatCompletions } from "./chat-completions.ts";
-import { clientSessionOf, conversationSessionId, credentialNamespace, locationOf, proxyHeaders } from "./conversation.ts";
+import {
+  clientSessionOf,
+  conversationSessionId,
+  credentialNamespace,
+  KnownFolders,
+  locationOf,
+  proxyHeaders,
+} from "./conversation.ts";
 import { openAIResponses } from "./openai-responses.ts";
 import { decodedBody, forwardedHeaders, type RelayOutcome, relay } from "./relay.ts";
 import {
@@ -285,6 +292,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
    * place, the body unchanged (and why), or an error of the proxy's own. Everything large it
    * reads (the body, its parse, the placed copy) is left behind once the decision is made.
    */
+  const folders = new KnownFolders();
   const prepare = async (request: http.IncomingMessage, response: http.ServerResponse, wire: WireFormat): Promise<Prepared> => {
     const raw = await readBody(request, maxBodyBytes);
     if (raw === undefined) {
@@ -330,7 +338,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
     }
     let location: string;
     try {
-      location = locationOf(request.headers, read, fallbackLocation);
+      location = locationOf(request.headers, read, fallbackLocation, folders);
     } catch (error) {
       return { kind: "reject", status: 400, message: `header ${proxyHeaders.location}: ${messageOf(error)}` };
     }

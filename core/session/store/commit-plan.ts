@@ -44,6 +44,13 @@ export interface Writes {
   readonly epochDue: "settled" | "kept" | "compaction";
   readonly seen?: SeenHistory;
   readonly where?: SessionWhere;
+  /**
+   * The commit only records what the caller's history was (an engine boundary that admitted
+   * nothing): no message, epoch, snapshot entry or lease. A store may skip waiting for the
+   * disk on it: lost to a power failure, the next boundary compares the caller's history with
+   * the one seen before, which it still extends.
+   */
+  readonly bookkeeping?: true;
   /** A new epoch's row. */
   readonly newEpoch?: {
     readonly number: number;
@@ -115,6 +122,7 @@ export function planBoundary(
     epoch = { ...epoch, snapshot: systemUpdate.snapshot };
     version += 1;
   }
+  const isBookkeeping = seen !== undefined && newEpoch === undefined && messages.length === 0 && !commit.settlesEpochDue;
   const writes: Writes = {
     revision: head.revision,
     head: { revision: head.revision + 1, lastSeq: seq - 1, epoch: epoch.number, snapshotVersion: version },
@@ -122,6 +130,7 @@ export function planBoundary(
     lease: seen === undefined ? (commit.lease ?? null) : null,
     epochDue: commit.settlesEpochDue ? "settled" : "kept",
     ...(seen === undefined ? {} : { seen }),
+    ...(isBookkeeping ? { bookkeeping: true } : {}),
     ...(newEpoch?.where === undefined ? {} : { where: newEpoch.where }),
     ...(epochRow === undefined ? {} : { newEpoch: epochRow }),
     entries,

@@ -78,12 +78,31 @@ export class SqliteSessionStore implements SessionStore {
           return { head, epoch: state === undefined ? undefined : this.#epochAt(id, state) };
         },
         // One transaction, guarded by the revision its head was read at.
-        apply: (kind, id, writes) => this.#write(`commit ${kind} of`, id, () => apply.immediate(id, writes)),
+        apply: (kind, id, writes) =>
+          this.#write(`commit ${kind} of`, id, () =>
+            writes.bookkeeping === true ? this.#withoutSync(() => apply.immediate(id, writes)) : apply.immediate(id, writes),
+          ),
       });
     } catch (error) {
       // A store that failed to open keeps nothing open.
       this.#db.close();
       throw error instanceof ContextHostError ? error : openFailed(place, error);
+    }
+  }
+
+  /**
+   * Runs a transaction that need not wait for the disk (a bookkeeping commit): in WAL mode,
+   * `synchronous = NORMAL` commits without a sync, is never lost to a crash of the process,
+   * and the next synced commit makes it durable with it. The connection's setting is restored.
+   */
+  #withoutSync<T>(transaction: () => T): T {
+    const synchronous = this.#db.pragma("synchronous", { simple: true }) as number;
+    if (synchronous <= 1) return transaction();
+    this.#db.pragma("synchronous = NORMAL");
+    try {
+      return transaction();
+    } finally {
+      this.#db.pragma(`synchronous = ${synchronous}`);
     }
   }
 
