@@ -14,6 +14,7 @@ import type { Registration, Registry } from "../registry/registry.ts";
 import { type Absent, absent, contain, type Key, type Unavailable, unavailable } from "../system-context/index.ts";
 import { type ListenFilter, McpConnection } from "./connection.ts";
 import { type Link, listedState } from "./connection-state.ts";
+import { ExposedResource } from "./exposed-resource.ts";
 import type { McpServerInfo } from "./info.ts";
 import {
   InstructionsValue,
@@ -51,29 +52,6 @@ export interface McpServerOptions {
   /** Largest accepted resource value, UTF-8 bytes of its JSON. */
   readonly maxValueBytes: number;
   readonly now: () => number;
-}
-
-/** One exposed resource and what is known of it. */
-class ExposedResource {
-  readonly key: Key;
-  readonly uri: string;
-  registration: Registration | undefined;
-  /** Counts change notifications (and reconnections); a read is due while `readMark` differs. */
-  changedMark = 0;
-  /** `changedMark` when the last successful read started; -1 before the first. */
-  readMark = -1;
-  value: ResourceValue | Absent | undefined;
-  readAt = 0;
-  ttlMs: number | undefined;
-  isFailing = false;
-  reading: Promise<void> | undefined;
-  readMs: number | undefined;
-  reads = 0;
-
-  constructor(key: Key, uri: string) {
-    this.key = key;
-    this.uri = uri;
-  }
 }
 
 export class McpServer {
@@ -115,7 +93,7 @@ export class McpServer {
       deadlineMs: this.#deadlineMs,
       events: {
         connected: () => this.#connected(),
-        resourceUpdated: (uri) => this.#resourceUpdated(uri),
+        resourceUpdated: (uri) => this.#resources.get(uri)?.markChanged(),
         listChanged: () => this.#listChanged(),
         listenEnded: (why) => this.#listenEnded(why),
         wentDown: (reason) => this.#report("connect", undefined, reason),
@@ -193,7 +171,7 @@ export class McpServer {
     if (this.#connection.state.kind === "connecting") this.#report("connect", undefined, `connecting ${late}`);
     else if (this.#listing !== undefined) this.#report("list", undefined, `listing resources ${late}`);
     for (const resource of this.#resources.values()) {
-      if (resource.reading !== undefined) this.#report("read", resource.key, `read of ${resource.uri} ${late}`);
+      if (resource.isReading) this.#report("read", resource.key, `read of ${resource.uri} ${late}`);
     }
   }
 
@@ -209,20 +187,7 @@ export class McpServer {
       ...(this.#options.settings.instructions === false ? {} : { instructionsKey: instructionsKey(this.name) }),
       resources: [...this.#resources.values()]
         .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-        .map((resource) => ({
-          key: resource.key,
-          uri: resource.uri,
-          state: resource.isFailing
-            ? "failed"
-            : resource.readMark === -1
-              ? "unread"
-              : resource.readMark !== resource.changedMark
-                ? "changed"
-                : "read",
-          isSubscribed: live?.subscribed.has(resource.uri) ?? false,
-          ...(resource.readMs === undefined ? {} : { readMs: resource.readMs }),
-          reads: resource.reads,
-        })),
+        .map((resource) => resource.info(live?.subscribed.has(resource.uri) ?? false)),
     };
   }
 
@@ -236,13 +201,8 @@ export class McpServer {
   /** A link is live (again): its list is to be read, and anything may have changed while there was none. */
   #connected(): void {
     this.#isListDirty = true;
-    for (const resource of this.#resources.values()) resource.changedMark++;
+    for (const resource of this.#resources.values()) resource.markChanged();
     this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "connect");
-  }
-
-  #resourceUpdated(uri: string): void {
-    const resource = this.#resources.get(uri);
-    if (resource !== undefined) resource.changedMark++;
   }
 
   #listChanged(): void {
@@ -251,7 +211,7 @@ export class McpServer {
 
   /** The server ended the listen stream: what changed meanwhile was not told, so every resource and the list are due. */
   #listenEnded(why: string): void {
-    for (const resource of this.#resources.values()) resource.changedMark++;
+    for (const resource of this.#resources.values()) resource.markChanged();
     this.#isListDirty = true;
     this.#report("subscribe", undefined, `the server ended the subscription (${why})`);
   }
@@ -274,12 +234,7 @@ export class McpServer {
     await Promise.all(
       [...this.#resources.values()]
         .filter((resource) => this.#isDue(resource, subscribed, now))
-        .map((resource) => {
-          resource.reading ??= this.#read(resource, link).finally(() => {
-            resource.reading = undefined;
-          });
-          return resource.reading;
-        }),
+        .map((resource) => resource.readOnce((mark) => this.#read(resource, mark, link))),
     );
   }
 
@@ -322,10 +277,7 @@ export class McpServer {
   }
 
   #isDue(resource: ExposedResource, subscribed: ReadonlySet<string>, now: number): boolean {
-    if (resource.isFailing || resource.readMark !== resource.changedMark) return true;
-    if (subscribed.has(resource.uri)) return false;
-    const maxAge = resource.ttlMs ?? this.#options.settings.maxAgeMs ?? 0;
-    return now - resource.readAt >= maxAge;
+    return resource.isDue(subscribed.has(resource.uri), this.#options.settings.maxAgeMs ?? 0, now);
   }
 
   /** Whether the server's list is to be read: it changed, and the settings want every resource or names for some. */
@@ -366,9 +318,7 @@ export class McpServer {
     );
     if (gone.length === 0 && added.length === 0) return;
     this.#options.registry.batch((batch) => {
-      for (const resource of gone) {
-        if (resource.registration !== undefined) batch.unregister(resource.registration);
-      }
+      for (const resource of gone) batch.unregister(resource.registration);
       for (const registration of added) batch.register(this.#scope, registration);
     });
     const goneUris = gone.map((resource) => resource.uri);
@@ -392,18 +342,16 @@ export class McpServer {
       let key = base;
       for (let n = 2; taken.has(key); n++) key = `${base}-${n}`;
       taken.add(key);
-      const resource = new ExposedResource(key, entry.uri);
-      resource.registration = this.#resourceRegistration(resource);
+      const resource = new ExposedResource(key, entry.uri, (exposed) => this.#resourceRegistration(exposed));
       this.#resources.set(entry.uri, resource);
       registrations.push(resource.registration);
     }
     return registrations;
   }
 
-  async #read(resource: ExposedResource, link: Link): Promise<void> {
-    const mark = resource.changedMark;
+  /** Reads a resource as of change `mark` and admits what it holds; a failure leaves it failing. */
+  async #read(resource: ExposedResource, mark: number, link: Link): Promise<void> {
     const started = this.#options.now();
-    resource.reads++;
     let result: Awaited<ReturnType<Client["readResource"]>>;
     try {
       result = await this.#connection.request(link, () =>
@@ -414,7 +362,7 @@ export class McpServer {
         this.#admitRead(resource, mark, started, absent, undefined);
         return;
       }
-      resource.isFailing = true;
+      resource.fail();
       if (this.#connection.isLive(link)) this.#report("read", resource.key, `cannot read ${resource.uri}: ${messageOf(error)}`);
       this.#connection.loseOn(link, error);
       return;
@@ -431,7 +379,7 @@ export class McpServer {
     const value = resourceValueOf(resource.uri, contents);
     const bytes = Buffer.byteLength(JSON.stringify(value));
     if (bytes > this.#options.maxValueBytes) {
-      resource.isFailing = true;
+      resource.fail();
       this.#report("read", resource.key, `${resource.uri} is ${bytes} bytes, over the limit of ${this.#options.maxValueBytes}`);
       return;
     }
@@ -442,28 +390,14 @@ export class McpServer {
   #admitRead(
     resource: ExposedResource,
     mark: number,
-    started: number,
+    startedAt: number,
     value: ResourceValue | Absent,
     ttlMs: number | undefined,
   ): void {
-    const now = this.#options.now();
-    resource.value = value;
-    resource.readMark = mark;
-    resource.readAt = now;
-    resource.readMs = now - started;
-    resource.ttlMs = ttlMs;
-    resource.isFailing = false;
+    resource.admit(mark, { value, ttlMs, startedAt, endedAt: this.#options.now() });
     if (value !== absent) {
       this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.key === resource.key);
     }
-  }
-
-  /** Observation: no I/O; what `prepare` read, or unavailable while down, failing or known to be stale. */
-  #observe(resource: ExposedResource): ResourceValue | Absent | Unavailable {
-    if (this.#connection.link === undefined || resource.isFailing || resource.readMark !== resource.changedMark) {
-      return unavailable;
-    }
-    return resource.value ?? unavailable;
   }
 
   #resourceRegistration(resource: ExposedResource): Registration {
@@ -471,7 +405,8 @@ export class McpServer {
       {
         key: resource.key,
         schema: ResourceValue,
-        load: () => this.#observe(resource),
+        // Observation: no I/O; what `prepare` read, or unavailable while down, failing or known to be stale.
+        load: () => (this.#connection.link === undefined ? unavailable : resource.observed()),
         ...resourceRenderers(this.name, resource.uri),
       },
       { report: (fault) => this.#report("read", fault.key, messageOf(fault.error)), maxTextLength: this.#options.maxValueBytes },
