@@ -51,11 +51,12 @@ export async function startMcpSources(options: McpSourcesOptions, scope: Scope):
       registry: options.registry,
       diagnostics: options.diagnostics,
       cwd: options.cwd,
+      clientVersion: "0.1.0",
       maxValueBytes: options.maxValueBytes ?? 1 << 20,
       now: options.now ?? (() => performance.now()),
     });
     void scope.add(() => server.close());
-    server.start("0.1.0");
+    server.start();
     servers.push(server);
   }
   return {

@@ -1,19 +1,20 @@
-// Owns one MCP server as a set of Context Sources: its connection (reconnected with
-// back-off), the resources it exposes (one registration each, `mcp/<server>/<name>`), its
-// instructions, and what a boundary does with them. A notification only marks a resource
-// changed; `prepare`, run at a Safe Provider-Turn Boundary before the sources are observed,
-// lists, subscribes and reads what is due within the server's deadline; observation then
-// reads nothing and answers from what was read, so an unchanged resource costs no read.
+// Owns one MCP server as a set of Context Sources: the resources it exposes (one registration
+// each, `mcp/<server>/<name>`), its instructions, and what a boundary does with them, over its
+// connection (`McpConnection`, which reconnects with back-off). A notification only marks a
+// resource changed; `prepare`, run at a Safe Provider-Turn Boundary before the sources are
+// observed, lists, subscribes and reads what is due within the server's deadline; observation
+// then reads nothing and answers from what was read, so an unchanged resource costs no read.
 
-import { setMaxListeners } from "node:events";
-import path from "node:path";
-import type { Client, McpSubscription } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/client";
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import type { Diagnostics } from "../base/diagnostics.ts";
 import { messageOf } from "../base/errors.ts";
 import { Scope } from "../base/scope.ts";
 import type { Registration, Registry } from "../registry/registry.ts";
 import { type Absent, absent, contain, type Key, type Unavailable, unavailable } from "../system-context/index.ts";
+import { type ListenFilter, McpConnection } from "./connection.ts";
+import { type Link, listedState } from "./connection-state.ts";
+import { ExposedResource } from "./exposed-resource.ts";
 import type { McpServerInfo } from "./info.ts";
 import {
   InstructionsValue,
@@ -30,10 +31,6 @@ import { expandTemplate, isStdio, type McpServerSettings } from "./settings.ts";
 
 /** A server's default deadline at a boundary (connect, list, subscribe, read). */
 export const defaultMcpDeadlineMs = 2000;
-/** How long connecting (spawning, `initialize`) may take; a boundary waits for it only up to its deadline. */
-export const connectDeadlineMs = 10_000;
-const firstRetryMs = 250;
-const maxRetryMs = 30_000;
 /** MCP's "resource not found" error code. */
 const resourceNotFound = -32002;
 /** JSON-RPC's "method not found": a server without `resources/list`. */
@@ -50,47 +47,11 @@ export interface McpServerOptions {
   readonly diagnostics: Diagnostics;
   /** The working folder a stdio server's relative `cwd` is resolved against. */
   readonly cwd: string;
+  /** The client's version, as `initialize` tells the server. */
+  readonly clientVersion: string;
   /** Largest accepted resource value, UTF-8 bytes of its JSON. */
   readonly maxValueBytes: number;
   readonly now: () => number;
-}
-
-/** A live connection. */
-interface Link {
-  readonly client: Client;
-  readonly canSubscribe: boolean;
-  readonly instructions: string | undefined;
-  /** The URIs whose updates this connection is told of. */
-  readonly subscribed: Set<string>;
-  /** Negotiated the 2026-07-28 revision: updates and `list_changed` come on one `subscriptions/listen` stream. */
-  readonly isModern: boolean;
-  /** That stream, if one is open. */
-  subscription: McpSubscription | undefined;
-  /** The filter (as text) the connection was last made to listen for; no stream is needed for an empty one. */
-  listened: string | undefined;
-}
-
-/** One exposed resource and what is known of it. */
-class ExposedResource {
-  readonly key: Key;
-  readonly uri: string;
-  registration: Registration | undefined;
-  /** Counts change notifications (and reconnections); a read is due while `readMark` differs. */
-  changedMark = 0;
-  /** `changedMark` when the last successful read started; -1 before the first. */
-  readMark = -1;
-  value: ResourceValue | Absent | undefined;
-  readAt = 0;
-  ttlMs: number | undefined;
-  isFailing = false;
-  reading: Promise<void> | undefined;
-  readMs: number | undefined;
-  reads = 0;
-
-  constructor(key: Key, uri: string) {
-    this.key = key;
-    this.uri = uri;
-  }
 }
 
 export class McpServer {
@@ -98,24 +59,17 @@ export class McpServer {
   readonly #options: McpServerOptions;
   readonly #scope: Scope;
   readonly #deadlineMs: number;
+  readonly #connection: McpConnection;
   readonly #resources = new Map<string, ExposedResource>();
   readonly #hasWildcard: boolean;
   readonly #secrets: string[];
-  #link: Link | undefined;
-  #state: McpServerInfo["state"] = "connecting";
-  #connecting: Promise<void> | undefined;
   #preparing: Promise<void> | undefined;
   #listing: Promise<void> | undefined;
   #isListDirty = true;
-  #retryMs = firstRetryMs;
-  #retryTimer: ReturnType<typeof setTimeout> | undefined;
-  /** The client of a connection in progress: closing the server ends it (a spawned process too). */
-  #connectingClient: Client | undefined;
   /** The resources the settings name (URIs and expanded templates), exposed whatever the server lists. */
   #explicit: Array<{ uri: string; name: string | undefined }> = [];
   /** URIs the settings name without a name: exposed once the server's list gives each its name. */
   #unnamed: string[] = [];
-  #clientVersion = "0.0.0";
 
   constructor(options: McpServerOptions) {
     this.#options = options;
@@ -130,10 +84,25 @@ export class McpServer {
     this.#secrets = [...new Set(secretValues.flatMap((value) => [value, ...value.split(/\s+/).filter((w) => w.length >= 6)]))]
       .filter((value) => value.length >= 3)
       .sort((a, b) => b.length - a.length);
+    this.#connection = new McpConnection({
+      name: options.name,
+      settings,
+      sdk: options.sdk,
+      cwd: options.cwd,
+      clientVersion: options.clientVersion,
+      deadlineMs: this.#deadlineMs,
+      events: {
+        connected: () => this.#connected(),
+        resourceUpdated: (uri) => this.#resources.get(uri)?.markChanged(),
+        listChanged: () => this.#listChanged(),
+        listenEnded: (why) => this.#listenEnded(why),
+        wentDown: (reason) => this.#report("connect", undefined, reason),
+      },
+    });
   }
 
   /** Registers the configured sources and starts connecting (in the background). */
-  start(sdkClientVersion: string): void {
+  start(): void {
     const { settings } = this.#options;
     const explicit: Array<{ uri: string; name: string | undefined }> = [];
     for (const entry of settings.resources ?? []) {
@@ -152,8 +121,7 @@ export class McpServer {
     this.#options.registry.batch((batch) => {
       for (const registration of registrations) batch.register(this.#scope, registration);
     });
-    this.#clientVersion = sdkClientVersion;
-    this.#startConnecting();
+    this.#connection.start();
   }
 
   /**
@@ -169,16 +137,16 @@ export class McpServer {
 
   /** Whether a boundary has anything to wait for or ask this server. */
   #hasWork(): boolean {
-    if (this.#state === "closed") return false;
-    if (this.#connecting !== undefined) return true;
-    const link = this.#link;
-    if (link === undefined) return false;
+    const state = this.#connection.state;
+    if (state.kind === "connecting") return true;
+    if (state.kind !== "connected") return false;
+    const { link, subscribed } = state;
     if (this.#needsList()) return true;
-    if (link.isModern && link.listened !== this.#listenFilter(link)) return true;
+    if (link.isModern && !this.#connection.listensFor(link, this.#listenFilter(link))) return true;
     const now = this.#options.now();
     for (const resource of this.#resources.values()) {
-      if (link.canSubscribe && !link.subscribed.has(resource.uri)) return true;
-      if (this.#isDue(resource, link, now)) return true;
+      if (link.canSubscribe && !subscribed.has(resource.uri)) return true;
+      if (this.#isDue(resource, subscribed, now)) return true;
     }
     return false;
   }
@@ -194,171 +162,64 @@ export class McpServer {
         this.#report("read", undefined, messageOf(error));
         return;
       }
-      const late = `missed its deadline of ${this.#deadlineMs} ms`;
-      if (this.#connecting !== undefined) this.#report("connect", undefined, `connecting ${late}`);
-      else if (this.#listing !== undefined) this.#report("list", undefined, `listing resources ${late}`);
-      for (const resource of this.#resources.values()) {
-        if (resource.reading !== undefined) this.#report("read", resource.key, `read of ${resource.uri} ${late}`);
-      }
+      this.#reportLate(`missed its deadline of ${this.#deadlineMs} ms`);
+    }
+  }
+
+  /** What a boundary's deadline left running: the connection, the list, or each read. */
+  #reportLate(late: string): void {
+    if (this.#connection.state.kind === "connecting") this.#report("connect", undefined, `connecting ${late}`);
+    else if (this.#listing !== undefined) this.#report("list", undefined, `listing resources ${late}`);
+    for (const resource of this.#resources.values()) {
+      if (resource.isReading) this.#report("read", resource.key, `read of ${resource.uri} ${late}`);
     }
   }
 
   /** The server and its resources, for listings. */
   info(): McpServerInfo {
-    const link = this.#link;
+    const state = this.#connection.state;
+    const live = state.kind === "connected" ? state : undefined;
     return {
       name: this.name,
       transport: isStdio(this.#options.settings) ? "stdio" : "http",
-      state: this.#state,
-      canSubscribe: link?.canSubscribe ?? false,
+      state: listedState(state),
+      canSubscribe: live?.link.canSubscribe ?? false,
       ...(this.#options.settings.instructions === false ? {} : { instructionsKey: instructionsKey(this.name) }),
       resources: [...this.#resources.values()]
         .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-        .map((resource) => ({
-          key: resource.key,
-          uri: resource.uri,
-          state: resource.isFailing
-            ? "failed"
-            : resource.readMark === -1
-              ? "unread"
-              : resource.readMark !== resource.changedMark
-                ? "changed"
-                : "read",
-          isSubscribed: link?.subscribed.has(resource.uri) ?? false,
-          ...(resource.readMs === undefined ? {} : { readMs: resource.readMs }),
-          reads: resource.reads,
-        })),
+        .map((resource) => resource.info(live?.subscribed.has(resource.uri) ?? false)),
     };
   }
 
   /** Ends the connection (a stdio server's process with it) and removes the sources. */
   async close(): Promise<void> {
-    if (this.#state === "closed") return;
-    this.#state = "closed";
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
-    const link = this.#link;
-    this.#link = undefined;
-    await this.#connectingClient?.close().catch(() => {});
-    await this.#connecting?.catch(() => {});
-    await link?.client.close().catch(() => {});
+    if (this.#connection.state.kind === "closed") return;
+    await this.#connection.close();
     await this.#scope.close();
   }
 
-  #startConnecting(): void {
-    this.#retryTimer = undefined;
-    if (this.#state === "closed") return;
-    this.#state = "connecting";
-    this.#connecting = this.#connect().finally(() => {
-      this.#connecting = undefined;
-    });
-  }
-
-  async #connect(): Promise<void> {
-    const { sdk, settings } = this.#options;
-    // Over Streamable HTTP the client offers the 2026-07-28 revision and falls back to 2025; over
-    // stdio the SDK would probe by spawning the server twice, so stdio speaks 2025 (decision 140).
-    const client = new sdk.Client(
-      { name: "context-host", version: this.#clientVersion },
-      { capabilities: {}, ...(isStdio(settings) ? {} : { versionNegotiation: { mode: "auto" as const } }) },
-    );
-    client.setNotificationHandler("notifications/resources/updated", (notification) => {
-      const resource = this.#resources.get(notification.params.uri);
-      if (resource !== undefined) resource.changedMark++;
-    });
-    client.setNotificationHandler("notifications/resources/list_changed", () => {
-      this.#isListDirty = true;
-    });
-    const transport = isStdio(settings)
-      ? new sdk.StdioClientTransport({
-          command: settings.command,
-          ...(settings.args === undefined ? {} : { args: settings.args }),
-          ...(settings.env === undefined ? {} : { env: settings.env }),
-          ...(settings.cwd === undefined ? {} : { cwd: path.resolve(this.#options.cwd, settings.cwd) }),
-          stderr: "ignore",
-        })
-      : new sdk.StreamableHTTPClientTransport(new URL(settings.url), {
-          ...(settings.headers === undefined ? {} : { requestInit: { headers: settings.headers } }),
-          fetch: quietFetch,
-        });
-    this.#connectingClient = client;
-    try {
-      const ms = Math.max(this.#deadlineMs, connectDeadlineMs);
-      await withinDeadline(() => client.connect(transport, { timeout: ms }), ms, `connecting to MCP server ${this.name}`);
-    } catch (error) {
-      this.#connectingClient = undefined;
-      await client.close().catch(() => {});
-      if (this.#state === "closed") return;
-      this.#report("connect", undefined, `cannot connect: ${messageOf(error)}`);
-      this.#down();
-      return;
-    }
-    this.#connectingClient = undefined;
-    if (this.#state === "closed") {
-      await client.close().catch(() => {});
-      return;
-    }
-    const link: Link = {
-      client,
-      canSubscribe: client.getServerCapabilities()?.resources?.subscribe === true,
-      instructions: client.getInstructions() || undefined,
-      subscribed: new Set(),
-      isModern: client.getProtocolEra() === "modern",
-      subscription: undefined,
-      listened: undefined,
-    };
-    client.onclose = () => {
-      if (this.#link !== link || this.#state === "closed") return;
-      this.#link = undefined;
-      this.#report("connect", undefined, "the connection closed");
-      this.#down();
-    };
-    this.#link = link;
-    this.#state = "connected";
-    this.#retryMs = firstRetryMs;
+  /** A link is live (again): its list is to be read, and anything may have changed while there was none. */
+  #connected(): void {
     this.#isListDirty = true;
-    // Anything may have changed while disconnected: every resource is read again.
-    for (const resource of this.#resources.values()) resource.changedMark++;
+    for (const resource of this.#resources.values()) resource.markChanged();
     this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.phase === "connect");
   }
 
-  /**
-   * A request failed for want of a connection (not the server's JSON-RPC error, a timeout or
-   * a malformed result): over Streamable HTTP nothing else says a server went away. Drop the
-   * link and reconnect after the back-off.
-   */
-  #loseOn(link: Link, error: unknown): void {
-    if (!isConnectionFailure(error)) return;
-    if (this.#link !== link || this.#state === "closed") return;
-    this.#link = undefined;
-    this.#report("connect", undefined, "the connection was lost");
-    void link.client.close().catch(() => {});
-    this.#down();
+  #listChanged(): void {
+    this.#isListDirty = true;
   }
 
-  /**
-   * Sends a request, and once more at once when it failed for want of a connection: a kept-alive
-   * socket the server had closed (ECONNRESET) fails the first request after a pause.
-   */
-  async #request<T>(link: Link, send: () => Promise<T>): Promise<T> {
-    try {
-      return await send();
-    } catch (error) {
-      if (!isConnectionFailure(error) || this.#link !== link) throw error;
-      return await send();
-    }
-  }
-
-  /** Down: the sources are unavailable until a reconnection, tried after a growing back-off. */
-  #down(): void {
-    this.#state = "down";
-    this.#retryTimer = setTimeout(() => this.#startConnecting(), this.#retryMs);
-    this.#retryTimer.unref();
-    this.#retryMs = Math.min(this.#retryMs * 2, maxRetryMs);
+  /** The server ended the listen stream: what changed meanwhile was not told, so every resource and the list are due. */
+  #listenEnded(why: string): void {
+    for (const resource of this.#resources.values()) resource.markChanged();
+    this.#isListDirty = true;
+    this.#report("subscribe", undefined, `the server ended the subscription (${why})`);
   }
 
   async #sync(): Promise<void> {
-    if (this.#connecting !== undefined) await this.#connecting;
-    const link = this.#link;
+    const state = this.#connection.state;
+    if (state.kind === "connecting") await state.attempt;
+    const link = this.#connection.link;
     if (link === undefined) return;
     if (this.#needsList()) {
       this.#listing = this.#relist(link).finally(() => {
@@ -366,98 +227,57 @@ export class McpServer {
       });
       await this.#listing;
     }
-    if (link.isModern) {
-      await this.#listen(link);
-    } else if (link.canSubscribe) {
-      await Promise.all(
-        [...this.#resources.values()]
-          .filter((resource) => !link.subscribed.has(resource.uri))
-          .map(async (resource) => {
-            try {
-              await this.#request(link, () =>
-                link.client.subscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs }),
-              );
-              link.subscribed.add(resource.uri);
-            } catch (error) {
-              if (this.#link === link) this.#report("subscribe", resource.key, `cannot subscribe: ${messageOf(error)}`);
-              this.#loseOn(link, error);
-            }
-          }),
-      );
-    }
+    if (link.isModern) await this.#listen(link);
+    else if (link.canSubscribe) await this.#subscribeAll(link);
+    const subscribed = this.#connection.subscribedOn(link);
     const now = this.#options.now();
     await Promise.all(
       [...this.#resources.values()]
-        .filter((resource) => this.#isDue(resource, link, now))
-        .map((resource) => {
-          resource.reading ??= this.#read(resource, link).finally(() => {
-            resource.reading = undefined;
-          });
-          return resource.reading;
-        }),
+        .filter((resource) => this.#isDue(resource, subscribed, now))
+        .map((resource) => resource.readOnce((mark) => this.#read(resource, mark, link))),
     );
   }
 
-  /** The `subscriptions/listen` filter a modern connection needs now, as text: `list_changed` with `"*"`, and every exposed URI. */
-  #listenFilter(link: Link): string {
-    const uris = link.canSubscribe ? [...this.#resources.keys()].sort() : [];
-    return JSON.stringify({ resourcesListChanged: this.#hasWildcard, resourceSubscriptions: uris });
+  /** Subscribes a 2025 link to every exposed resource it is not subscribed to. */
+  async #subscribeAll(link: Link): Promise<void> {
+    const subscribed = this.#connection.subscribedOn(link);
+    await Promise.all(
+      [...this.#resources.values()]
+        .filter((resource) => !subscribed.has(resource.uri))
+        .map((resource) => this.#subscribe(link, resource)),
+    );
+  }
+
+  async #subscribe(link: Link, resource: ExposedResource): Promise<void> {
+    try {
+      await this.#connection.subscribe(link, resource.uri);
+    } catch (error) {
+      if (this.#connection.isLive(link)) this.#report("subscribe", resource.key, `cannot subscribe: ${messageOf(error)}`);
+      this.#connection.loseOn(link, error);
+    }
   }
 
   /**
-   * Opens the `subscriptions/listen` stream for the current filter (a new one before the old one
-   * closes, so no update falls between). A stream the server ends leaves every resource due and
-   * the list to be read again: what changed meanwhile was not told.
+   * Makes a modern link listen for what it needs now. A stream the server ends leaves every
+   * resource due and the list to be read again (`#listenEnded`).
    */
   async #listen(link: Link): Promise<void> {
-    const filter = this.#listenFilter(link);
-    if (link.listened === filter) return;
-    const wanted = JSON.parse(filter) as { resourcesListChanged: boolean; resourceSubscriptions: string[] };
-    const previous = link.subscription;
-    if (!wanted.resourcesListChanged && wanted.resourceSubscriptions.length === 0) {
-      link.subscription = undefined;
-      link.listened = filter;
-      link.subscribed.clear();
-      await previous?.close().catch(() => {});
-      return;
-    }
-    let subscription: McpSubscription;
     try {
-      subscription = await this.#request(link, () =>
-        link.client.listen(
-          {
-            ...(wanted.resourcesListChanged ? { resourcesListChanged: true } : {}),
-            ...(wanted.resourceSubscriptions.length === 0 ? {} : { resourceSubscriptions: wanted.resourceSubscriptions }),
-          },
-          { timeout: this.#deadlineMs },
-        ),
-      );
+      await this.#connection.listen(link, this.#listenFilter(link));
     } catch (error) {
-      if (this.#link === link) this.#report("subscribe", undefined, `cannot listen: ${messageOf(error)}`);
-      this.#loseOn(link, error);
-      return;
+      if (this.#connection.isLive(link)) this.#report("subscribe", undefined, `cannot listen: ${messageOf(error)}`);
+      this.#connection.loseOn(link, error);
     }
-    link.subscription = subscription;
-    link.listened = filter;
-    link.subscribed.clear();
-    for (const uri of subscription.honoredFilter.resourceSubscriptions ?? []) link.subscribed.add(uri);
-    void subscription.closed.then((why) => {
-      if (why === "local" || link.subscription !== subscription || this.#link !== link) return;
-      link.subscription = undefined;
-      link.listened = undefined;
-      link.subscribed.clear();
-      for (const resource of this.#resources.values()) resource.changedMark++;
-      this.#isListDirty = true;
-      this.#report("subscribe", undefined, `the server ended the subscription (${why})`);
-    });
-    await previous?.close().catch(() => {});
   }
 
-  #isDue(resource: ExposedResource, link: Link, now: number): boolean {
-    if (resource.isFailing || resource.readMark !== resource.changedMark) return true;
-    if (link.subscribed.has(resource.uri)) return false;
-    const maxAge = resource.ttlMs ?? this.#options.settings.maxAgeMs ?? 0;
-    return now - resource.readAt >= maxAge;
+  /** The `subscriptions/listen` filter a modern link needs now: `list_changed` with `"*"`, and every exposed URI. */
+  #listenFilter(link: Link): ListenFilter {
+    const uris = link.canSubscribe ? [...this.#resources.keys()].sort() : [];
+    return { resourcesListChanged: this.#hasWildcard, resourceSubscriptions: uris };
+  }
+
+  #isDue(resource: ExposedResource, subscribed: ReadonlySet<string>, now: number): boolean {
+    return resource.isDue(subscribed.has(resource.uri), this.#options.settings.maxAgeMs ?? 0, now);
   }
 
   /** Whether the server's list is to be read: it changed, and the settings want every resource or names for some. */
@@ -469,7 +289,7 @@ export class McpServer {
     this.#isListDirty = false;
     let listed: Array<{ readonly uri: string; readonly name: string | undefined }>;
     try {
-      const result = await this.#request(link, () =>
+      const result = await this.#connection.request(link, () =>
         link.client.listResources(undefined, { timeout: this.#deadlineMs, cacheMode: "bypass" }),
       );
       listed = result.resources.map((resource) => ({ uri: resource.uri, name: resource.name }));
@@ -479,8 +299,8 @@ export class McpServer {
         // A server that cannot list: the resources the settings name are named by their URIs.
         listed = [];
       } else {
-        if (this.#link === link) this.#report("list", undefined, `cannot list resources: ${messageOf(error)}`);
-        this.#loseOn(link, error);
+        if (this.#connection.isLive(link)) this.#report("list", undefined, `cannot list resources: ${messageOf(error)}`);
+        this.#connection.loseOn(link, error);
         return;
       }
     }
@@ -498,17 +318,12 @@ export class McpServer {
     );
     if (gone.length === 0 && added.length === 0) return;
     this.#options.registry.batch((batch) => {
-      for (const resource of gone) {
-        if (resource.registration !== undefined) batch.unregister(resource.registration);
-      }
+      for (const resource of gone) batch.unregister(resource.registration);
       for (const registration of added) batch.register(this.#scope, registration);
     });
-    for (const resource of gone) {
-      this.#resources.delete(resource.uri);
-      if (link.subscribed.delete(resource.uri) && !link.isModern) {
-        link.client.unsubscribeResource({ uri: resource.uri }, { timeout: this.#deadlineMs }).catch(() => {});
-      }
-    }
+    const goneUris = gone.map((resource) => resource.uri);
+    for (const uri of goneUris) this.#resources.delete(uri);
+    this.#connection.unsubscribe(link, goneUris);
   }
 
   /**
@@ -527,21 +342,19 @@ export class McpServer {
       let key = base;
       for (let n = 2; taken.has(key); n++) key = `${base}-${n}`;
       taken.add(key);
-      const resource = new ExposedResource(key, entry.uri);
-      resource.registration = this.#resourceRegistration(resource);
+      const resource = new ExposedResource(key, entry.uri, (exposed) => this.#resourceRegistration(exposed));
       this.#resources.set(entry.uri, resource);
       registrations.push(resource.registration);
     }
     return registrations;
   }
 
-  async #read(resource: ExposedResource, link: Link): Promise<void> {
-    const mark = resource.changedMark;
+  /** Reads a resource as of change `mark` and admits what it holds; a failure leaves it failing. */
+  async #read(resource: ExposedResource, mark: number, link: Link): Promise<void> {
     const started = this.#options.now();
-    resource.reads++;
     let result: Awaited<ReturnType<Client["readResource"]>>;
     try {
-      result = await this.#request(link, () =>
+      result = await this.#connection.request(link, () =>
         link.client.readResource({ uri: resource.uri }, { timeout: this.#deadlineMs, cacheMode: "bypass" }),
       );
     } catch (error) {
@@ -549,9 +362,9 @@ export class McpServer {
         this.#admitRead(resource, mark, started, absent, undefined);
         return;
       }
-      resource.isFailing = true;
-      if (this.#link === link) this.#report("read", resource.key, `cannot read ${resource.uri}: ${messageOf(error)}`);
-      this.#loseOn(link, error);
+      resource.fail();
+      if (this.#connection.isLive(link)) this.#report("read", resource.key, `cannot read ${resource.uri}: ${messageOf(error)}`);
+      this.#connection.loseOn(link, error);
       return;
     }
     const contents: Parameters<typeof resourceValueOf>[1] = [];
@@ -566,7 +379,7 @@ export class McpServer {
     const value = resourceValueOf(resource.uri, contents);
     const bytes = Buffer.byteLength(JSON.stringify(value));
     if (bytes > this.#options.maxValueBytes) {
-      resource.isFailing = true;
+      resource.fail();
       this.#report("read", resource.key, `${resource.uri} is ${bytes} bytes, over the limit of ${this.#options.maxValueBytes}`);
       return;
     }
@@ -577,26 +390,14 @@ export class McpServer {
   #admitRead(
     resource: ExposedResource,
     mark: number,
-    started: number,
+    startedAt: number,
     value: ResourceValue | Absent,
     ttlMs: number | undefined,
   ): void {
-    const now = this.#options.now();
-    resource.value = value;
-    resource.readMark = mark;
-    resource.readAt = now;
-    resource.readMs = now - started;
-    resource.ttlMs = ttlMs;
-    resource.isFailing = false;
+    resource.admit(mark, { value, ttlMs, startedAt, endedAt: this.#options.now() });
     if (value !== absent) {
       this.#options.diagnostics.resolve((d) => d.origin === "mcp" && d.file === this.#file && d.key === resource.key);
     }
-  }
-
-  /** Observation: no I/O; what `prepare` read, or unavailable while down, failing or known to be stale. */
-  #observe(resource: ExposedResource): ResourceValue | Absent | Unavailable {
-    if (this.#link === undefined || resource.isFailing || resource.readMark !== resource.changedMark) return unavailable;
-    return resource.value ?? unavailable;
   }
 
   #resourceRegistration(resource: ExposedResource): Registration {
@@ -604,7 +405,8 @@ export class McpServer {
       {
         key: resource.key,
         schema: ResourceValue,
-        load: () => this.#observe(resource),
+        // Observation: no I/O; what `prepare` read, or unavailable while down, failing or known to be stale.
+        load: () => (this.#connection.link === undefined ? unavailable : resource.observed()),
         ...resourceRenderers(this.name, resource.uri),
       },
       { report: (fault) => this.#report("read", fault.key, messageOf(fault.error)), maxTextLength: this.#options.maxValueBytes },
@@ -618,12 +420,19 @@ export class McpServer {
       {
         key,
         schema: InstructionsValue,
-        load: () => (this.#link === undefined ? unavailable : (this.#link.instructions ?? absent)),
+        load: () => this.#instructions(),
         ...instructionsRenderers(this.name),
       },
       { report: (fault) => this.#report("read", fault.key, messageOf(fault.error)), maxTextLength: this.#options.maxValueBytes },
     );
     return { key, origin: "plugin", load: () => context };
+  }
+
+  /** The live link's instructions: absent when the server gave none, unavailable while down. */
+  #instructions(): string | Absent | Unavailable {
+    const link = this.#connection.link;
+    if (link === undefined) return unavailable;
+    return link.instructions ?? absent;
   }
 
   /** The diagnostics' `file`: the server's setting. */
@@ -643,27 +452,4 @@ export class McpServer {
       message: safe,
     });
   }
-}
-
-/** Whether a request failed for want of a connection: not the server's JSON-RPC error, a timeout or a malformed result. */
-function isConnectionFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code !== "number" && code !== "REQUEST_TIMEOUT" && code !== "INVALID_RESULT";
-}
-
-const quietSignals = new WeakSet<AbortSignal>();
-
-/**
- * `fetch` for the Streamable HTTP transport, which gives every request the one signal of its
- * connection: each request adds an abort listener that lives until the request is collected,
- * so a host that reads often passes Node's warning threshold with no leak. That signal may
- * have any number of listeners.
- */
-function quietFetch(url: string | URL, init?: RequestInit): Promise<Response> {
-  const signal = init?.signal;
-  if (signal !== undefined && signal !== null && !quietSignals.has(signal)) {
-    setMaxListeners(0, signal);
-    quietSignals.add(signal);
-  }
-  return fetch(url, init);
 }
