@@ -1,20 +1,30 @@
-// A context proxy in a process of its own, for the proxy-concurrency bench (so its memory is
-// its own): started on the folder and upstream given as arguments, it prints its URL as one
-// JSON line and runs until stdin closes.
+// A context proxy in a process of its own, as users run `context-host proxy` (and, through
+// `startProxyChild`, as the proxy benches run it from the compiled package): started on the
+// folder and upstream given as arguments (and BENCH_ISOLATION), it prints its URL as one
+// JSON line, runs until stdin closes, then prints what it forwarded as one more line.
 
 import { createContextProxy } from "../../core/index.ts";
 import { benchProxyOptions } from "./proxy-world.ts";
 
 const [folder, upstream] = process.argv.slice(2) as [string, string];
-const proxy = await createContextProxy(benchProxyOptions(folder, upstream));
-let errors = 0;
-proxy.onBoundary((event) => {
-  if (event.forwarded !== "with-context" || event.outcome !== "relayed") errors++;
+const proxy = await createContextProxy({
+  ...benchProxyOptions(folder, upstream),
+  ...(process.env.BENCH_ISOLATION === "none" ? { isolation: "none" as const } : {}),
 });
-process.stdout.write(`${JSON.stringify({ url: proxy.url })}\n`);
+const report = { errors: 0, withContext: 0, updates: 0, firstError: "" };
+proxy.onBoundary((event) => {
+  if (event.forwarded === "with-context") report.withContext++;
+  if (event.update !== undefined) report.updates++;
+  if (event.forwarded !== "with-context" || event.outcome !== "relayed") {
+    report.errors++;
+    report.firstError ||= `${event.forwarded} ${event.outcome}: ${event.reason ?? event.error ?? ""}`;
+  }
+});
+const sources = proxy.engine.plugins().reduce((sum, plugin) => sum + plugin.keys.length, 0);
+process.stdout.write(`${JSON.stringify({ url: proxy.url, sources })}\n`);
 process.stdin.resume();
 process.stdin.on("end", async () => {
-  process.stdout.write(`${JSON.stringify({ errors })}\n`);
+  process.stdout.write(`${JSON.stringify(report)}\n`);
   await proxy.close();
   process.exit(0);
 });

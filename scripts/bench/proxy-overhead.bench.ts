@@ -9,11 +9,16 @@
 // each conversation's first request (its Baseline). Direct and proxied calls alternate
 // (measure.ts), the same bytes each.
 //
+// The proxy runs as users run it: `context-host proxy` in a process of its own, from the
+// compiled package (proxy-child.ts). The same measure is then taken once more with the proxy
+// in the bench's own process, sharing one thread with the client and the upstream.
+//
 // Metrics:
 //   added-ms     median proxied − median direct; baseline: the median time to JSON.parse
 //                and JSON.stringify the same body (the floor of any proxy that reads it).
 //                Goals: value ≤ 2 ms, ratio ≤ 3.
 //   request-ms   median proxied request; baseline: the median direct one.
+//   added-ms-in-process  added-ms with the proxy in the bench's process and thread.
 //
 // Environment: BENCH_RUNS [200; 20 with BENCH_QUICK=1], BENCH_WARMUP [40; 40], BENCH_PLUGINS,
 // BENCH_SOURCES_EACH, BENCH_TMPDIR; BENCH_ISOLATION=none runs the plugins in the proxy's
@@ -24,6 +29,7 @@ import path from "node:path";
 import { createContextProxy } from "../../core/index.ts";
 import { emit, envInt, median, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
+import { startProxyChild } from "./proxy-child-process.ts";
 import { benchProxyOptions, claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-overhead";
@@ -35,18 +41,51 @@ const plugins = envInt("BENCH_PLUGINS", 2);
 const sourcesEach = envInt("BENCH_SOURCES_EACH", 10);
 const baseTurns = 49; // 1 + 2 × 49 history messages + the trailing environment message = 100, at first
 
-await runBenchProcess(bench, async () => {
+/** A proxy to measure, started on the bench folder and the upstream; `stop` checks what it forwarded. */
+interface Measured {
+  readonly url: string;
+  readonly sources: number;
+  stop(): Promise<{ errors: number; updates: number; firstError: string }>;
+}
+
+/** The proxy as users run it: `context-host proxy` in a process of its own, from the compiled package. */
+async function ownProcess(folder: string, upstream: string): Promise<Measured> {
+  return startProxyChild(folder, upstream);
+}
+
+/** The proxy in the bench's own process, sharing its thread with the client and the upstream. */
+async function inProcess(folder: string, upstream: string): Promise<Measured> {
+  const proxy = await createContextProxy({
+    ...benchProxyOptions(folder, upstream),
+    ...(process.env.BENCH_ISOLATION === "none" ? { isolation: "none" as const } : {}),
+  });
+  return {
+    url: proxy.url,
+    sources: proxy.engine.plugins().reduce((sum, plugin) => sum + plugin.keys.length, 0),
+    stop: async () => {
+      const events = proxy.recent();
+      await proxy.close();
+      const failed = events.filter((event) => event.forwarded !== "with-context");
+      return {
+        errors: failed.length,
+        updates: events.filter((event) => event.update !== undefined).length,
+        firstError: failed[0]?.reason ?? "",
+      };
+    },
+  };
+}
+
+/** Medians of one layout: direct, proxied and the parse + stringify floor, over the same bodies. */
+async function measure(layout: (folder: string, upstream: string) => Promise<Measured>) {
   const folder = benchFolder(bench);
   const tickFile = path.join(folder.path, "tick");
   writeBenchPlugins(path.join(folder.path, "plugins"), plugins, sourcesEach, tickFile);
   const upstream = await startBenchUpstream({ firstMs: 0, gapMs: 0, events: 1 });
-  const proxy = await createContextProxy({
-    ...benchProxyOptions(folder.path, upstream.url),
-    ...(process.env.BENCH_ISOLATION === "none" ? { isolation: "none" as const } : {}),
-  });
+  const proxy = await layout(folder.path, upstream.url);
   try {
-    const loaded = proxy.engine.plugins().reduce((sum, plugin) => sum + plugin.keys.length, 0);
-    if (loaded !== plugins * sourcesEach) throw new Error(`expected ${plugins * sourcesEach} plugin sources, loaded ${loaded}`);
+    if (proxy.sources !== plugins * sourcesEach) {
+      throw new Error(`expected ${plugins * sourcesEach} plugin sources, loaded ${proxy.sources}`);
+    }
     let body = "";
     const send = (base: string) => async () => {
       const response = await fetch(`${base}/v1/messages`, {
@@ -72,19 +111,28 @@ await runBenchProcess(bench, async () => {
         sizes.push(body.length);
       },
     });
-    const events = proxy.recent();
-    if (!events.every((event) => event.forwarded === "with-context")) {
-      throw new Error(`a request went unchanged: ${events.find((event) => event.forwarded !== "with-context")?.reason}`);
-    }
-    if (!events.some((event) => event.update !== undefined)) throw new Error("no update was admitted");
-    process.stderr.write(
-      `[${bench}] body ${Math.round((median(sizes) / 1024) * 10) / 10} KiB median; direct ${direct?.toFixed(3)} ms, proxied ${proxied?.toFixed(3)} ms, parse+stringify ${parsed?.toFixed(3)} ms\n`,
-    );
-    emit({ bench, metric: "added-ms", value: (proxied as number) - (direct as number), unit: "ms", baseline: parsed as number });
-    emit({ bench, metric: "request-ms", value: proxied as number, unit: "ms", baseline: direct as number });
+    const report = await proxy.stop();
+    if (report.errors > 0) throw new Error(`${report.errors} request(s) went unchanged: ${report.firstError}`);
+    if (report.updates === 0) throw new Error("no update was admitted");
+    return { direct: direct as number, proxied: proxied as number, parsed: parsed as number, size: median(sizes) };
   } finally {
-    await proxy.close();
     await upstream.close();
     folder.remove();
   }
+}
+
+await runBenchProcess(bench, async () => {
+  const own = await measure(ownProcess);
+  const shared = await measure(inProcess);
+  for (const [name, m] of [
+    ["own process", own],
+    ["in process", shared],
+  ] as const) {
+    process.stderr.write(
+      `[${bench}] ${name}: body ${Math.round((m.size / 1024) * 10) / 10} KiB median; direct ${m.direct.toFixed(3)} ms, proxied ${m.proxied.toFixed(3)} ms, parse+stringify ${m.parsed.toFixed(3)} ms\n`,
+    );
+  }
+  emit({ bench, metric: "added-ms", value: own.proxied - own.direct, unit: "ms", baseline: own.parsed });
+  emit({ bench, metric: "request-ms", value: own.proxied, unit: "ms", baseline: own.direct });
+  emit({ bench, metric: "added-ms-in-process", value: shared.proxied - shared.direct, unit: "ms", baseline: shared.parsed });
 });

@@ -1,0 +1,47 @@
+// Starts proxy-child.ts, the context proxy in a process of its own from the compiled
+// package (as users run `context-host proxy`), for the proxy benches.
+
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { programArgs } from "../../test/support/compiled.ts";
+
+/** What a proxy in its own process forwarded, reported when it stops. */
+export interface ProxyChildReport {
+  /** Requests not forwarded with context, or not relayed whole. */
+  readonly errors: number;
+  readonly withContext: number;
+  /** Requests that carried a newly admitted update. */
+  readonly updates: number;
+  readonly firstError: string;
+}
+
+/** A context proxy started in a process of its own from the compiled package (proxy-child.ts). */
+export interface ProxyChild {
+  readonly url: string;
+  readonly pid: number;
+  /** The plugin sources it loaded. */
+  readonly sources: number;
+  stop(): Promise<ProxyChildReport>;
+}
+
+/** Starts proxy-child.ts on `folder` (its plugins) and `upstream`, as an installed package runs. */
+export async function startProxyChild(folder: string, upstream: string): Promise<ProxyChild> {
+  const child = spawn(process.execPath, [...programArgs("scripts/bench/proxy-child.ts"), folder, upstream], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  const first = await lines.next();
+  if (first.done === true) throw new Error("the proxy child exited before it listened");
+  const { url, sources } = JSON.parse(first.value) as { url: string; sources: number };
+  return {
+    url,
+    sources,
+    pid: child.pid as number,
+    stop: async () => {
+      (child.stdin as NodeJS.WritableStream).end();
+      const last = await lines.next();
+      if (last.done === true) throw new Error("the proxy child exited without its report");
+      return JSON.parse(last.value) as ProxyChildReport;
+    },
+  };
+}
