@@ -8,9 +8,10 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { checkPluginsIsolated, formatFinding, type PluginFinding } from "../../core/conformance.ts";
 import { findPlugins, readPluginEntry } from "../../core/index.ts";
+import { parseCommandLine, type ReadContext } from "./arguments.ts";
 import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
+import { pluginEntry, UsageInvalid } from "./usage.ts";
 
 export const checkExitCodes = { ok: 0, failed: 1 } as const;
 
@@ -26,6 +27,19 @@ export interface CheckArgs {
   readonly pluginSettings: Readonly<Record<string, unknown>>;
 }
 
+/** The options of `check`: `[PLUGIN...] [--json] [--location DIR] [--settings FILE]`. */
+const checkLine = {
+  command: "check",
+  shared: ["json", "location", "settings"],
+  own: {},
+  readOperand: pluginOperand,
+} as const;
+
+/** A PLUGIN argument, checked as a `--plugins` value is, and named as given. */
+function pluginOperand(text: string, at: ReadContext): string {
+  return pluginEntry(text, at.cwd, at.command, text);
+}
+
 /**
  * Parses `check` arguments: `[PLUGIN...] [--json] [--location DIR] [--settings FILE]`; a PLUGIN
  * is a file, a plugin folder, a folder of plugins, or the name of an installed plugin package
@@ -33,24 +47,10 @@ export interface CheckArgs {
  * working folder's `plugins/` when it exists, as `render` loads them (`choosePlugins`).
  */
 export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs {
-  const given: string[] = [];
-  let json = false;
-  let location = cwd;
-  let settingsFile: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === "--json") json = true;
-    else if (arg === "--location") {
-      const value = args[++i];
-      if (value === undefined) throw new UsageInvalid({ command: "check", reason: "--location needs a folder" });
-      location = path.resolve(cwd, value);
-    } else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "check");
-    else if (arg.startsWith("-")) throw new UsageInvalid({ command: "check", reason: `unknown argument ${JSON.stringify(arg)}` });
-    else given.push(pluginEntry(arg, cwd, "check", arg));
-  }
-  const settings = loadSettings(settingsFile, cwd, "check");
+  const { options, operands } = parseCommandLine(args, cwd, checkLine);
+  const settings = loadSettings(options.settings, cwd, "check");
   const chosen = choosePlugins(
-    given,
+    operands,
     settings.plugins,
     cwd,
     "name plugins as context-host check PLUGIN, or in context-host.json's plugins",
@@ -89,8 +89,8 @@ export function parseCheckArgs(args: readonly string[], cwd: string): CheckArgs 
     plugins,
     ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
     ...(packageProblems.length === 0 ? {} : { packageProblems }),
-    json,
-    location,
+    json: options.json,
+    location: options.location ?? cwd,
     pluginSettings: settings.pluginSettings ?? {},
   };
 }

@@ -6,7 +6,8 @@ import path from "node:path";
 import { escapeControl, type ProviderRequest, type TokenUsage } from "../../core/index.ts";
 import { type CachedRequest, costOf, priceOf, replayCache } from "../../core/providers.ts";
 import { SqliteSessionStore, sessionsFile, storedRequests, listSessions as storedSessions } from "../../core/store.ts";
-import { optionValue, UsageInvalid } from "./usage.ts";
+import { flagOption, keepText, listOption, parseCommandLine } from "./arguments.ts";
+import { UsageInvalid } from "./usage.ts";
 
 export interface InspectArgs {
   /** The data folder, or `file` when the sessions file is named. */
@@ -24,42 +25,38 @@ export interface InspectArgs {
 
 const fail = (reason: string) => new UsageInvalid({ command: "inspect", reason });
 
+/** The options of `inspect`: `[DB] SESSION [--data DIR] [--model M] [--json]`, `--session ID` for SESSION, or `--list`. */
+const inspectLine = {
+  command: "inspect",
+  shared: ["data", "model", "json"],
+  own: {
+    session: listOption("a session id", keepText),
+    list: flagOption(),
+  },
+  readOperand: keepText,
+} as const;
+
 /**
  * `inspect [DB] SESSION [--data DIR] [--json]`, or `--session ID` for SESSION, or `--list`
  * for every session: DB is a sessions file (an existing file); the data folder defaults to
  * `.context-host`.
  */
 export function parseInspectArgs(args: readonly string[], cwd: string): InspectArgs {
-  let dataDir = path.join(cwd, ".context-host");
-  let file: string | undefined;
-  let sessionId: string | undefined;
-  let json = false;
-  let list = false;
-  let model: string | undefined;
-  const setSession = (id: string) => {
-    if (sessionId !== undefined) throw fail(`one session id expected, got also ${JSON.stringify(id)}`);
-    sessionId = id;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === "--json") json = true;
-    else if (arg === "--list") list = true;
-    else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "inspect"));
-    else if (arg === "--session") setSession(optionValue(args, ++i, arg, "a session id", "inspect"));
-    else if (arg === "--model") model = optionValue(args, ++i, arg, "a model id", "inspect");
-    else if (arg.startsWith("-")) throw fail(`unknown option ${arg}`);
-    else if (file === undefined && isFile(path.resolve(cwd, arg))) file = path.resolve(cwd, arg);
-    else setSession(arg);
-  }
-  if (list && sessionId !== undefined) throw fail("--list lists every session: give no session id with it");
-  if (!list && sessionId === undefined) throw fail("inspect needs a session id (or --list)");
+  const { options, operands } = parseCommandLine(args, cwd, inspectLine);
+  const fileAt = operands.findIndex((operand) => isFile(path.resolve(cwd, operand)));
+  const file = fileAt === -1 ? undefined : path.resolve(cwd, operands[fileAt] as string);
+  const sessionIds = [...options.session, ...operands.filter((_operand, index) => index !== fileAt)];
+  if (sessionIds.length > 1) throw fail(`one session id expected, got also ${JSON.stringify(sessionIds[1])}`);
+  const sessionId = sessionIds[0];
+  if (options.list && sessionId !== undefined) throw fail("--list lists every session: give no session id with it");
+  if (!options.list && sessionId === undefined) throw fail("inspect needs a session id (or --list)");
   return {
-    dataDir,
+    dataDir: options.data ?? path.join(cwd, ".context-host"),
     ...(file === undefined ? {} : { file }),
     sessionId: sessionId ?? "",
-    list,
-    json,
-    ...(model === undefined ? {} : { model }),
+    list: options.list,
+    json: options.json,
+    ...(options.model === undefined ? {} : { model: options.model }),
   };
 }
 

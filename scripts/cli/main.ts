@@ -89,8 +89,7 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
     }
   } catch (error) {
     if (error instanceof UsageInvalid) {
-      const usage = error.command === undefined ? overview : commandUsage[error.command as CommandName];
-      io.err(`context-host: ${error.message}\n${error.needsUsage ? `\n${usage}` : usageHint(error.command)}`);
+      io.err(usageErrorText(error));
       return usageExitCode;
     }
     // A named condition (a setting, a location, a provider) is the user's to fix: its message says how.
@@ -100,6 +99,17 @@ export async function main(args: readonly string[], io: Io = processIo): Promise
     }
     throw error;
   }
+}
+
+/**
+ * A usage error as printed: the program and the command it is about, the reason, then the
+ * command's usage (a bad argument) or the line saying where it is (a settings file's error).
+ */
+function usageErrorText(error: UsageInvalid): string {
+  const command = error.command as CommandName | undefined;
+  const program = command === undefined ? "context-host" : `context-host ${command}`;
+  const usage = command === undefined ? overview : commandUsage[command];
+  return `${program}: ${error.message}\n${error.needsUsage ? `\n${usage}` : usageHint(command)}`;
 }
 
 /**

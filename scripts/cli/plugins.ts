@@ -5,9 +5,9 @@
 
 import path from "node:path";
 import { escapeControl, findPlugins, formatOrigin } from "../../core/index.ts";
+import { parseCommandLine } from "./arguments.ts";
 import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
 
 /** Exit codes of `plugins`: 0 every entry found; 2 a package's plugins would not load. */
 export const pluginsExitCodes = { ok: 0, notLoaded: 2 } as const;
@@ -20,26 +20,21 @@ export interface PluginsArgs {
   readonly cwd: string;
 }
 
+/** The options of `plugins`: `[--plugins DIR|FILE|PACKAGE]... [--settings FILE] [--json]`. */
+const pluginsLine = {
+  command: "plugins",
+  shared: ["plugins", "settings", "json"],
+  own: {},
+} as const;
+
 /** Parses `plugins [--plugins DIR|FILE|PACKAGE]... [--settings FILE] [--json]`. */
 export function parsePluginsArgs(args: readonly string[], cwd: string): PluginsArgs {
-  const plugins: string[] = [];
-  let json = false;
-  let settingsFile: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === "--json") json = true;
-    else if (arg === "--plugins")
-      plugins.push(
-        pluginEntry(optionValue(args, ++i, arg, "a folder, a plugin file or a package name", "plugins"), cwd, "plugins"),
-      );
-    else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "plugins");
-    else throw new UsageInvalid({ command: "plugins", reason: `unknown argument ${JSON.stringify(arg)}` });
-  }
-  const chosen = choosePlugins(plugins, loadSettings(settingsFile, cwd, "plugins").plugins, cwd);
+  const { options } = parseCommandLine(args, cwd, pluginsLine);
+  const chosen = choosePlugins(options.plugins, loadSettings(options.settings, cwd, "plugins").plugins, cwd);
   return {
     plugins: chosen.entries,
     ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
-    json,
+    json: options.json,
     cwd,
   };
 }

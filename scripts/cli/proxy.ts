@@ -4,7 +4,6 @@
 // request; stops on SIGINT or SIGTERM.
 
 import path from "node:path";
-import { parseArgs } from "node:util";
 import {
   type ContextProxy,
   createContextProxy,
@@ -13,11 +12,12 @@ import {
   SettingInvalid,
 } from "../../core/index.ts";
 import { PostgresSessionStore } from "../../core/store.ts";
+import { httpUrl, invalidValue, keepText, parseCommandLine, type ReadContext, valueOption } from "./arguments.ts";
 import { type Inspector, startInspector } from "./inspector/server.ts";
 import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { proxyInspectorSource } from "./proxy-inspector.ts";
 import { type CliSettings, loadSettings } from "./settings.ts";
-import { pluginEntry, portValue, UsageInvalid } from "./usage.ts";
+import { UsageInvalid } from "./usage.ts";
 
 export interface ProxyArgs {
   readonly port: number;
@@ -37,69 +37,48 @@ export interface ProxyArgs {
 
 const fail = (reason: string) => new UsageInvalid({ command: "proxy", reason });
 
+/** The port the proxy listens on when `--port` is not given. */
+const defaultPort = 4100;
+
+/** A `--store` value: a PostgreSQL connection URL. */
+function postgresUrl(text: string, at: ReadContext): string {
+  if (!/^postgres(?:ql)?:\/\//.test(text)) throw invalidValue(text, at, "a postgres:// URL");
+  return text;
+}
+
+/** The options of `proxy`. */
+const proxyLine = {
+  command: "proxy",
+  shared: ["port", "plugins", "data", "location", "settings", "inspect"],
+  own: {
+    host: valueOption("an address", keepText),
+    store: valueOption("a postgres:// URL", postgresUrl),
+    "anthropic-upstream": valueOption("a URL", httpUrl),
+    "openai-upstream": valueOption("a URL", httpUrl),
+    token: valueOption("a secret", keepText),
+  },
+} as const;
+
 /** Parses `proxy [--port N] [--host H] [--plugins X]... [--data-dir DIR] [--store URL] [--anthropic-upstream URL] [--openai-upstream URL] [--location DIR] [--settings FILE] [--token T] [--inspect[=PORT]]`. */
 export function parseProxyArgs(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): ProxyArgs {
-  // `--inspect` takes its port only as `--inspect=PORT`: read it before parseArgs sees it.
-  let inspect: { port?: number } | undefined;
-  const rest = args.filter((arg) => {
-    if (arg === "--inspect") inspect = {};
-    else if (arg.startsWith("--inspect=")) inspect = { port: portValue(arg.slice("--inspect=".length), arg, "proxy") };
-    else return true;
-    return false;
-  });
-  let values: Record<string, string | string[] | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        port: { type: "string" },
-        host: { type: "string" },
-        plugins: { type: "string", multiple: true },
-        "data-dir": { type: "string" },
-        data: { type: "string" },
-        store: { type: "string" },
-        "anthropic-upstream": { type: "string" },
-        "openai-upstream": { type: "string" },
-        location: { type: "string" },
-        settings: { type: "string" },
-        config: { type: "string" },
-        token: { type: "string" },
-      },
-    }));
-  } catch (error) {
-    throw fail((error as Error).message.split("\n")[0] as string);
-  }
-  const text = (name: string) => values[name] as string | undefined;
-  const store = text("store");
-  if (store !== undefined && !/^postgres(?:ql)?:\/\//.test(store)) throw fail(`--store ${store}: a postgres:// URL`);
-  for (const option of ["anthropic-upstream", "openai-upstream"]) {
-    const value = text(option);
-    if (value !== undefined && !/^https?:\/\/[^/]/.test(value)) throw fail(`--${option} ${value}: an http(s) URL`);
-  }
-  const settings = loadSettings(text("settings") ?? text("config"), cwd, "proxy");
-  const given = (values.plugins as string[] | undefined) ?? [];
-  const token = text("token") ?? env.CONTEXT_HOST_PROXY_TOKEN;
-  const chosen = choosePlugins(
-    given.map((entry) => pluginEntry(entry, cwd, "proxy")),
-    settings.plugins,
-    cwd,
-  );
-  const anthropic = text("anthropic-upstream");
-  const openai = text("openai-upstream");
+  const { options } = parseCommandLine(args, cwd, proxyLine);
+  const settings = loadSettings(options.settings, cwd, "proxy");
+  const chosen = choosePlugins(options.plugins, settings.plugins, cwd);
+  const token = options.token ?? env.CONTEXT_HOST_PROXY_TOKEN;
+  const anthropic = options["anthropic-upstream"];
+  const openai = options["openai-upstream"];
   return {
-    port: portValue(text("port") ?? "4100", `--port ${text("port")}`, "proxy"),
-    host: text("host") ?? "127.0.0.1",
+    port: options.port ?? defaultPort,
+    host: options.host ?? "127.0.0.1",
     plugins: chosen.entries,
     ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
-    dataDir: path.resolve(cwd, text("data-dir") ?? text("data") ?? ".context-host"),
-    ...(store === undefined ? {} : { store }),
+    dataDir: options.data ?? path.resolve(cwd, ".context-host"),
+    ...(options.store === undefined ? {} : { store: options.store }),
     upstreams: { ...(anthropic === undefined ? {} : { anthropic }), ...(openai === undefined ? {} : { openai }) },
-    location: path.resolve(cwd, text("location") ?? "."),
+    location: options.location ?? cwd,
     settings,
     ...(token === undefined || token === "" ? {} : { token }),
-    ...(inspect === undefined ? {} : { inspect }),
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   };
 }
 

@@ -1,8 +1,6 @@
 // Owns `context-host render`: the Baseline a host with the command's settings would start
 // (`renderBaseline`), printed.
 
-import { existsSync, statSync } from "node:fs";
-import path from "node:path";
 import {
   type CoreSource,
   formatDiagnostic,
@@ -12,9 +10,10 @@ import {
   renderBaseline,
 } from "../../core/index.ts";
 import { InitializationBlocked } from "../../core/system-context.ts";
+import { parseCommandLine } from "./arguments.ts";
 import { choosePlugins, noPluginsLine } from "./plugin-entries.ts";
 import { loadSettings } from "./settings.ts";
-import { optionValue, pluginEntry, UsageInvalid } from "./usage.ts";
+import { UsageInvalid } from "./usage.ts";
 
 /** Exit codes of `render`. */
 export const exitCodes = { ok: 0, pluginFailed: 2, blocked: 3 } as const;
@@ -87,7 +86,14 @@ export async function render(options: RenderOptions): Promise<number> {
   return rendered.failedPlugins.length > 0 ? exitCodes.pluginFailed : exitCodes.ok;
 }
 
-/** Parses `render` arguments: `[--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]` (`--config` is `--settings`). */
+/** The options of `render`: `[--plugins DIR|FILE|PACKAGE]... [--json] [--location DIR] [--settings FILE]`. */
+const renderLine = {
+  command: "render",
+  shared: ["plugins", "json", "location", "settings"],
+  own: {},
+} as const;
+
+/** Parses `render` arguments (`--config` is `--settings`). */
 export function parseRenderArgs(
   args: readonly string[],
   cwd: string,
@@ -99,39 +105,17 @@ export function parseRenderArgs(
   projectRoot: string;
   settings: RenderSettings;
 } {
-  const plugins: string[] = [];
-  let json = false;
-  let location = cwd;
-  let settingsFile: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === "--json") json = true;
-    else if (arg === "--plugins")
-      plugins.push(
-        pluginEntry(optionValue(args, ++i, arg, "a folder, a plugin file or a package name", "render"), cwd, "render"),
-      );
-    else if (arg === "--location") location = locationFolder(optionValue(args, ++i, arg, "a folder", "render"), cwd);
-    else if (arg === "--config" || arg === "--settings") settingsFile = optionValue(args, ++i, arg, "a file", "render");
-    else throw new UsageInvalid({ command: "render", reason: `unknown argument ${JSON.stringify(arg)}` });
-  }
-  const { plugins: fromSettings, ...settings } = loadSettings(settingsFile, cwd, "render");
-  const chosen = choosePlugins(plugins, fromSettings, cwd);
+  const { options } = parseCommandLine(args, cwd, renderLine);
+  const { plugins: fromSettings, ...settings } = loadSettings(options.settings, cwd, "render");
+  const chosen = choosePlugins(options.plugins, fromSettings, cwd);
   return {
     plugins: chosen.entries,
     ...(chosen.absentNote === undefined ? {} : { pluginsNote: chosen.absentNote }),
-    json,
-    location,
+    json: options.json,
+    location: options.location ?? cwd,
     projectRoot: cwd,
     settings,
   };
-}
-
-function locationFolder(value: string, cwd: string): string {
-  const folder = path.resolve(cwd, value);
-  if (!existsSync(folder) || !statSync(folder).isDirectory()) {
-    throw new UsageInvalid({ command: "render", reason: `--location ${value}: no such folder (${folder})` });
-  }
-  return folder;
 }
 
 export { UsageInvalid };

@@ -190,18 +190,3 @@ export function pluginEntry(
     throw new UsageInvalid({ command, reason: `${what}: not a folder or a plugin file (.ts, .js) (${spec.path})` });
   return spec.path;
 }
-
-/** The value after an option, or a usage error saying what it needs. */
-export function optionValue(args: readonly string[], index: number, option: string, what: string, command: CommandName): string {
-  const value = args[index];
-  if (value === undefined || value.startsWith("--")) throw new UsageInvalid({ command, reason: `${option} needs ${what}` });
-  return value;
-}
-
-/** A port given on the command line (0 to 65535), or a usage error naming it as `shown` (`--port x`, `--inspect=x`). */
-export function portValue(text: string, shown: string, command: CommandName): number {
-  const port = Number(text);
-  if (!/^\d+$/.test(text) || port > 65535)
-    throw new UsageInvalid({ command, reason: `${shown}: a port is a number from 0 to 65535` });
-  return port;
-}

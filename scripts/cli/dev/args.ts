@@ -1,9 +1,10 @@
 // Owns the arguments of `context-host dev`.
 
 import path from "node:path";
+import { httpUrl, invalidValue, parseCommandLine, type ReadContext, valueOption } from "../arguments.ts";
 import { choosePlugins } from "../plugin-entries.ts";
 import { type CliSettings, loadSettings } from "../settings.ts";
-import { optionValue, pluginEntry, portValue, UsageInvalid } from "../usage.ts";
+import { UsageInvalid } from "../usage.ts";
 
 /** The providers `dev` can talk to: the scripted echo, and the two real adapters. */
 export const devProviders = ["scripted", "anthropic", "openai"] as const;
@@ -31,51 +32,40 @@ export function isDevProvider(name: string): name is DevProviderName {
   return (devProviders as readonly string[]).includes(name);
 }
 
+/** A `--provider` value: one of `devProviders`. */
+function providerName(text: string, at: ReadContext): DevProviderName {
+  if (!isDevProvider(text)) throw invalidValue(text, at, `not a provider (use ${devProviders.join(", ")})`);
+  return text;
+}
+
+/** The options of `dev`. */
+const devLine = {
+  command: "dev",
+  shared: ["plugins", "model", "settings", "data", "inspect"],
+  own: {
+    provider: valueOption(`one of ${devProviders.join(", ")}`, providerName),
+    "base-url": valueOption("a URL", httpUrl),
+  },
+} as const;
+
 /** Parses `dev [--plugins DIR|FILE|PACKAGE]… [--provider P --model M] [--base-url URL] [--settings FILE] [--data DIR] [--inspect[=PORT]]`. */
 export function parseDevArgs(args: readonly string[], cwd: string): DevArgs {
-  const plugins: string[] = [];
-  let provider: string | undefined;
-  let model: string | undefined;
-  let baseUrl: string | undefined;
-  let settingsFile: string | undefined;
-  let dataDir = path.join(cwd, ".context-host");
-  let inspect: { port?: number } | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (arg === "--plugins")
-      plugins.push(pluginEntry(optionValue(args, ++i, arg, "a folder, a plugin file or a package name", "dev"), cwd, "dev"));
-    else if (arg === "--provider") provider = optionValue(args, ++i, arg, `one of ${devProviders.join(", ")}`, "dev");
-    else if (arg === "--model") model = optionValue(args, ++i, arg, "a model name", "dev");
-    else if (arg === "--base-url") baseUrl = optionValue(args, ++i, arg, "a URL", "dev");
-    else if (arg === "--settings" || arg === "--config") settingsFile = optionValue(args, ++i, arg, "a file", "dev");
-    else if (arg === "--data") dataDir = path.resolve(cwd, optionValue(args, ++i, arg, "a folder", "dev"));
-    else if (arg === "--inspect") inspect = {};
-    else if (arg.startsWith("--inspect=")) inspect = { port: portValue(arg.slice("--inspect=".length), arg, "dev") };
-    else throw fail(`unknown argument ${JSON.stringify(arg)}`);
-  }
-  const chosen = provider ?? "scripted";
-  if (!isDevProvider(chosen)) throw fail(`--provider ${chosen}: not a provider (use ${devProviders.join(", ")})`);
-  if (chosen !== "scripted" && model === undefined) throw fail(`--provider ${chosen} needs --model M`);
-  if (chosen === "scripted" && baseUrl !== undefined) throw fail("--base-url needs --provider anthropic or openai");
-  if (baseUrl !== undefined) {
-    let url: URL;
-    try {
-      url = new URL(baseUrl);
-    } catch {
-      throw fail(`--base-url ${baseUrl}: not a URL`);
-    }
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw fail(`--base-url ${baseUrl}: not an http(s) URL`);
-  }
-  const settings = loadSettings(settingsFile, cwd, "dev");
-  const pluginsChosen = choosePlugins(plugins, settings.plugins, cwd);
+  const { options } = parseCommandLine(args, cwd, devLine);
+  const provider = options.provider ?? "scripted";
+  const model = options.model;
+  const baseUrl = options["base-url"];
+  if (provider !== "scripted" && model === undefined) throw fail(`--provider ${provider} needs --model M`);
+  if (provider === "scripted" && baseUrl !== undefined) throw fail("--base-url needs --provider anthropic or openai");
+  const settings = loadSettings(options.settings, cwd, "dev");
+  const pluginsChosen = choosePlugins(options.plugins, settings.plugins, cwd);
   return {
     plugins: pluginsChosen.entries,
     ...(pluginsChosen.absentNote === undefined ? {} : { pluginsNote: pluginsChosen.absentNote }),
-    provider: chosen,
+    provider,
     model: model ?? scriptedModel,
     ...(baseUrl === undefined ? {} : { baseUrl }),
     settings,
-    dataDir,
-    ...(inspect === undefined ? {} : { inspect }),
+    dataDir: options.data ?? path.join(cwd, ".context-host"),
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   };
 }
