@@ -13,6 +13,9 @@ export interface ProxyChildReport {
   /** Requests that carried a newly admitted update. */
   readonly updates: number;
   readonly firstError: string;
+  /** Each request's boundary and its whole time in the proxy (ms), as its events told them. */
+  readonly boundaryMs: readonly number[];
+  readonly totalMs: readonly number[];
 }
 
 /** A context proxy started in a process of its own from the compiled package (proxy-child.ts). */
@@ -22,6 +25,8 @@ export interface ProxyChild {
   /** The plugin sources it loaded. */
   readonly sources: number;
   stop(): Promise<ProxyChildReport>;
+  /** Ends it at once (after a failure), reporting nothing. */
+  kill(): void;
 }
 
 /** Starts proxy-child.ts on `folder` (its plugins) and `upstream`, as an installed package runs. */
@@ -42,6 +47,9 @@ export async function startProxyChild(folder: string, upstream: string): Promise
       const last = await lines.next();
       if (last.done === true) throw new Error("the proxy child exited without its report");
       return JSON.parse(last.value) as ProxyChildReport;
+    },
+    kill: () => {
+      child.kill();
     },
   };
 }

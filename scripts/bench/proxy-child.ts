@@ -11,8 +11,10 @@ const proxy = await createContextProxy({
   ...benchProxyOptions(folder, upstream),
   ...(process.env.BENCH_ISOLATION === "none" ? { isolation: "none" as const } : {}),
 });
-const report = { errors: 0, withContext: 0, updates: 0, firstError: "" };
+const report = { errors: 0, withContext: 0, updates: 0, firstError: "", boundaryMs: [] as number[], totalMs: [] as number[] };
 proxy.onBoundary((event) => {
+  report.boundaryMs.push(event.timings.boundaryMs);
+  report.totalMs.push(event.timings.totalMs);
   if (event.forwarded === "with-context") report.withContext++;
   if (event.update !== undefined) report.updates++;
   if (event.forwarded !== "with-context" || event.outcome !== "relayed") {

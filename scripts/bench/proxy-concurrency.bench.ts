@@ -18,13 +18,11 @@
 //
 // Environment: BENCH_CONVERSATIONS [500; 50 with BENCH_QUICK=1].
 
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { createInterface } from "node:readline";
-import { programArgs } from "../../test/support/compiled.ts";
 import { emit, envInt } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
+import { startProxyChild } from "./proxy-child-process.ts";
 import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-concurrency";
@@ -44,13 +42,10 @@ await runBenchProcess(bench, async () => {
   const folder = benchFolder(bench);
   writeBenchPlugins(path.join(folder.path, "plugins"), 2, 10, path.join(folder.path, "tick"));
   const upstream = await startBenchUpstream(stream);
-  const child = spawn(process.execPath, [...programArgs("scripts/bench/proxy-child.ts"), folder.path, upstream.url], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  const child = await startProxyChild(folder.path, upstream.url);
+  const { url } = child;
   try {
-    const { url } = JSON.parse((await lines.next()).value as string) as { url: string };
-    const idle = memoryOf(child.pid as number, "VmRSS");
+    const idle = memoryOf(child.pid, "VmRSS");
     let failed = 0;
     let open = 0;
     let mostOpen = 0;
@@ -103,9 +98,8 @@ await runBenchProcess(bench, async () => {
     }
     const direct = [...(rounds[0]?.ms ?? []), ...(rounds[3]?.ms ?? [])];
     const proxied = [...(rounds[1]?.ms ?? []), ...(rounds[2]?.ms ?? [])];
-    const peak = memoryOf(child.pid as number, "VmHWM");
-    (child.stdin as NodeJS.WritableStream).end();
-    const { errors } = JSON.parse((await lines.next()).value as string) as { errors: number };
+    const peak = memoryOf(child.pid, "VmHWM");
+    const { errors } = await child.stop();
     if (mostOpen < count) throw new Error(`at most ${mostOpen} of ${count} streams were open at once`);
     const measured = [...direct, ...proxied].filter((ms) => !Number.isNaN(ms));
     process.stderr.write(`[${bench}] ${mostOpen} streams open at once; ${measured.length} first bytes measured\n`);

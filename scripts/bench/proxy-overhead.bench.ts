@@ -45,7 +45,13 @@ const baseTurns = 49; // 1 + 2 × 49 history messages + the trailing environment
 interface Measured {
   readonly url: string;
   readonly sources: number;
-  stop(): Promise<{ errors: number; updates: number; firstError: string }>;
+  stop(): Promise<{
+    errors: number;
+    updates: number;
+    firstError: string;
+    boundaryMs: readonly number[];
+    totalMs: readonly number[];
+  }>;
 }
 
 /** The proxy as users run it: `context-host proxy` in a process of its own, from the compiled package. */
@@ -70,6 +76,8 @@ async function inProcess(folder: string, upstream: string): Promise<Measured> {
         errors: failed.length,
         updates: events.filter((event) => event.update !== undefined).length,
         firstError: failed[0]?.reason ?? "",
+        boundaryMs: events.map((event) => event.timings.boundaryMs),
+        totalMs: events.map((event) => event.timings.totalMs),
       };
     },
   };
@@ -114,7 +122,14 @@ async function measure(layout: (folder: string, upstream: string) => Promise<Mea
     const report = await proxy.stop();
     if (report.errors > 0) throw new Error(`${report.errors} request(s) went unchanged: ${report.firstError}`);
     if (report.updates === 0) throw new Error("no update was admitted");
-    return { direct: direct as number, proxied: proxied as number, parsed: parsed as number, size: median(sizes) };
+    return {
+      direct: direct as number,
+      proxied: proxied as number,
+      parsed: parsed as number,
+      size: median(sizes),
+      boundary: median(report.boundaryMs),
+      inProxy: median(report.totalMs),
+    };
   } finally {
     await upstream.close();
     folder.remove();
@@ -129,7 +144,7 @@ await runBenchProcess(bench, async () => {
     ["in process", shared],
   ] as const) {
     process.stderr.write(
-      `[${bench}] ${name}: body ${Math.round((m.size / 1024) * 10) / 10} KiB median; direct ${m.direct.toFixed(3)} ms, proxied ${m.proxied.toFixed(3)} ms, parse+stringify ${m.parsed.toFixed(3)} ms\n`,
+      `[${bench}] ${name}: body ${Math.round((m.size / 1024) * 10) / 10} KiB median; direct ${m.direct.toFixed(3)} ms, proxied ${m.proxied.toFixed(3)} ms (in the proxy ${m.inProxy.toFixed(3)}, its boundary ${m.boundary.toFixed(3)}), parse+stringify ${m.parsed.toFixed(3)} ms\n`,
     );
   }
   emit({ bench, metric: "added-ms", value: own.proxied - own.direct, unit: "ms", baseline: own.parsed });

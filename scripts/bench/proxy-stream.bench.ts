@@ -2,7 +2,8 @@
 // streams slowly, as a model does: its first event BENCH_FIRST_MS [100] ms after the request (a fast model's time to first token),
 // then BENCH_EVENTS [10] more, BENCH_GAP_MS [20] ms apart. A client sends a Claude
 // Code-shaped streaming body (~100 KB; the next turn of one of 40 conversations, as in
-// proxy-overhead) straight to it or through the proxy (2 plugins of 10 sources in workers),
+// proxy-overhead) straight to it or through the proxy (2 plugins of 10 sources in workers; the
+// proxy in a process of its own from the compiled package, as users run it),
 // alternating, and times the first byte of the response body. A proxy that buffered the
 // stream would show the whole stream's time; the bench fails if any proxied response's
 // first chunk came after the upstream's last event was due.
@@ -14,10 +15,10 @@
 // Environment: BENCH_RUNS [100; 10 with BENCH_QUICK=1], BENCH_FIRST_MS, BENCH_GAP_MS, BENCH_EVENTS.
 
 import path from "node:path";
-import { createContextProxy } from "../../core/index.ts";
 import { emit, envInt, median, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { benchProxyOptions, claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
+import { startProxyChild } from "./proxy-child-process.ts";
+import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-stream";
 const isQuick = process.env.BENCH_QUICK === "1";
@@ -31,7 +32,7 @@ await runBenchProcess(bench, async () => {
   const folder = benchFolder(bench);
   writeBenchPlugins(path.join(folder.path, "plugins"), 2, 10, path.join(folder.path, "tick"));
   const upstream = await startBenchUpstream({ firstMs, gapMs, events });
-  const proxy = await createContextProxy(benchProxyOptions(folder.path, upstream.url));
+  const proxy = await startProxyChild(folder.path, upstream.url);
   try {
     let body = "";
     const lastEventDue = firstMs + gapMs * events;
@@ -69,12 +70,14 @@ await runBenchProcess(bench, async () => {
         });
       },
     });
-    if (!proxy.recent().every((event) => event.forwarded === "with-context" && event.outcome === "relayed")) {
-      throw new Error("a proxied stream went without context or was not relayed whole");
-    }
+    const report = await proxy.stop();
+    if (report.errors > 0)
+      throw new Error(`a proxied stream went without context or was not relayed whole: ${report.firstError}`);
     emit({ bench, metric: "ttfb-ratio", value: median(firstBytes.proxied), unit: "ms", baseline: median(firstBytes.direct) });
+  } catch (error) {
+    proxy.kill();
+    throw error;
   } finally {
-    await proxy.close();
     await upstream.close();
     folder.remove();
   }
