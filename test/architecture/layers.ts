@@ -88,7 +88,7 @@ export const layers: readonly Layer[] = [
 ];
 
 /** A token of TypeScript source, as far as finding imports needs: comments and whitespace are dropped. */
-interface Token {
+export interface Token {
   readonly kind: "name" | "string" | "template" | "punct" | "number" | "regex";
   readonly text: string;
   /** A string's (or a template without substitutions') contents. */
@@ -121,7 +121,7 @@ const namePart = /[\p{ID_Continue}$\\]|\u200c|\u200d/u;
  * is taken for code or a comment), comments are skipped, a regular expression literal is
  * one token. Code inside a template's `${…}` is tokenized like any other code.
  */
-function tokensOf(code: string): Token[] {
+export function tokensOf(code: string): Token[] {
   const tokens: Token[] = [];
   /** For each open `${`, the brace depth it was opened at: its `}` resumes the template. */
   const templates: number[] = [];
