@@ -13,15 +13,16 @@ export class Listeners<Event> {
     };
   }
 
+  /** Adds `listener` and tells it `current` at once (a state's subscribers start from it); returns its unsubscribe. */
+  addAndTell(listener: (event: Event) => void, current: Event): () => void {
+    const remove = this.add(listener);
+    tell(listener, current);
+    return remove;
+  }
+
   /** Calls every listener with `event`; what one throws is ignored. */
   emit(event: Event): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's fault is its own.
-      }
-    }
+    for (const listener of this.#listeners) tell(listener, event);
   }
 
   /** Whether anyone listens (so an event that costs something to build can be skipped). */
@@ -32,5 +33,14 @@ export class Listeners<Event> {
   /** Removes every listener. */
   clear(): void {
     this.#listeners.clear();
+  }
+}
+
+/** Calls one listener; what it throws is its own fault. */
+function tell<Event>(listener: (event: Event) => void, event: Event): void {
+  try {
+    listener(event);
+  } catch {
+    // A listener's fault is its own.
   }
 }

@@ -3,6 +3,7 @@
 // key order, so composition depends only on the set of active registrations.
 
 import { ContextHostError } from "../base/errors.ts";
+import { Listeners } from "../base/listeners.ts";
 import type { Scope } from "../base/scope.ts";
 import { combine, DuplicateKeyError, type Key, type SystemContext } from "../system-context/index.ts";
 
@@ -65,7 +66,7 @@ export class Registry {
   #core: Registration[] = [];
   #plugin: Registration[] = [];
   #state: RegistryState = { version: 0, registrations: [] };
-  readonly #listeners = new Set<Listener>();
+  readonly #listeners = new Listeners<RegistryState>();
   /**
    * The registrations each scope holds. The registry is their one owner: a scope's close,
    * and a swap that retires the scope inside a batch, both remove them through here.
@@ -168,22 +169,12 @@ export class Registry {
       version: this.#state.version + 1,
       registrations: Object.freeze([...core, ...plugin]),
     });
-    for (const listener of this.#listeners) this.#deliver(listener, this.#state);
+    this.#listeners.emit(this.#state);
   }
 
   /** Delivers the current state at once, then every change in order. Returns an unsubscribe. */
   subscribe(listener: Listener): () => void {
-    this.#listeners.add(listener);
-    this.#deliver(listener, this.#state);
-    return () => this.#listeners.delete(listener);
-  }
-
-  #deliver(listener: Listener, state: RegistryState) {
-    try {
-      listener(state);
-    } catch {
-      // A failing subscriber must not break registration or other subscribers.
-    }
+    return this.#listeners.addAndTell(listener, this.#state);
   }
 
   /** Composes one version (the current one by default) into a System Context for a boundary. */
