@@ -76,7 +76,8 @@ const folderStatements = [
  * noticed within the second. At most `limit` are kept, the oldest forgotten first.
  */
 export class KnownFolders {
-  readonly #checkedAt = new Map<string, number>();
+  /** Each folder checked lately: whether it was one, and when (the `now` clock's ms). */
+  readonly #checked = new Map<string, { readonly isFolder: boolean; readonly at: number }>();
   readonly #now: () => number;
   readonly #limit: number;
 
@@ -87,33 +88,36 @@ export class KnownFolders {
 
   /** Whether `candidate` is an absolute path of an existing folder. */
   isFolder(candidate: string): boolean {
-    if (this.#isFresh(candidate)) return true;
+    const known = this.#fresh(candidate);
+    if (known !== undefined) return known;
+    let isFolder: boolean;
     try {
-      const found = path.isAbsolute(candidate) && statSync(candidate).isDirectory();
-      if (found) this.#remember(candidate);
-      return found;
+      isFolder = path.isAbsolute(candidate) && statSync(candidate).isDirectory();
     } catch {
-      return false;
+      isFolder = false;
     }
+    this.#remember(candidate, isFolder);
+    return isFolder;
   }
 
   /** `checkLocation`: `LocationInvalid` unless `location` is an absolute path of an existing folder. */
   check(location: string): string {
-    if (this.#isFresh(location)) return location;
+    if (this.#fresh(location) === true) return location;
     checkLocation(location);
-    this.#remember(location);
+    this.#remember(location, true);
     return location;
   }
 
-  #isFresh(folder: string): boolean {
-    const checkedAt = this.#checkedAt.get(folder);
-    return checkedAt !== undefined && this.#now() - checkedAt < 1000;
+  /** What was found of `folder` within the last second; `undefined` when not checked since. */
+  #fresh(folder: string): boolean | undefined {
+    const checked = this.#checked.get(folder);
+    return checked !== undefined && this.#now() - checked.at < 1000 ? checked.isFolder : undefined;
   }
 
-  #remember(folder: string): void {
-    this.#checkedAt.delete(folder);
-    this.#checkedAt.set(folder, this.#now());
-    if (this.#checkedAt.size > this.#limit) this.#checkedAt.delete(this.#checkedAt.keys().next().value as string);
+  #remember(folder: string, isFolder: boolean): void {
+    this.#checked.delete(folder);
+    this.#checked.set(folder, { isFolder, at: this.#now() });
+    if (this.#checked.size > this.#limit) this.#checked.delete(this.#checked.keys().next().value as string);
   }
 }
 

@@ -66,7 +66,10 @@ export interface ContextProxyOptions extends ContextEngineOptions {
   readonly upstreamTimeoutMs?: number;
   /** How long a boundary may take (default 10 s); then the request goes on without new context. */
   readonly boundaryTimeoutMs?: number;
-  /** Whether a model takes native instruction messages mid-conversation (default: the providers' capability tables). */
+  /**
+   * Whether a model takes native instruction messages mid-conversation (default: the providers'
+   * capability tables). Asked once per API and model: the answer is kept while the proxy runs.
+   */
   readonly nativeSystemMessages?: (api: ApiFamily, model: string) => boolean;
 }
 
@@ -176,6 +179,29 @@ function placementOf(api: ApiFamily, model: string, decide: ContextProxyOptions[
     isNative: decide?.(api, model) ?? capabilities.systemUpdateRole !== "wrapped",
     role: capabilities.instructionRole,
   };
+}
+
+/** Where each model takes its context, decided once per API and model (at most `limit` kept, the oldest forgotten first). */
+class Placements {
+  readonly #decided = new Map<string, ModelPlacement>();
+  readonly #decide: ContextProxyOptions["nativeSystemMessages"];
+  readonly #limit: number;
+
+  constructor(decide: ContextProxyOptions["nativeSystemMessages"], limit = 256) {
+    this.#decide = decide;
+    this.#limit = limit;
+  }
+
+  of(api: ApiFamily, model: string): ModelPlacement {
+    const key = `${api}\n${model}`;
+    let placement = this.#decided.get(key);
+    if (placement === undefined) {
+      placement = placementOf(api, model, this.#decide);
+      this.#decided.set(key, placement);
+      if (this.#decided.size > this.#limit) this.#decided.delete(this.#decided.keys().next().value as string);
+    }
+    return placement;
+  }
 }
 
 /** Reads a request body up to `limit` bytes; `undefined` when it is longer. */
@@ -293,6 +319,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
    * reads (the body, its parse, the placed copy) is left behind once the decision is made.
    */
   const folders = new KnownFolders();
+  const placements = new Placements(options.nativeSystemMessages);
   const prepare = async (request: http.IncomingMessage, response: http.ServerResponse, wire: WireFormat): Promise<Prepared> => {
     const raw = await readBody(request, maxBodyBytes);
     if (raw === undefined) {
@@ -373,7 +400,7 @@ export async function createContextProxy(options: ContextProxyOptions = {}): Pro
       body as Record<string, unknown>,
       read,
       { baseline: answer.baseline, updates: answer.updates },
-      placementOf(wire.api, read.model, options.nativeSystemMessages),
+      placements.of(wire.api, read.model),
     );
     return {
       kind: "forward",
