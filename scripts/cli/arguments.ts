@@ -309,10 +309,10 @@ function givenValue(token: OptionToken, needs: string, at: ReadContext): string 
   return text;
 }
 
-/** An option the command does not take, named as written and as the option it would be. */
+/** An option the command does not take, named as written. */
 function unknownOption(token: OptionToken, args: readonly string[], command: CommandName): UsageInvalid {
   const written = args[token.index] ?? token.rawName;
-  return new UsageInvalid({ command, reason: `unknown argument ${JSON.stringify(written)} (Unknown option '${token.rawName}')` });
+  return new UsageInvalid({ command, reason: `unknown argument ${JSON.stringify(written)}` });
 }
 
 function readOperand(text: string, cwd: string, line: CommandLine<SharedOptionName, OptionTable>): string {

@@ -74,9 +74,7 @@ describe("context-host command line: one argument parser", () => {
     for (const command of ["dev", "proxy", "render", "check", "plugins", "inspect"] as const) {
       const { code, stdout, stderr } = await cli([command, "--frobnicate"], dir);
       expect({ command, code, stdout }).to.deep.equal({ command, code: 64, stdout: "" });
-      expect(stderr).to.equal(
-        `context-host ${command}: unknown argument "--frobnicate" (Unknown option '--frobnicate')\n\n${commandUsage[command]}`,
-      );
+      expect(stderr).to.equal(`context-host ${command}: unknown argument "--frobnicate"\n\n${commandUsage[command]}`);
     }
   });
 

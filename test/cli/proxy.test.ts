@@ -90,7 +90,7 @@ describe("context-host proxy (command line)", () => {
   it("bad arguments are usage errors naming them", () => {
     expect(() => parseProxyArgs(["--port", "x"], dir)).to.throw(/--port x: a port is a number/);
     expect(() => parseProxyArgs(["--store", "mysql://x"], dir)).to.throw(/--store mysql:\/\/x: a postgres:\/\/ URL/);
-    expect(() => parseProxyArgs(["--bogus"], dir)).to.throw(/Unknown option '--bogus'/);
+    expect(() => parseProxyArgs(["--bogus"], dir)).to.throw(/unknown argument "--bogus"/);
     expect(() => parseProxyArgs(["--openai-upstream", "ftp://x"], dir)).to.throw(/an http\(s\) URL/);
   });
 
