@@ -21,13 +21,52 @@ export interface PluginWatcherOptions {
 }
 
 /** One plugin's watched inputs and its reload schedule. */
-export interface WatchedPlugin {
+export class WatchedPlugin {
   /** Files the last bundle attempt read. */
-  files: readonly string[];
+  #files: readonly string[];
   /** Runs at once on the first event of a burst (`isProvisional`: the write may be unfinished), and once more when the burst is quiet. */
-  readonly reload: (isProvisional: boolean) => void;
+  readonly #reload: (isProvisional: boolean) => void;
   /** The re-check due when the burst is quiet. */
-  quietCheck?: NodeJS.Timeout | undefined;
+  #quietCheck: NodeJS.Timeout | undefined;
+
+  constructor(file: string, reload: (isProvisional: boolean) => void) {
+    this.#files = [file];
+    this.#reload = reload;
+  }
+
+  get files(): readonly string[] {
+    return this.#files;
+  }
+
+  /** Whether a re-check is due. */
+  get isPending(): boolean {
+    return this.#quietCheck !== undefined;
+  }
+
+  /** Its last load read `files` (the watcher watches them: `PluginWatcher.read`). */
+  read(files: readonly string[]): void {
+    this.#files = files;
+  }
+
+  /**
+   * A file it read changed (`isSeen`), or may have changed unseen: checked once more when
+   * quiet, and at once on a burst's first event.
+   */
+  changed(isSeen: boolean, quietMs: number): void {
+    const isFirst = this.#quietCheck === undefined;
+    if (!isSeen && !isFirst) return;
+    clearTimeout(this.#quietCheck);
+    this.#quietCheck = setTimeout(() => {
+      this.#quietCheck = undefined;
+      this.#reload(false);
+    }, quietMs);
+    if (isSeen && isFirst) this.#reload(true);
+  }
+
+  /** No re-check runs any more. */
+  stop(): void {
+    clearTimeout(this.#quietCheck);
+  }
 }
 
 export class PluginWatcher {
@@ -51,7 +90,9 @@ export class PluginWatcher {
       if (this.#isClosed) return;
       if (event === "add" || event === "unlink" || event === "addDir" || event === "unlinkDir") options.onFolderChange();
       const file = path.resolve(changed);
-      for (const plugin of this.#plugins) if (plugin.files.includes(file)) this.#changed(plugin, true);
+      for (const plugin of this.#plugins) {
+        if (plugin.files.includes(file)) plugin.changed(true, options.quietMs);
+      }
     });
     watcher?.on("error", (error) => options.onError(error));
     // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
@@ -63,40 +104,27 @@ export class PluginWatcher {
 
   /** Tracks one plugin whose entry file is `file`. */
   track(file: string, reload: (isProvisional: boolean) => void): WatchedPlugin {
-    const plugin: WatchedPlugin = { files: [file], reload };
+    const plugin = new WatchedPlugin(file, reload);
     this.#plugins.add(plugin);
     return plugin;
   }
 
   /** The plugin's last load read `files`. */
   read(plugin: WatchedPlugin, files: readonly string[]): void {
-    plugin.files = files;
+    plugin.read(files);
     this.#watchExactly();
   }
 
   /** The plugin is gone: no reload runs any more. */
   forget(plugin: WatchedPlugin): void {
-    clearTimeout(plugin.quietCheck);
+    plugin.stop();
     this.#plugins.delete(plugin);
     this.#watchExactly();
   }
 
   /** Whether a re-check is due. */
   get isPending(): boolean {
-    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
-    return false;
-  }
-
-  /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
-  #changed(plugin: WatchedPlugin, isSeen: boolean): void {
-    const isFirst = plugin.quietCheck === undefined;
-    if (!isSeen && !isFirst) return;
-    clearTimeout(plugin.quietCheck);
-    plugin.quietCheck = setTimeout(() => {
-      plugin.quietCheck = undefined;
-      plugin.reload(false);
-    }, this.#options.quietMs);
-    if (isSeen && isFirst) plugin.reload(true);
+    return [...this.#plugins].some((plugin) => plugin.isPending);
   }
 
   /** Keeps the watcher on exactly the plugins' files (besides the folders). */
@@ -112,7 +140,9 @@ export class PluginWatcher {
     if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
     this.#watched = files;
     // A file not covered yet may have changed after the load read it.
-    for (const plugin of this.#plugins) if (plugin.files.some((input) => unseen.has(input))) this.#changed(plugin, false);
+    for (const plugin of this.#plugins) {
+      if (plugin.files.some((input) => unseen.has(input))) plugin.changed(false, this.#options.quietMs);
+    }
   }
 
   /**
