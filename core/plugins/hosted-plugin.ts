@@ -659,15 +659,16 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
 
 /** The sources of one observe request, by column. */
 function asked(worker: PluginTransport, waiting: readonly Waiting[], deadlines: ReadonlyMap<string, number> | undefined) {
+  // The number of the observation whose texts the host holds, from this worker; 0: none.
+  const held = Float64Array.from(waiting, (w) => {
+    const { arrival } = w.held;
+    return w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
+  });
   const stored: Array<readonly [number, unknown]> = [];
-  const held = new Float64Array(waiting.length);
   for (let index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
-    const { arrival, unchanged } = w.held;
-    const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
-    held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
-    const isHeldValue = number > 0 && unchanged?.value === w.stored;
+    const isHeldValue = (held[index] as number) > 0 && w.held.unchanged?.value === w.stored;
     if (w.stored !== undefined && !isHeldValue) stored.push([index, w.stored]);
   }
   const keys = isEveryKeyInOrder(waiting, deadlines) ? {} : { keys: waiting.map((w) => w.held.key) };

@@ -181,12 +181,17 @@ export class PluginSet {
   /** Loads every plugin (by name) once the watcher is up, so no change is missed. */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
-    await set.#watcher.ready;
-    set.#rescan();
-    await set.settled();
-    set.#isStarted = true;
-    set.#checkSettingsNames();
+    await set.#loadAll();
     return set;
+  }
+
+  /** The first loads, once the watcher is up; when they have settled, the settings' names are checked. */
+  async #loadAll() {
+    await this.#watcher.ready;
+    this.#rescan();
+    await this.settled();
+    this.#isStarted = true;
+    this.#checkSettingsNames();
   }
 
   /**
