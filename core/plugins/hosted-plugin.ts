@@ -27,10 +27,13 @@ import {
   attemptForgotten,
   type CrashLimits,
   closed,
+  type Deadlines,
+  deadlinesOf,
   disposed,
   type HostedGeneration,
   isRestartAsked,
   lives,
+  liveTransport,
   loadBegan,
   loadEnded,
   numbered,
@@ -69,7 +72,10 @@ class PluginCodeFault extends ContextHostError {
   }
 }
 
-/** The location of a fault of plugin code in its runner, which a render failure carries as its cause (`textOf`). */
+/**
+ * The location of a fault of plugin code in its runner, which a render failure carries as its cause
+ * (`textOf`).
+ */
 function locatedInRunner(error: unknown): Location | undefined {
   return error instanceof Error && error.cause instanceof PluginCodeFault ? error.cause.location : undefined;
 }
@@ -82,7 +88,10 @@ export interface HostedPluginOptions {
   readonly limits: PluginLimits;
   /** The host's clock reading, sent with each request. */
   now(): number;
-  /** Starts the plugin's transport: a worker thread, or the host's own thread. A failure rejects (it never throws). */
+  /**
+   * Starts the plugin's transport: a worker thread, or the host's own thread. A failure rejects (it
+   * never throws).
+   */
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
@@ -98,7 +107,11 @@ export type Loaded =
    * esbuild failed (its inputs: the files read before), or the module, its definition, its
    * config or its setup did.
    */
-  | { readonly kind: "bundle-failed" | "failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
+  | {
+      readonly kind: "bundle-failed" | "failed";
+      readonly inputs: readonly string[];
+      readonly fault: WorkerFault;
+    }
   | { readonly kind: "activated"; readonly inputs: readonly string[]; readonly loaded: HostedGeneration };
 
 /**
@@ -108,6 +121,15 @@ export type Loaded =
 export interface LoadRequest {
   readonly ownDependenciesFirst: boolean;
   readonly isProvisional: boolean;
+}
+
+/** One load's try at evaluating and setting up its bundle as `generation` in the runner. */
+interface Attempt {
+  readonly bundle: PluginBundle;
+  readonly generation: number;
+  /** `performance.now()` at the load's start; how long it bundled. */
+  readonly startedAt: number;
+  readonly bundleMs: number;
 }
 
 /** A time in ms, rounded to hundredths as load timings are reported. */
@@ -145,7 +167,10 @@ export class HostedPlugin {
     return this.#observed;
   }
 
-  /** The plugin set swapped `next` in: it is the active generation, and the faults of the one it follows no longer hold. */
+  /**
+   * The plugin set swapped `next` in: it is the active generation, and the faults of the one it
+   * follows no longer hold.
+   */
   swapIn(next: HostedGeneration): void {
     this.#move(swappedIn(this.#life, next));
     this.#faulted.clear();
@@ -168,7 +193,10 @@ export class HostedPlugin {
     this.#move(attemptForgotten(this.#life));
   }
 
-  /** A change overtook `generation` before its swap: the next load swaps it in if it bundles the same content. */
+  /**
+   * A change overtook `generation` before its swap: the next load swaps it in if it bundles the
+   * same content.
+   */
   keepOvertaken(generation: HostedGeneration): void {
     this.#move(overtook(this.#life, generation));
   }
@@ -209,8 +237,9 @@ export class HostedPlugin {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
       await this.#life.rebuild;
       const generation = this.#life.generations.numbered + 1;
-      const loaded = await this.#loadIn(bundle, generation, startedAt, bundleMs);
-      // A failure on the first event of a burst may be a write seen half done: a save in place takes no generation.
+      const loaded = await this.#loadIn({ bundle, generation, startedAt, bundleMs });
+      // A failure on the first event of a burst may be a write seen half done: a save in place
+      // takes no generation.
       if (loaded.kind === "activated" || !request.isProvisional) this.#move(numbered(this.#life, generation));
       if (loaded.kind === "failed" && !request.isProvisional) this.#move(attempted(this.#life, hash));
       return loaded;
@@ -221,8 +250,12 @@ export class HostedPlugin {
     }
   }
 
-  /** Evaluates and sets up `bundle` as `generation`, in a fresh worker once more if a stop not its own ended the first try. */
-  async #loadIn(bundle: PluginBundle, generation: number, startedAt: number, bundleMs: number, isRetry = false): Promise<Loaded> {
+  /**
+   * Evaluates and sets up `bundle` as `generation`, in a fresh worker once more if a stop not its
+   * own ended the first try.
+   */
+  async #loadIn(attempt: Attempt, isRetry = false): Promise<Loaded> {
+    const { bundle, generation, startedAt, bundleMs } = attempt;
     const { inputs } = bundle;
     let phase: DiagnosticPhase = "evaluate";
     try {
@@ -246,7 +279,7 @@ export class HostedPlugin {
       // load was a bystander, tried once more in a fresh worker.
       const isOwn = stoppedIn === undefined || stoppedIn === phase || stoppedIn === "config";
       if (!isOwn && !isRetry && this.#life.kind !== "closed") {
-        return this.#loadIn(bundle, generation, startedAt, bundleMs, true);
+        return this.#loadIn(attempt, true);
       }
       return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase, message: messageOf(error) } };
     }
@@ -305,7 +338,8 @@ export class HostedPlugin {
     const life = this.#life;
     if (life.kind === "closed") return Promise.reject(new ContextHostError("the plugin set is closed"));
     if (life.kind === "starting") return life.transport;
-    if (life.kind === "running" && life.transport.stopped === undefined) return Promise.resolve(life.transport);
+    const running = liveTransport(life);
+    if (running !== undefined) return Promise.resolve(running);
     // The start's first step runs before it reads the life again.
     const transport = this.#start();
     this.#move(startBegan(this.#life, transport));
@@ -339,7 +373,10 @@ export class HostedPlugin {
     this.#report({ phase: stop.phase ?? "load", message, ...key });
   }
 
-  /** A restart came due: the active generation is rebuilt in a fresh worker, unless loads are in flight (the last asks again). */
+  /**
+   * A restart came due: the active generation is rebuilt in a fresh worker, unless loads are in
+   * flight (the last asks again).
+   */
   #restart() {
     this.#move(restartDue(this.#life));
     if (this.#life.isRestartDue) return;
@@ -386,7 +423,8 @@ export class HostedPlugin {
     );
     const name = evaluated?.name;
     if (typeof name !== "string") {
-      throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
+      const fault: WorkerFault = { phase: "evaluate", message: "the worker sent no plugin name" };
+      throw new PluginWorkerFault({ fault });
     }
     return { name, evaluateMs: performance.now() - startedAt };
   }
@@ -405,7 +443,7 @@ export class HostedPlugin {
       ms + graceMs,
       () => ({ what: "setup", phase: "setup", ms }),
     );
-    const deadlines = deadlinesOf(activated, this.#options.limits.deadlineMs);
+    const deadlines = sourceDeadlines(activated, this.#options.limits.deadlineMs);
     this.#move(setUp(this.#life, worker, generation, deadlines));
     return { keys: [...deadlines.keys()], setupMs: performance.now() - startedAt };
   }
@@ -420,13 +458,13 @@ export class HostedPlugin {
 
   /** Runs a living generation's disposers in its worker, within the dispose deadline. */
   async #dispose(generation: number, scopeName: string): Promise<void> {
-    const life = this.#life;
-    if (life.kind !== "running" || life.transport.stopped !== undefined || !lives(life, generation)) return;
-    this.#move(disposed(life, generation));
+    const worker = liveTransport(this.#life);
+    if (worker === undefined || !lives(this.#life, generation)) return;
+    this.#move(disposed(this.#life, generation));
     const ms = this.#options.limits.disposeDeadlineMs;
     const what = `disposers of ${scopeName}`;
     try {
-      await life.transport.request({ type: "dispose", generation }, ms, () => ({ what, phase: "dispose" }));
+      await worker.request({ type: "dispose", generation }, ms, () => ({ what, phase: "dispose" }));
     } catch (error) {
       if (error instanceof PluginWorkerFault) throw new PluginCodeFault(error.fault.message);
       // The worker was stopped: that was reported, and it restarts with the active generation.
@@ -435,13 +473,11 @@ export class HostedPlugin {
   }
 
   #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
-    const life = this.#life;
-    if (life.kind !== "running" || life.transport.stopped !== undefined) return Promise.resolve(unavailableObservation);
     const { boundary, key } = held;
-    const deadlines = life.living.get(boundary.generation);
-    if (deadlines === undefined) return Promise.resolve(unavailableObservation);
+    const worker = liveTransport(this.#life);
+    const deadlines = deadlinesOf(this.#life, boundary.generation);
+    if (worker === undefined || deadlines === undefined) return Promise.resolve(unavailableObservation);
     const deadlineMs = deadlines.get(key) ?? this.#options.limits.deadlineMs;
-    const worker = life.transport;
     // Every source of a boundary is asked for in the same turn: one message carries them all.
     return new Promise((resolve) => boundary.join({ stored, held, deadlineMs, resolve }, worker));
   }
@@ -473,15 +509,14 @@ export class HostedPlugin {
   }
 
   /** One observe request for a boundary's waiting sources. Rejects as the transport does. */
-  #requestObservations(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<Observed> {
+  #requestObservations(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]) {
     const { generation, env } = boundary;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
-    const life = this.#life;
-    const columns = asked(worker, waiting, life.kind === "running" ? life.living.get(generation) : undefined);
+    const columns = asked(worker, waiting, deadlinesOf(this.#life, generation));
     return worker.request<Observed>(
       { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
       longestDeadline(waiting) + renderDeadlineMs + graceMs,
-      (phase, index) => whatObserved(waiting, phase, index),
+      describeObserving(waiting),
     );
   }
 
@@ -498,7 +533,10 @@ export class HostedPlugin {
     return new Set(faults.map((fault) => fault?.key));
   }
 
-  /** A source was observed without a fault: what its loader returned is noted, and a fault on record resolved. */
+  /**
+   * A source was observed without a fault: what its loader returned is noted, and a fault on record
+   * resolved.
+   */
   #observedWithoutFault(plugin: string, key: string, arrived: WorkerObservation | undefined) {
     const kind = arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value";
     this.#observed.set(key, kind);
@@ -518,14 +556,19 @@ function bundleFailed(file: string, error: unknown): Loaded {
 function whatFollows(life: PluginLife, stop: PluginWorkerStopped, { crashWindowMs }: CrashLimits): string {
   const count = life.crashes.length;
   const within = `within ${crashWindowMs / 1000} s`;
-  if (life.kind === "disabled") return `; it stopped ${count} times ${within} and is disabled until its file changes`;
+  if (life.kind === "disabled") {
+    return `; it stopped ${count} times ${within} and is disabled until its file changes`;
+  }
   if (life.kind !== "restarting") return "";
   const counted = stop.isCollateral ? "" : ` (stop ${count} ${within})`;
   return `; restarting it with the last good generation${counted}`;
 }
 
-/** The deadline of each source a setup activated, by key: its own if it set a usable one, else `deadlineMs`. */
-function deadlinesOf(activated: Activated | undefined, deadlineMs: number): Map<string, number> {
+/**
+ * The deadline of each source a setup activated, by key: its own if it set a usable one, else
+ * `deadlineMs`.
+ */
+function sourceDeadlines(activated: Activated | undefined, deadlineMs: number): Map<string, number> {
   const deadlines = new Map<string, number>();
   const sources = Array.isArray(activated?.sources) ? activated.sources : [];
   for (const source of sources) {
@@ -558,7 +601,10 @@ class Boundary {
     this.#flush = flush;
   }
 
-  /** Adds a source to this turn's batch; the first of a turn (observed in `worker`) flushes it at the turn's end. */
+  /**
+   * Adds a source to this turn's batch; the first of a turn (observed in `worker`) flushes it at
+   * the turn's end.
+   */
   join(waiting: Waiting, worker: PluginTransport): void {
     if (this.#batch === undefined) {
       const batch: Waiting[] = [];
@@ -607,21 +653,32 @@ class Held {
     return this.#unchanged;
   }
 
-  /** A present observation arrived, numbered: its texts are held, and no admitted value is known to be its own yet. */
+  /**
+   * A present observation arrived, numbered: its texts are held, and no admitted value is known to
+   * be its own yet.
+   */
   arrived(arrival: Arrival): void {
     this.#arrival = arrival;
     this.#unchanged = undefined;
   }
 
-  /** The held texts, with `stored` (the admitted value, the very object: no check again) when they came from `transport`. */
+  /**
+   * The held texts, with `stored` (the admitted value, the very object: no check again) when they
+   * came from `transport`.
+   */
   unchangedFrom(transport: PluginTransport, stored: Json | undefined): PrerenderedObservation {
     const arrival = this.#arrival;
     if (arrival?.transport !== transport || stored === undefined) return unavailableObservation;
-    if (this.#unchanged?.value !== stored) this.#unchanged = { kind: "present", value: stored, ...arrival.texts };
+    if (this.#unchanged?.value !== stored) {
+      this.#unchanged = { kind: "present", value: stored, ...arrival.texts };
+    }
     return this.#unchanged;
   }
 
-  /** The runner no longer has the value of the observation held as unchanged: forgets it; false if none was held. */
+  /**
+   * The runner no longer has the value of the observation held as unchanged: forgets it; false if
+   * none was held.
+   */
   forgetUnchanged(): boolean {
     if (this.#unchanged === undefined) return false;
     this.#unchanged = undefined;
@@ -646,19 +703,15 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
   const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
   const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
   if (typeof arrived.number === "number") held.arrived({ number: arrived.number, transport, texts });
+  const present: Present = { kind: "present", value: arrived.value, ...texts };
   const previous = arrived.previous;
-  if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
+  if (typeof previous !== "object" || previous === null) return present;
   const update = previous.update === undefined ? {} : { update: textOf(previous.update) };
-  return {
-    kind: "present",
-    value: arrived.value,
-    ...texts,
-    previous: { decodes: previous.decodes === true, ...update },
-  };
+  return { ...present, previous: { decodes: previous.decodes === true, ...update } };
 }
 
 /** The sources of one observe request, by column. */
-function asked(worker: PluginTransport, waiting: readonly Waiting[], deadlines: ReadonlyMap<string, number> | undefined) {
+function asked(worker: PluginTransport, waiting: readonly Waiting[], deadlines: Deadlines | undefined) {
   // The number of the observation whose texts the host holds, from this worker; 0: none.
   const held = Float64Array.from(waiting, (w) => {
     const { arrival } = w.held;
@@ -675,8 +728,11 @@ function asked(worker: PluginTransport, waiting: readonly Waiting[], deadlines: 
   return { ...keys, stored, held };
 }
 
-/** Whether the batch holds every source of the generation, in its order: then the request need not name them. */
-function isEveryKeyInOrder(waiting: readonly Waiting[], deadlines: ReadonlyMap<string, number> | undefined): boolean {
+/**
+ * Whether the batch holds every source of the generation, in its order: then the request need not
+ * name them.
+ */
+function isEveryKeyInOrder(waiting: readonly Waiting[], deadlines: Deadlines | undefined): boolean {
   if (deadlines === undefined || waiting.length !== deadlines.size) return false;
   let index = 0;
   for (const key of deadlines.keys()) {
@@ -693,14 +749,19 @@ function longestDeadline(waiting: readonly Waiting[]): number {
   return longest;
 }
 
-/** What an observe request was doing when it missed its deadline: the source at `index`, in `phase`. */
-function whatObserved(waiting: readonly Waiting[], phase: DiagnosticPhase | undefined, index: number): ReturnType<Describe> {
-  const key = waiting[index]?.held.key;
-  if (phase === undefined || phase === "load") {
-    return { what: `loader ${key ?? "of the plugin"}`, phase: "load", key, ms: waiting[index]?.deadlineMs };
-  }
-  if (phase === "value") return { what: `the codec of ${key}`, phase, key };
-  return { what: `renderer "${phase}" of ${key}`, phase, key };
+/**
+ * What an observe request of `waiting` was doing when it missed its deadline: the source at
+ * `index`, in `phase`.
+ */
+function describeObserving(waiting: readonly Waiting[]): Describe {
+  return (phase, index) => {
+    const key = waiting[index]?.held.key;
+    if (phase === undefined || phase === "load") {
+      return { what: `loader ${key ?? "of the plugin"}`, phase: "load", key, ms: waiting[index]?.deadlineMs };
+    }
+    if (phase === "value") return { what: `the codec of ${key}`, phase, key };
+    return { what: `renderer "${phase}" of ${key}`, phase, key };
+  };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {

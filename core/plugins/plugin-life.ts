@@ -8,7 +8,10 @@ import type { LoadTimings } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { PluginTransport } from "./worker/protocol.ts";
 
-/** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
+/**
+ * A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers
+ * there.
+ */
 export interface HostedGeneration {
   readonly name: string;
   readonly generation: number;
@@ -23,8 +26,11 @@ export interface HostedGeneration {
   readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
 }
 
-/** The generations set up in a running worker, each with its sources' deadlines in ms, by key. */
-export type Living = ReadonlyMap<number, ReadonlyMap<string, number>>;
+/** A generation's sources' deadlines in ms, by key. */
+export type Deadlines = ReadonlyMap<string, number>;
+
+/** The generations set up in a running worker, each with its sources' deadlines. */
+export type Living = ReadonlyMap<number, Deadlines>;
 
 /** What loads and swaps leave. Every combination is legal: a failed reload keeps the active generation. */
 export interface Generations {
@@ -80,7 +86,12 @@ export type CrashLimits = Pick<PluginLimits, "crashWindowMs" | "maxCrashes" | "b
 /** A plugin just hosted: no transport yet, no generation. */
 export const unstarted: PluginLife = Object.freeze({
   kind: "stopped",
-  generations: Object.freeze({ numbered: 0, active: undefined, overtaken: undefined, attemptedHash: undefined }),
+  generations: Object.freeze({
+    numbered: 0,
+    active: undefined,
+    overtaken: undefined,
+    attemptedHash: undefined,
+  }),
   crashes: Object.freeze([]),
   loads: 0,
   isRestartDue: false,
@@ -140,7 +151,8 @@ export function stopped(
   const lived = { ...livedOf(life), crashes };
   if (life.generations.active === undefined) return { ...lived, kind: "stopped" };
   if (crashes.length >= limits.maxCrashes) return { ...lived, kind: "disabled" };
-  return { ...lived, kind: "restarting", backOffMs: stop.isCollateral ? 0 : backOffAfter(crashes.length, limits) };
+  const backOffMs = stop.isCollateral ? 0 : backOffAfter(crashes.length, limits);
+  return { ...lived, kind: "restarting", backOffMs };
 }
 
 /** The wait before the restart after the `count`-th stop within the window: the last back-off repeats. */
@@ -150,12 +162,7 @@ function backOffAfter(count: number, limits: CrashLimits): number {
 }
 
 /** A generation was set up in `transport`; one set up in a transport no longer running does not live. */
-export function setUp(
-  life: PluginLife,
-  transport: PluginTransport,
-  generation: number,
-  deadlines: ReadonlyMap<string, number>,
-): PluginLife {
+export function setUp(life: PluginLife, transport: PluginTransport, generation: number, deadlines: Deadlines): PluginLife {
   if (life.kind !== "running" || life.transport !== transport) return life;
   return { ...life, living: new Map([...life.living, [generation, deadlines]]) };
 }
@@ -166,6 +173,16 @@ export function disposed(life: PluginLife, generation: number): PluginLife {
   const living = new Map(life.living);
   living.delete(generation);
   return { ...life, living };
+}
+
+/** The transport of a running life, unless it stopped aside (before the life heard of it). */
+export function liveTransport(life: PluginLife): PluginTransport | undefined {
+  return life.kind === "running" && life.transport.stopped === undefined ? life.transport : undefined;
+}
+
+/** The deadlines of `generation`'s sources if it is set up in the running worker. */
+export function deadlinesOf(life: PluginLife, generation: number): Deadlines | undefined {
+  return life.kind === "running" ? life.living.get(generation) : undefined;
 }
 
 /** Whether `generation` is set up in the running worker. */
@@ -180,7 +197,10 @@ export function closed(life: PluginLife): PluginLife {
 
 // Loads and restarts
 
-/** A load reached the worker's side; a disabled plugin is enabled again (its file changed), its stops forgotten. */
+/**
+ * A load reached the worker's side; a disabled plugin is enabled again (its file changed), its
+ * stops forgotten.
+ */
 export function loadBegan(life: PluginLife): PluginLife {
   const loads = life.loads + 1;
   if (life.kind === "disabled") return { ...livedOf(life), kind: "stopped", crashes: [], loads };

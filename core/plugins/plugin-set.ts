@@ -23,7 +23,7 @@ import type { HostedGeneration } from "./plugin-life.ts";
 import { InThreadTransport } from "./runner.ts";
 import { PluginWatcher } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
-import type { WorkerFault } from "./worker/protocol.ts";
+import type { PluginTransport, PluginWorkerStopped, WorkerFault } from "./worker/protocol.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
@@ -32,7 +32,10 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
    * installed plugin packages (decisions 130, 131).
    */
   readonly folders: readonly string[];
-  /** Where relative entries and package names resolve from (default: the `location` service, else the working folder). */
+  /**
+   * Where relative entries and package names resolve from (default: the `location` service, else
+   * the working folder).
+   */
   readonly projectRoot?: string;
   /**
    * The version packages' peer ranges of context-host are checked against (default: this
@@ -70,7 +73,13 @@ export type Isolation = "worker" | "none";
 /** The phases of a source's faults at a boundary (as opposed to its generation's). */
 const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"]);
 
-/** The timers of the set: the rescan after a burst of folder changes, the re-check of packages when their installs are quiet. */
+/** A plugin file whose latest load failed, or a package not loaded, and why. */
+type Failure = { readonly file: string; readonly diagnostic: Diagnostic };
+
+/**
+ * The timers of the set: the rescan after a burst of folder changes, the re-check of packages when
+ * their installs are quiet.
+ */
 type Timer = "rescan" | "package re-check";
 
 export class PluginSet {
@@ -121,7 +130,10 @@ export class PluginSet {
     this.#watcher = this.#watch(quietMs);
   }
 
-  /** Where plugins run, each in a worker; the workers' program is built while the watcher starts (decision 190). */
+  /**
+   * Where plugins run, each in a worker; the workers' program is built while the watcher starts
+   * (decision 190).
+   */
   #startWorkers(location: string, clock: Clock, logger: Logger | undefined): PluginWorkers {
     const { maxDepth, maxValueBytes } = this.#limits;
     const init = {
@@ -213,7 +225,13 @@ export class PluginSet {
       if (names.has(name) || isAnyUnknown) continue;
       const there = known.length === 0 ? "there are no plugins" : `the plugins: ${known.join(", ")}`;
       const message = `no plugin is named ${JSON.stringify(name)}, so these settings are not used (${there})`;
-      const diagnostic: Diagnostic = { origin: "plugin", plugin: name, file: setting, phase: "config", message };
+      const diagnostic: Diagnostic = {
+        origin: "plugin",
+        plugin: name,
+        file: setting,
+        phase: "config",
+        message,
+      };
       this.#emit({ kind: "diagnostic", diagnostic });
     }
   }
@@ -252,16 +270,25 @@ export class PluginSet {
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
-  /** Plugin files whose latest load failed, and packages not loaded (not installed, incompatible), each with why. */
-  failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    const failed = [...this.#entries.values()].flatMap(({ file, failed }) =>
-      failed === undefined ? [] : [{ file, diagnostic: failed }],
-    );
-    const packages = [...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }));
-    return [...failed, ...packages];
+  /**
+   * Plugin files whose latest load failed, and packages not loaded (not installed, incompatible),
+   * each with why.
+   */
+  failures(): Failure[] {
+    const failures: Failure[] = [];
+    for (const { file, failed } of this.#entries.values()) {
+      if (failed !== undefined) failures.push({ file, diagnostic: failed });
+    }
+    for (const diagnostic of this.#packageProblems.values()) {
+      failures.push({ file: diagnostic.file, diagnostic });
+    }
+    return failures;
   }
 
-  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them, no polling). */
+  /**
+   * Resolves once no load is queued or running and no re-check is due (told by the events that end
+   * them, no polling).
+   */
   settled(): Promise<void> {
     if (this.#isSettled()) return Promise.resolve();
     return new Promise((resolve) => this.#settledWaiters.push(resolve));
@@ -350,7 +377,7 @@ export class PluginSet {
     }
     // New plugins load one after another in sorted order of name, so their setups, events and
     // diagnostics come in that order; each plugin's own queue keeps its later loads in order.
-    const entries = [...this.#entries.values()].sort((a, b) => compareText(a.id, b.id) || compareText(a.file, b.file));
+    const entries = [...this.#entries.values()].sort(byName);
     let previous: Promise<void> = Promise.resolve();
     for (const entry of entries) {
       if (!seen.has(entry.file)) this.#remove(entry);
@@ -411,16 +438,13 @@ export class PluginSet {
 
   /** A plugin file a scan found for the first time, entered in the set. */
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
-    const { container, settings = {} } = this.#options;
-    const limits = this.#limits;
     const hosted = new HostedPlugin({
       file,
-      settings,
+      settings: this.#options.settings ?? {},
       reserved: this.#reserved,
-      limits,
+      limits: this.#limits,
       now: () => this.#clock.now(),
-      startTransport: async (onStopped) =>
-        this.#workers === undefined ? new InThreadTransport({ container, limits }) : this.#workers.start(file, onStopped),
+      startTransport: (onStopped) => this.#startTransport(file, onStopped),
       // The runner's stops and faults become the entry's diagnostics.
       report: (problem) => this.#diagnose(entry, problem),
       resolved: (plugin, key) => this.#resolveBoundaryFault(entry, plugin, key),
@@ -429,6 +453,12 @@ export class PluginSet {
     const entry: PluginEntry = new PluginEntry({ id, file, origin, hosted, inputs });
     this.#entries.set(file, entry);
     return entry;
+  }
+
+  /** A plugin's transport: a worker thread (its own, or shared), or the host's own thread. */
+  async #startTransport(file: string, onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport> {
+    if (this.#workers !== undefined) return this.#workers.start(file, onStopped);
+    return new InThreadTransport({ container: this.#options.container, limits: this.#limits });
   }
 
   /** A source of the entry's plugin was observed without the fault it reported at a boundary. */
@@ -501,7 +531,7 @@ export class PluginSet {
     return lookup.plugins.some((plugin) => plugin.file === entry.file);
   }
 
-  async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
+  async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined) {
     const result = await (preload ?? this.#load(entry, isProvisional));
     const overtaken = entry.hosted.takeOvertaken();
     const isOvertakenAgain = result.kind === "activated" && result.loaded === overtaken;
@@ -524,10 +554,13 @@ export class PluginSet {
     await this.#swap(entry, result.loaded);
   }
 
-  /** The files a load read are the plugin's watched inputs; a bundle that failed read only part of them: the files read before stay. */
+  /**
+   * The files a load read are the plugin's watched inputs; a bundle that failed read only part of
+   * them: the files read before stay.
+   */
   #noteInputs(entry: PluginEntry, result: Loaded) {
-    const files = entry.inputs.files;
-    const inputs = result.kind === "bundle-failed" ? [...new Set([...files, ...result.inputs])] : result.inputs;
+    const isPartial = result.kind === "bundle-failed";
+    const inputs = isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs;
     this.#watcher.read(entry.inputs, inputs);
   }
 
@@ -576,8 +609,11 @@ export class PluginSet {
     entry.hosted.swapIn(next);
     entry.clearFailure();
     this.#resolveProblems(entry);
-    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings: timingsOf(next) });
-    if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
+    const { name, generation } = next;
+    this.#emit({ kind: "activated", plugin: name, file: entry.file, generation, timings: timingsOf(next) });
+    // A plugin renamed let go of its namespace: the files that lost it to this one try again.
+    const isRenamed = previous !== undefined && previous.name !== name;
+    if (isRenamed) this.#revive(this.#namespaces.takeWaiters(entry.file));
     if (previous !== undefined) await this.#closeScope(entry, previous);
   }
 
@@ -587,11 +623,15 @@ export class PluginSet {
     return this.#closeScope(entry, next);
   }
 
-  /** `holder` lost namespace `name` to `taker`, whose path sorts first: its generation is unloaded on its own queue. */
+  /**
+   * `holder` lost namespace `name` to `taker`, whose path sorts first: its generation is unloaded
+   * on its own queue.
+   */
   #unloadDisplaced(holder: PluginEntry, taker: PluginEntry, name: string) {
     const held = holder.hosted.retire();
     if (held === undefined) return;
-    const message = `namespace "${name}" is taken by ${taker.file}, whose path sorts first; ${holder.file} is unloaded`;
+    const taken = `namespace "${name}" is taken by ${taker.file}, whose path sorts first`;
+    const message = `${taken}; ${holder.file} is unloaded`;
     holder.failedWith(this.#diagnose(holder, { plugin: name, phase: "namespace", message }));
     this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
     void this.#enqueue(holder, () => this.#closeScope(holder, held));
@@ -641,6 +681,11 @@ export class PluginSet {
       void this.#markDirty(other, false);
     }
   }
+}
+
+/** Plugin entries in the order new plugins load: by name (file or folder), then by path. */
+function byName(a: PluginEntry, b: PluginEntry): number {
+  return compareText(a.id, b.id) || compareText(a.file, b.file);
 }
 
 /** Where the load that built `next` spent its time, until now (its swap). */
