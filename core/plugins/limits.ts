@@ -23,7 +23,10 @@ export interface PluginLimits {
   readonly crashWindowMs: number;
   /** Waits before the n-th restart of a worker within the window (the last one repeats). */
   readonly backoffMs: readonly number[];
-  /** Plugins that get a worker of their own (may be 0); those beyond share workers, each in its realm (decision 185). */
+  /**
+   * Plugins that get a worker of their own (may be 0); those beyond share workers, each in its
+   * realm (decision 185).
+   */
   readonly dedicatedWorkers: number;
   /** Plugins sharing one worker, beyond `dedicatedWorkers` (1: none share). */
   readonly pluginsPerWorker: number;
