@@ -9,10 +9,12 @@ import {
   attemptForgotten,
   type CrashLimits,
   closed,
+  deadlinesOf,
   disposed,
   type HostedGeneration,
   isRestartAsked,
   lives,
+  liveTransport,
   loadBegan,
   loadEnded,
   numbered,
@@ -197,6 +199,18 @@ describe("plugin life: the worker", () => {
     expect(setUp(running(worker), other, 1, new Map())).to.deep.equal(running(worker));
     const life = setUp(running(worker, generation(1)), worker, 1, new Map());
     expect(lives(stopped(life, worker, ownStop(1), limits), 1)).to.equal(false);
+  });
+
+  it("a running transport is live until it stops, even aside; a generation's deadlines are read where it lives", () => {
+    const worker = transport();
+    const deadlines = new Map([["weather/today", 2000]]);
+    const life = setUp(running(worker), worker, 1, deadlines);
+    expect(liveTransport(life)).to.equal(worker);
+    expect(deadlinesOf(life, 1)).to.equal(deadlines);
+    expect(deadlinesOf(life, 2)).to.equal(undefined);
+    expect(liveTransport(running(transport(new PluginWorkerStopped({ reason: "gone" }))))).to.equal(undefined);
+    expect(liveTransport(startBegan(unstarted, Promise.resolve(worker)))).to.equal(undefined);
+    expect(deadlinesOf(unstarted, 1)).to.equal(undefined);
   });
 
   it("disposing of a generation that does not live is refused", () => {
