@@ -115,8 +115,8 @@ function refused(transition: string, life: PluginLife): Error {
  * and once closed. A disabled plugin starts one only for a load, which enabled it.
  */
 export function startBegan(life: PluginLife, transport: Promise<PluginTransport>): PluginLife {
-  const isRunningOn = life.kind === "running" && life.transport.stopped === undefined;
-  if (life.kind === "starting" || life.kind === "closed" || isRunningOn) throw refused("start began", life);
+  const isRunning = liveTransport(life) !== undefined;
+  if (life.kind === "starting" || life.kind === "closed" || isRunning) throw refused("start began", life);
   return { ...livedOf(life), kind: "starting", transport };
 }
 

@@ -531,13 +531,20 @@ export class PluginSet {
     return lookup.plugins.some((plugin) => plugin.file === entry.file);
   }
 
+  /**
+   * One load and what becomes of it: a kept overtaken generation it does not use is closed, the
+   * files it read are watched, and its generation is swapped in, kept as overtaken or closed.
+   */
   async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined) {
     const result = await (preload ?? this.#load(entry, isProvisional));
     const overtaken = entry.hosted.takeOvertaken();
     const isOvertakenAgain = result.kind === "activated" && result.loaded === overtaken;
     if (overtaken !== undefined && !isOvertakenAgain) await this.#closeScope(entry, overtaken);
     this.#noteInputs(entry, result);
-    if (result.kind === "unchanged") return this.#restoreIfUndone(entry, result.hash);
+    if (result.kind === "unchanged") {
+      this.#restoreIfUndone(entry, result.hash);
+      return;
+    }
     if (result.kind !== "activated") {
       // A failure on the first event of a burst may be a write seen half done: the quiet
       // re-check decides whether it holds.
@@ -549,7 +556,10 @@ export class PluginSet {
     // same content; not a package's: an update of the package loads it again even then (its
     // dependencies are not in the bundle).
     if (isStale(entry.load) && entry.origin.kind === "package") return this.#closeScope(entry, result.loaded);
-    if (isStale(entry.load)) return entry.hosted.keepOvertaken(result.loaded);
+    if (isStale(entry.load)) {
+      entry.hosted.keepOvertaken(result.loaded);
+      return;
+    }
     entry.hosted.noteAttempt(result.loaded.bundle.hash);
     await this.#swap(entry, result.loaded);
   }
