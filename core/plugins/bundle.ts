@@ -57,12 +57,18 @@ const bundling = {
   target: "node20",
   logLevel: "silent",
 } as const satisfies esbuild.BuildOptions;
-/** The files a build read, absolute (`dir`: the folder it ran in); an esbuild plugin's namespaced inputs (`x:`) are no files. */
+/**
+ * The files a build read, absolute (`dir`: the folder it ran in); an esbuild plugin's namespaced
+ * inputs (`x:`) are no files.
+ */
 const filesRead = (metafile: esbuild.Metafile, dir: string) =>
   Object.keys(metafile.inputs)
     .filter((input) => !input.includes(":"))
     .map((input) => path.resolve(dir, input));
-/** Whether a tsconfig.json extends another (a chain not fingerprinted); one that cannot be read has a fingerprint that says so. */
+/**
+ * Whether a tsconfig.json extends another (a chain not fingerprinted); one that cannot be read has
+ * a fingerprint that says so.
+ */
 function isExtending(config: string): boolean {
   try {
     return readFileSync(config, "utf8").includes('"extends"');
@@ -71,7 +77,10 @@ function isExtending(config: string): boolean {
   }
 }
 
-/** Bundles one plugin entry, or takes its cached bundle. Throws `BundleFailed` with the location of the first error. */
+/**
+ * Bundles one plugin entry, or takes its cached bundle. Throws `BundleFailed` with the location of
+ * the first error.
+ */
 export async function bundlePlugin(
   entry: string,
   options: { readonly ownDependenciesFirst?: boolean } = {},
@@ -81,7 +90,10 @@ export async function bundlePlugin(
   return { entry, code, hash: hashOf(code), inputs, baseDir: path.dirname(entry), ...options };
 }
 
-/** esbuild's bundle of `entry`, with fingerprints of all that decided it, each taken before esbuild read it (decision 191). */
+/**
+ * esbuild's bundle of `entry`, with fingerprints of all that decided it, each taken before esbuild
+ * read it (decision 191).
+ */
 async function build(entry: string): Promise<Built<{ code: string; inputs: string[] }>> {
   const baseDir = path.dirname(entry);
   const taken = new Map<string, string>([[ownFile, fingerprint(ownFile)]]);
@@ -91,7 +103,7 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
   const takeConfigs = (folder: string) => {
     for (let dir = folder; !taken.has(path.join(dir, "package.json")); dir = path.dirname(dir)) {
       for (const name of ["package.json", "tsconfig.json", "jsconfig.json"]) take(path.join(dir, name));
-      for (const name of ["tsconfig.json", "jsconfig.json"]) isConfigExtended ||= isExtending(path.join(dir, name));
+      if (!isConfigExtended) isConfigExtended = isAnyConfigExtending(dir);
       if (path.dirname(dir) === dir) return;
     }
   };
@@ -129,10 +141,9 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
     const failure = error as esbuild.BuildFailure;
     const first = failure.errors?.[0];
     if (first === undefined) throw error;
-    const at = first.location;
-    const location =
-      at === null ? undefined : { file: path.resolve(baseDir, at.file), line: at.line, column: at.column, lineText: at.lineText };
-    const inputs = failure.errors.flatMap((e) => (e.location ? [path.resolve(baseDir, e.location.file)] : []));
+    const location = first.location === null ? undefined : locationIn(baseDir, first.location);
+    const read = failure.errors.flatMap((e) => (e.location ? [e.location.file] : []));
+    const inputs = read.map((file) => path.resolve(baseDir, file));
     throw new BundleFailed(entry, first.text, [...new Set([entry, ...inputs])], location);
   }
   const output = result.outputFiles[0];
@@ -140,15 +151,40 @@ async function build(entry: string): Promise<Built<{ code: string; inputs: strin
   const inputs = filesRead(result.metafile, baseDir);
   // Stored only if every local file came by a relative import (not tsconfig `paths`, package
   // `imports` or a glob: their other candidates are not fingerprinted) and nothing changed meanwhile.
-  const isResolvedRelatively = Object.values(result.metafile.inputs).every((input) =>
-    input.imports.every((i) => !i.path.includes("*") && (i.external === true || isRelative(i.original ?? i.path))),
-  );
+  const imports = Object.values(result.metafile.inputs).flatMap((input) => input.imports);
+  const isEveryImportRelative = imports.every(isResolvedRelatively);
   const isCacheable = () =>
-    isResolvedRelatively &&
+    isEveryImportRelative &&
     !isConfigExtended &&
     fingerprint(baseDir) === entryFolder &&
     [...taken].every(([file, print]) => fingerprint(file) === print);
-  return { text: { code: output.text, inputs }, inputs: [...taken.keys()], fingerprints: taken, isCacheable };
+  return {
+    text: { code: output.text, inputs },
+    inputs: [...taken.keys()],
+    fingerprints: taken,
+    isCacheable,
+  };
+}
+
+/** Whether the tsconfig.json or the jsconfig.json in `dir` extends another. */
+function isAnyConfigExtending(dir: string): boolean {
+  return ["tsconfig.json", "jsconfig.json"].some((name) => isExtending(path.join(dir, name)));
+}
+
+/** Where an esbuild message points, its file absolute. */
+function locationIn(baseDir: string, at: esbuild.Location): Location {
+  return {
+    file: path.resolve(baseDir, at.file),
+    line: at.line,
+    column: at.column,
+    lineText: at.lineText,
+  };
+}
+
+/** Whether esbuild resolved an import by its relative path with no glob (or left it to Node: external). */
+function isResolvedRelatively(imported: esbuild.Metafile["inputs"][string]["imports"][number]): boolean {
+  const isGlob = imported.path.includes("*");
+  return !isGlob && (imported.external === true || isRelative(imported.original ?? imported.path));
 }
 
 const withoutGlob: esbuild.Plugin = {

@@ -86,5 +86,6 @@ export function definePlugin(definition: Omit<Plugin<never>, typeof pluginBrand>
 
 /** Whether a module's default export is a plugin made by `definePlugin`. */
 export function isPlugin(value: unknown): value is Plugin {
-  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[pluginBrand] === true;
+  if (typeof value !== "object" || value === null) return false;
+  return (value as Record<symbol, unknown>)[pluginBrand] === true;
 }

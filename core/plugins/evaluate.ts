@@ -12,11 +12,21 @@ import * as pluginApi from "./api.ts";
 import type { PluginBundle } from "./bundle.ts";
 import { bundleName } from "./locations.ts";
 
-/** A copy of a module's namespace marked `__esModule`, so that a CommonJS bundle's `import x from` gets its `default`. */
-const asRequired = (namespace: object) => Object.freeze(Object.defineProperty({ ...namespace }, "__esModule", { value: true }));
+/**
+ * A copy of a module's namespace marked `__esModule`, so that a CommonJS bundle's `import x from`
+ * gets its `default`.
+ */
+function asRequired(namespace: object): object {
+  const marked = Object.defineProperty({ ...namespace }, "__esModule", { value: true });
+  return Object.freeze(marked);
+}
 
-/** What `context-host` and `context-host/plugin` are inside a plugin: the plugin API's named exports only (bundled, a namespace may carry a `default`). */
-const pluginApiModule = asRequired(Object.fromEntries(Object.entries(pluginApi).filter(([name]) => name !== "default")));
+/**
+ * What `context-host` and `context-host/plugin` are inside a plugin: the plugin API's named exports
+ * only (bundled, a namespace may carry a `default`).
+ */
+const pluginApiExports = Object.entries(pluginApi).filter(([name]) => name !== "default");
+const pluginApiModule = asRequired(Object.fromEntries(pluginApiExports));
 
 const hostRequire = createRequire(import.meta.url);
 
@@ -33,9 +43,8 @@ export class PluginImportRefused extends ContextHostError {
   /** The plugin's entry file. */
   readonly entry: string;
   constructor(options: { readonly specifier: string; readonly entry: string }) {
-    super(
-      `plugin ${options.entry}: import of ${JSON.stringify(options.specifier)} refused; only "context-host" and "context-host/plugin" are available to plugins`,
-    );
+    const available = `only "context-host" and "context-host/plugin" are available to plugins`;
+    super(`plugin ${options.entry}: import of ${JSON.stringify(options.specifier)} refused; ${available}`);
     this.specifier = options.specifier;
     this.entry = options.entry;
   }
@@ -69,12 +78,15 @@ function typeboxModule(specifier: string): object | undefined {
  */
 function pluginRequire(bundle: Evaluable): (specifier: string) => unknown {
   const ownRequire = createRequire(bundle.entry);
+  const isOwnFirst = bundle.ownDependenciesFirst === true;
+  const [first, then] = isOwnFirst ? [ownRequire, hostRequire] : [hostRequire, ownRequire];
   return (specifier) => {
     if (specifier === "context-host" || specifier === "context-host/plugin") return pluginApiModule;
-    if (specifier.startsWith("context-host/")) throw new PluginImportRefused({ specifier, entry: bundle.entry });
+    if (specifier.startsWith("context-host/")) {
+      throw new PluginImportRefused({ specifier, entry: bundle.entry });
+    }
     const typeboxRequired = typeboxModule(specifier);
     if (typeboxRequired !== undefined) return typeboxRequired;
-    const [first, then] = bundle.ownDependenciesFirst === true ? [ownRequire, hostRequire] : [hostRequire, ownRequire];
     try {
       return first(specifier);
     } catch (error) {

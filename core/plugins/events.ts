@@ -8,7 +8,10 @@ export type PluginEvent =
   | { readonly kind: "diagnostic"; readonly diagnostic: Diagnostic }
   | ({ readonly kind: "activated"; readonly timings: LoadTimings } & OfGeneration)
   | { readonly kind: "removed"; readonly plugin: string; readonly file: string }
-  /** The files bundle to the active generation again (an undo after a broken save): that failure is cleared. */
+  /**
+   * The files bundle to the active generation again (an undo after a broken save): that failure is
+   * cleared.
+   */
   | ({ readonly kind: "restored" } & OfGeneration);
 
 /** Which generation of which plugin file an event is about. */
@@ -21,7 +24,10 @@ export interface LoadTimings {
   readonly bundleMs: number;
   readonly evaluateMs: number;
   readonly setupMs: number;
-  /** From the generation being ready to it being swapped in (waiting for earlier plugins, the registry swap). */
+  /**
+   * From the generation being ready to it being swapped in (waiting for earlier plugins, the
+   * registry swap).
+   */
   readonly swapMs: number;
 }
 
@@ -33,7 +39,10 @@ export type PluginOrigin =
   | { readonly kind: "folder"; readonly folder: string }
   | { readonly kind: "package"; readonly name: string; readonly version: string; readonly root: string };
 
-/** What a source's loader last returned: a value, `absent` (nothing to tell) or `unavailable` (cannot tell now). */
+/**
+ * What a source's loader last returned: a value, `absent` (nothing to tell) or `unavailable`
+ * (cannot tell now).
+ */
 export type ObservedKind = "value" | "absent" | "unavailable";
 
 /** An active plugin, as `plugins()` lists it. */
@@ -44,7 +53,10 @@ export interface PluginInfo {
   readonly origin: PluginOrigin;
   readonly generation: number;
   readonly keys: readonly string[];
-  /** What each key's loader returned at its last observation without a fault (any session); a key not yet observed is missing. */
+  /**
+   * What each key's loader returned at its last observation without a fault (any session); a key
+   * not yet observed is missing.
+   */
   readonly observed: Readonly<Record<string, ObservedKind>>;
   /** How long the load that built this generation took (bundle, evaluate, setup, swap), in ms. */
   readonly loadMs: number;

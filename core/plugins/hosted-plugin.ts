@@ -1,8 +1,9 @@
 // Owns the host's handle on one plugin's runner (decisions 060, 160), whichever transport carries
-// it: it loads generations (bundled here, set up in the runner), observes their sources with one
-// message per boundary (an unchanged source's texts are held here, its runner only compares),
-// disposes them, and restarts a stopped worker with the last good generation, backing off,
-// until the plugin stops too often and is disabled until its file changes.
+// it, and the plugin's life (`plugin-life.ts`): it loads generations (bundled here, set up in the
+// runner), observes their sources with one message per boundary (an unchanged source's texts are
+// held here, its runner only compares), disposes them, and restarts a stopped worker with the
+// active generation, backing off, until the plugin stops too often and is disabled until its file
+// changes. The plugin set tells it what became of a load (`swapIn`, `retire`, …).
 
 import { DeadlineExceeded } from "../base/deadline.ts";
 import type { DiagnosticPhase } from "../base/diagnostics.ts";
@@ -18,11 +19,41 @@ import {
   type SourceFault,
 } from "../system-context/index.ts";
 import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
-import type { LoadTimings, ObservedKind } from "./events.ts";
+import type { ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
+import {
+  attempted,
+  attemptForgotten,
+  type CrashLimits,
+  closed,
+  type Deadlines,
+  deadlinesOf,
+  disposed,
+  type HostedGeneration,
+  isRestartAsked,
+  lives,
+  liveTransport,
+  loadBegan,
+  loadEnded,
+  numbered,
+  overtakenForgotten,
+  overtook,
+  type PluginLife,
+  rebuildBegan,
+  restartDue,
+  retired,
+  setUp,
+  startBegan,
+  started,
+  startFailed,
+  stopped,
+  swappedIn,
+  unstarted,
+} from "./plugin-life.ts";
 import type {
   Activated,
+  Describe,
   Evaluated,
   Observed,
   PluginTransport,
@@ -41,7 +72,10 @@ class PluginCodeFault extends ContextHostError {
   }
 }
 
-/** The location of a fault of plugin code in its runner, which a render failure carries as its cause (`textOf`). */
+/**
+ * The location of a fault of plugin code in its runner, which a render failure carries as its cause
+ * (`textOf`).
+ */
 function locatedInRunner(error: unknown): Location | undefined {
   return error instanceof Error && error.cause instanceof PluginCodeFault ? error.cause.location : undefined;
 }
@@ -54,7 +88,10 @@ export interface HostedPluginOptions {
   readonly limits: PluginLimits;
   /** The host's clock reading, sent with each request. */
   now(): number;
-  /** Starts the plugin's transport: a worker thread, or the host's own thread. */
+  /**
+   * Starts the plugin's transport: a worker thread, or the host's own thread. A failure rejects (it
+   * never throws).
+   */
   startTransport(onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport>;
   /** A problem of the plugin's worker (a stop, a failed restart) or a fault of its sources. */
   report(problem: WorkerFault): void;
@@ -62,59 +99,37 @@ export interface HostedPluginOptions {
   resolved(plugin: string, key: string): void;
 }
 
-/** A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers there. */
-export interface HostedGeneration {
-  readonly name: string;
-  readonly generation: number;
-  readonly scope: Scope;
-  readonly keys: readonly string[];
-  /** What a restarted worker rebuilds it from (its config follows from its name). */
-  readonly bundle: PluginBundle;
-  /** `performance.now()` at the start of the load that built it and when it was ready; the steps' times (`hundredths`). */
-  readonly startedAt: number;
-  readonly readyAt: number;
-  readonly timings: Pick<LoadTimings, "bundleMs" | "evaluateMs" | "setupMs">;
-}
-
 /** The outcome of one load. Every kind says which files it read (the plugin's watched inputs). */
 export type Loaded =
   /** The bundle is identical to the last attempted one: nothing was evaluated. */
   | { readonly kind: "unchanged"; readonly inputs: readonly string[]; readonly hash: string }
-  /** esbuild failed (its inputs: the files read before), or the module, its definition, its config or its setup did. */
-  | { readonly kind: "bundle-failed" | "failed"; readonly inputs: readonly string[]; readonly fault: WorkerFault }
+  /**
+   * esbuild failed (its inputs: the files read before), or the module, its definition, its
+   * config or its setup did.
+   */
+  | {
+      readonly kind: "bundle-failed" | "failed";
+      readonly inputs: readonly string[];
+      readonly fault: WorkerFault;
+    }
   | { readonly kind: "activated"; readonly inputs: readonly string[]; readonly loaded: HostedGeneration };
 
-/** The phase of the request under way, which a failed load names. */
-type Phase = { current: DiagnosticPhase };
-type Texts = Pick<Present, "baseline" | "removed">;
-type Present = Extract<PrerenderedObservation, { kind: "present" }>;
-
-/** A generation's sources in one env: those waiting in this turn are asked for in one message at its end. */
-interface Boundary {
-  readonly generation: number;
-  readonly env: SourceEnv;
-  readonly plugin: string;
-  waiting: Waiting[] | undefined;
-}
-
 /**
- * One source of a generation in one env, and what the host holds of it: the texts of its last
- * observation, and `unchanged`: that observation with the admitted value known to be its own
- * (the very object the snapshot holds, so the runner is not sent it again), the same object
- * while both stay.
+ * What a load is asked with. `ownDependenciesFirst`: a package's plugin (decision 131);
+ * `isProvisional`: a failure is not final (the quiet re-check decides).
  */
-interface Held {
-  readonly boundary: Boundary;
-  readonly key: string;
-  arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
-  unchanged: Present | undefined;
+export interface LoadRequest {
+  readonly ownDependenciesFirst: boolean;
+  readonly isProvisional: boolean;
 }
 
-interface Waiting {
-  readonly stored: Json | undefined;
-  readonly held: Held;
-  readonly deadlineMs: number;
-  readonly resolve: (observation: PrerenderedObservation) => void;
+/** One load's try at evaluating and setting up its bundle as `generation` in the runner. */
+interface Attempt {
+  readonly bundle: PluginBundle;
+  readonly generation: number;
+  /** `performance.now()` at the load's start; how long it bundled. */
+  readonly startedAt: number;
+  readonly bundleMs: number;
 }
 
 /** A time in ms, rounded to hundredths as load timings are reported. */
@@ -127,32 +142,14 @@ const graceMs = 100;
 
 export class HostedPlugin {
   readonly #options: HostedPluginOptions;
-  /**
-   * Hash of the last bundle whose load's outcome stands (a final failure, or a generation the
-   * plugin set kept): identical content is not loaded again. The plugin set clears it to load anyway.
-   */
-  attemptedHash: string | undefined;
+  /** Its worker and its generations, moved only by the transitions of `plugin-life.ts` (`#move`). */
+  #life: PluginLife = unstarted;
+  /** The timer of a `restarting` life: it ends the back-off. */
+  #backOff: NodeJS.Timeout | undefined;
   /** What each source's loader returned at its last observation without a fault. */
-  readonly observed = new Map<string, ObservedKind>();
-  /** Source keys whose faults are in the current diagnostics (the plugin set clears them at a swap). */
-  readonly faulted = new Set<string>();
-  /** Generation numbers handed out so far. */
-  #generations = 0;
-  #worker: PluginTransport | undefined;
-  #starting: Promise<PluginTransport> | undefined;
-  /** Generations living in the current worker (none once it stopped), with their sources' deadlines. */
-  readonly #living = new Map<number, Map<string, number>>();
-  /** Loads in flight; a restart due meanwhile waits for them. */
-  #loads = 0;
-  #isRestartDue = false;
-  /** The last restart (it never rejects): a load waits for it. */
-  #restarting: Promise<void> | undefined;
-  /** The generation swapped in (the plugin set holds it here), as a restarted worker rebuilds it. */
-  active: HostedGeneration | undefined;
-  readonly #crashes: number[] = [];
-  #isDisabled = false;
-  #isClosed = false;
-  #restartTimer: NodeJS.Timeout | undefined;
+  readonly #observed = new Map<string, ObservedKind>();
+  /** Source keys whose faults are in the current diagnostics (cleared at a swap). */
+  readonly #faulted = new Set<string>();
 
   /** Starts the transport at once, so that it starts while the plugin is bundled. */
   constructor(options: HostedPluginOptions) {
@@ -160,65 +157,119 @@ export class HostedPlugin {
     void this.#current().catch(() => undefined);
   }
 
+  /** The generation swapped in, which a restarted worker rebuilds. */
+  get active(): HostedGeneration | undefined {
+    return this.#life.generations.active;
+  }
+
+  /** What each source's loader returned at its last observation without a fault. */
+  get observed(): ReadonlyMap<string, ObservedKind> {
+    return this.#observed;
+  }
+
+  /**
+   * The plugin set swapped `next` in: it is the active generation, and the faults of the one it
+   * follows no longer hold.
+   */
+  swapIn(next: HostedGeneration): void {
+    this.#move(swappedIn(this.#life, next));
+    this.#faulted.clear();
+  }
+
+  /** The plugin set retired the active generation (the plugin left, or lost its namespace): returns it. */
+  retire(): HostedGeneration | undefined {
+    const { active } = this.#life.generations;
+    this.#move(retired(this.#life));
+    return active;
+  }
+
+  /** The outcome of loading the bundle with `hash` stands: identical content is not loaded again. */
+  noteAttempt(hash: string): void {
+    this.#move(attempted(this.#life, hash));
+  }
+
+  /** The next load loads its bundle even when the content is the one last attempted. */
+  forgetAttempt(): void {
+    this.#move(attemptForgotten(this.#life));
+  }
+
+  /**
+   * A change overtook `generation` before its swap: the next load swaps it in if it bundles the
+   * same content.
+   */
+  keepOvertaken(generation: HostedGeneration): void {
+    this.#move(overtook(this.#life, generation));
+  }
+
+  /** The overtaken generation, no longer kept: the caller swaps it in or closes it. */
+  takeOvertaken(): HostedGeneration | undefined {
+    const { overtaken } = this.#life.generations;
+    this.#move(overtakenForgotten(this.#life));
+    return overtaken;
+  }
+
   /**
    * One load, never rejecting: bundle here, stopping there when that failed or gave the bundle
    * last attempted; then, once `turn` has come, evaluate and set up in the runner. A plugin
-   * disabled by stops is enabled again (its file changed). `ownDependenciesFirst`: a package's
-   * plugin (decision 131); `isProvisional`: a failure is not final (the quiet re-check decides).
-   * `overtaken`: a generation a change overtook before it was swapped in, the result again if
-   * the bundle is its content and it still lives in the worker (decision 195).
+   * disabled by stops is enabled again (its file changed). The overtaken generation is the
+   * result again if the bundle is its content and it still lives in the worker (decision 195).
    */
-  async load(
-    request: { readonly ownDependenciesFirst: boolean; readonly isProvisional: boolean; readonly overtaken?: HostedGeneration },
-    turn?: Promise<unknown>,
-  ): Promise<Loaded> {
+  async load(request: LoadRequest, turn?: Promise<unknown>): Promise<Loaded> {
     const startedAt = performance.now();
-    // The attempt known when the load was asked for: a reset meanwhile is for the next load.
-    const attemptedHash = this.attemptedHash;
+    // What was known when the load was asked for: a change meanwhile is for the next load.
+    const { attemptedHash, overtaken } = this.#life.generations;
     const { file } = this.#options;
     let bundle: PluginBundle;
     try {
       bundle = await bundlePlugin(file, { ownDependenciesFirst: request.ownDependenciesFirst });
     } catch (error) {
-      const failure = error instanceof BundleFailed ? error : undefined;
-      const fault: WorkerFault = { phase: "bundle", message: messageOf(error), location: failure?.location };
-      return { kind: "bundle-failed", inputs: failure?.inputs ?? [file], fault };
+      return bundleFailed(file, error);
     }
     const { inputs, hash } = bundle;
     if (attemptedHash === hash) return { kind: "unchanged", inputs, hash };
-    const { overtaken } = request;
-    if (overtaken?.bundle.hash === hash && this.#living.has(overtaken.generation))
+    if (overtaken?.bundle.hash === hash && lives(this.#life, overtaken.generation)) {
       return { kind: "activated", inputs, loaded: overtaken };
+    }
     const bundleMs = performance.now() - startedAt;
     await turn;
-    if (this.#isDisabled) this.#crashes.length = 0;
-    this.#isDisabled = false;
-    this.#loads++;
+    this.#move(loadBegan(this.#life));
     try {
       // A restart under way rebuilds the active generation first, so the newer code is set up last.
-      await this.#restarting;
-      const generation = this.#generations + 1;
-      const loaded = await this.#loadIn(bundle, generation, startedAt, bundleMs);
-      // A failure on the first event of a burst may be a write seen half done: a save in place takes no generation.
-      if (loaded.kind === "activated" || !request.isProvisional) this.#generations = generation;
-      if (loaded.kind === "failed" && !request.isProvisional) this.attemptedHash = hash;
+      await this.#life.rebuild;
+      const generation = this.#life.generations.numbered + 1;
+      const loaded = await this.#loadIn({ bundle, generation, startedAt, bundleMs });
+      // A failure on the first event of a burst may be a write seen half done: a save in place
+      // takes no generation.
+      if (loaded.kind === "activated" || !request.isProvisional) this.#move(numbered(this.#life, generation));
+      if (loaded.kind === "failed" && !request.isProvisional) this.#move(attempted(this.#life, hash));
       return loaded;
     } finally {
-      this.#loads--;
-      // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt (that clears the mark).
-      if (this.#loads === 0 && this.#isRestartDue) this.#scheduleRestart(0);
+      this.#move(loadEnded(this.#life));
+      // After the caller swapped in (or dropped) what it loaded: only what is not living is rebuilt.
+      if (isRestartAsked(this.#life)) setTimeout(() => this.#restart(), 0);
     }
   }
 
-  async #loadIn(bundle: PluginBundle, generation: number, startedAt: number, bundleMs: number, isRetry = false): Promise<Loaded> {
+  /**
+   * Evaluates and sets up `bundle` as `generation`, in a fresh worker once more if a stop not its
+   * own ended the first try.
+   */
+  async #loadIn(attempt: Attempt, isRetry = false): Promise<Loaded> {
+    const { bundle, generation, startedAt, bundleMs } = attempt;
     const { inputs } = bundle;
-    const phase: Phase = { current: "evaluate" };
+    let phase: DiagnosticPhase = "evaluate";
     try {
       // A transport that failed to start fails the load in its first phase.
       const worker = await this.#current();
-      const { name, keys, evaluateMs, setupMs } = await this.#setUp(worker, bundle, generation, phase);
+      const { name, evaluateMs } = await this.#evaluate(worker, bundle, generation);
+      phase = "setup";
+      const { keys, setupMs } = await this.#activate(worker, name, generation);
       const readyAt = performance.now();
-      const timings = { bundleMs: hundredths(bundleMs), evaluateMs: hundredths(evaluateMs), setupMs: hundredths(setupMs) };
+      const timings = {
+        bundleMs: hundredths(bundleMs),
+        evaluateMs: hundredths(evaluateMs),
+        setupMs: hundredths(setupMs),
+      };
       const loaded = this.#hosted({ name, generation, keys, bundle, startedAt, readyAt, timings });
       return { kind: "activated", inputs, loaded };
     } catch (error) {
@@ -226,9 +277,11 @@ export class HostedPlugin {
       const stoppedIn = error instanceof PluginWorkerStopped ? error.phase : undefined;
       // The worker stopped for something else (a displaced generation's disposer, say): this
       // load was a bystander, tried once more in a fresh worker.
-      const isOwn = stoppedIn === undefined || stoppedIn === phase.current || stoppedIn === "config";
-      if (!isOwn && !isRetry && !this.#isClosed) return this.#loadIn(bundle, generation, startedAt, bundleMs, true);
-      return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase.current, message: messageOf(error) } };
+      const isOwn = stoppedIn === undefined || stoppedIn === phase || stoppedIn === "config";
+      if (!isOwn && !isRetry && this.#life.kind !== "closed") {
+        return this.#loadIn(attempt, true);
+      }
+      return { kind: "failed", inputs, fault: { phase: stoppedIn ?? phase, message: messageOf(error) } };
     }
   }
 
@@ -238,15 +291,18 @@ export class HostedPlugin {
    * context, so one made in the swap would keep the generation it displaced alive.
    */
   registrations({ name, generation, keys }: HostedGeneration): Registration[] {
-    const report = ({ key, phase, error }: SourceFault) =>
-      this.#report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
+    const report = ({ key, phase, error }: SourceFault) => {
+      const location = locatedInRunner(error);
+      this.#report({ plugin: name, key, phase, message: messageOf(error), location });
+    };
     const limits = { ...this.#options.limits, report };
-    const boundaryOf = perEnv((env): Boundary => ({ generation, env, plugin: name, waiting: undefined }));
+    const flush: Flush = (worker, boundary, batch) => void this.#flush(worker, boundary, batch);
+    const boundaryOf = perEnv((env) => new Boundary(generation, env, name, flush));
     return keys.map((key) => ({
       key,
       origin: "plugin",
       load: perEnv((env) => {
-        const held: Held = { boundary: boundaryOf(env), key, arrival: undefined, unchanged: undefined };
+        const held = new Held(boundaryOf(env), key);
         return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
       }),
     }));
@@ -254,218 +310,387 @@ export class HostedPlugin {
 
   /** Stops the worker (after the caller disposed what it wanted to). */
   async close(): Promise<void> {
-    this.#isClosed = true;
-    clearTimeout(this.#restartTimer);
-    const worker = this.#worker ?? (await this.#starting?.catch(() => undefined));
-    this.#worker = undefined;
-    await worker?.terminate();
+    const life = this.#life;
+    this.#move(closed(life));
+    if (life.kind === "running") await life.transport.terminate();
+    // A transport still starting terminates itself once it finds the plugin closed.
+    if (life.kind === "starting") await life.transport.catch(() => undefined);
+  }
+
+  /** Moves the plugin's life on: a `restarting` life's back-off timer starts and ends with it. */
+  #move(next: PluginLife) {
+    const previous = this.#life;
+    this.#life = next;
+    if (previous.kind === "restarting" && next.kind !== "restarting") clearTimeout(this.#backOff);
+    if (next.kind === "restarting" && previous.kind !== "restarting") {
+      this.#backOff = setTimeout(() => this.#restart(), next.backOffMs);
+    }
   }
 
   /** Reports a problem; a source's stays on record until the source is observed without one. */
   #report(problem: WorkerFault) {
-    if (problem.key !== undefined) this.faulted.add(problem.key);
+    if (problem.key !== undefined) this.#faulted.add(problem.key);
     this.#options.report(problem);
   }
 
   /** The running worker, started if there is none (after a stop: a fresh one, with no generations). */
   #current(): Promise<PluginTransport> {
-    if (this.#isClosed) return Promise.reject(new ContextHostError("the plugin set is closed"));
-    if (this.#worker !== undefined && this.#worker.stopped === undefined) return Promise.resolve(this.#worker);
-    this.#starting ??= this.#start().finally(() => {
-      this.#starting = undefined;
-    });
-    return this.#starting;
+    const life = this.#life;
+    if (life.kind === "closed") return Promise.reject(new ContextHostError("the plugin set is closed"));
+    if (life.kind === "starting") return life.transport;
+    const running = liveTransport(life);
+    if (running !== undefined) return Promise.resolve(running);
+    // The start's first step runs before it reads the life again.
+    const transport = this.#start();
+    this.#move(startBegan(this.#life, transport));
+    return transport;
   }
 
   async #start(): Promise<PluginTransport> {
-    clearTimeout(this.#restartTimer);
-    this.#living.clear();
-    const worker: PluginTransport = await this.#options.startTransport((stopped) => this.#stopped(worker, stopped));
-    if (this.#isClosed) {
-      await worker.terminate();
+    let transport: PluginTransport;
+    try {
+      transport = await this.#options.startTransport((stop) => this.#stopped(transport, stop));
+    } catch (error) {
+      this.#move(startFailed(this.#life));
+      throw error;
+    }
+    if (this.#life.kind === "closed") {
+      await transport.terminate();
       throw new ContextHostError("the plugin set is closed");
     }
-    this.#worker = worker;
-    return worker;
+    this.#move(started(this.#life, transport));
+    return transport;
   }
 
-  #stopped(worker: PluginTransport, stopped: PluginWorkerStopped) {
-    if (this.#worker !== worker || this.#isClosed) return;
-    this.#worker = undefined;
-    this.#living.clear();
-    const { crashWindowMs, maxCrashes, backoffMs } = this.#options.limits;
-    const now = Date.now();
-    // Stopped for another plugin of its shared worker: not a stop of its own (decision 185).
-    if (!stopped.isCollateral) this.#crashes.push(now);
-    while (this.#crashes.length > 0 && (this.#crashes[0] as number) < now - crashWindowMs) this.#crashes.shift();
-    const count = this.#crashes.length;
-    const within = `within ${crashWindowMs / 1000} s`;
-    const restart =
-      this.active === undefined
-        ? ""
-        : count >= maxCrashes
-          ? `; it stopped ${count} times ${within} and is disabled until its file changes`
-          : `; restarting it with the last good generation${stopped.isCollateral ? "" : ` (stop ${count} ${within})`}`;
-    const key = stopped.key === undefined ? {} : { key: stopped.key };
-    this.#report({ phase: stopped.phase ?? "load", message: `${stopped.reason}${restart}`, ...key });
-    if (this.active === undefined) return;
-    if (count >= maxCrashes) this.#isDisabled = true;
-    else this.#scheduleRestart(stopped.isCollateral ? 0 : (backoffMs[Math.min(count - 1, backoffMs.length - 1)] ?? 0));
+  #stopped(transport: PluginTransport, stop: PluginWorkerStopped) {
+    const { limits } = this.#options;
+    const next = stopped(this.#life, transport, { at: Date.now(), isCollateral: stop.isCollateral }, limits);
+    // A stop of a transport no longer running (the plugin closed, say) changes nothing.
+    if (next === this.#life) return;
+    this.#move(next);
+    const key = stop.key === undefined ? {} : { key: stop.key };
+    const message = `${stop.reason}${whatFollows(next, stop, limits)}`;
+    this.#report({ phase: stop.phase ?? "load", message, ...key });
   }
 
-  /** In `wait` ms, a fresh worker with the active generation rebuilt in it. */
-  #scheduleRestart(wait: number) {
-    clearTimeout(this.#restartTimer);
-    this.#restartTimer = setTimeout(() => {
-      this.#restarting = this.#rebuild();
-    }, wait);
+  /**
+   * A restart came due: the active generation is rebuilt in a fresh worker, unless loads are in
+   * flight (the last asks again).
+   */
+  #restart() {
+    this.#move(restartDue(this.#life));
+    if (this.#life.isRestartDue) return;
+    // The rebuild's first step moves the life (a worker starting) before it is recorded.
+    const rebuild = this.#rebuild();
+    this.#move(rebuildBegan(this.#life, rebuild));
   }
 
   async #rebuild(): Promise<void> {
-    // With loads in flight, the last of them schedules the restart (it is never due without them).
-    this.#isRestartDue = this.#loads > 0;
-    if (this.#isRestartDue) return;
-    const recipe = this.active;
-    if (recipe === undefined || this.#isClosed || this.#isDisabled) return;
+    const life = this.#life;
+    const recipe = life.generations.active;
+    if (recipe === undefined || life.kind === "closed" || life.kind === "disabled") return;
     const worker = await this.#current().catch(() => undefined);
-    if (worker === undefined || this.active !== recipe || this.#living.has(recipe.generation)) return;
-    await this.#setUp(worker, recipe.bundle, recipe.generation).catch((error) => {
+    const now = this.#life;
+    if (worker === undefined || now.generations.active !== recipe || lives(now, recipe.generation)) return;
+    try {
+      const { name } = await this.#evaluate(worker, recipe.bundle, recipe.generation);
+      await this.#activate(worker, name, recipe.generation);
+    } catch (error) {
       // A stop is reported by `#stopped`, a fault here.
       if (!(error instanceof PluginWorkerFault)) return;
       const { phase, message, location } = error.fault;
       this.#report({ phase, message: `after a restart: ${message}`, location });
-    });
+    }
   }
 
-  /**
-   * Evaluates and sets up a generation in `worker` (its config: the settings under the name
-   * the module gives); `phase` follows the request under way. Rejects as the transport does.
-   */
-  async #setUp(worker: PluginTransport, bundle: PluginBundle, generation: number, phase: Phase = { current: "evaluate" }) {
-    const { setupDeadlineMs: ms, deadlineMs } = this.#options.limits;
-    const { settings, reserved } = this.#options;
+  /** Evaluates a generation's module in `worker`: the plugin's name. Rejects as the transport does. */
+  async #evaluate(worker: PluginTransport, bundle: PluginBundle, generation: number) {
+    const { setupDeadlineMs: ms } = this.#options.limits;
     const { code, entry, baseDir, ownDependenciesFirst } = bundle;
     const startedAt = performance.now();
     const evaluated = await worker.request<Evaluated>(
-      { type: "evaluate", generation, code, entry, baseDir, ...(ownDependenciesFirst ? { ownDependenciesFirst } : {}), reserved },
+      {
+        type: "evaluate",
+        generation,
+        code,
+        entry,
+        baseDir,
+        ...(ownDependenciesFirst ? { ownDependenciesFirst } : {}),
+        reserved: this.#options.reserved,
+      },
       ms + graceMs,
       () => ({ what: `the module code of ${entry}`, phase: "evaluate", ms }),
     );
     const name = evaluated?.name;
-    if (typeof name !== "string")
-      throw new PluginWorkerFault({ fault: { phase: "evaluate", message: "the worker sent no plugin name" } });
+    if (typeof name !== "string") {
+      const fault: WorkerFault = { phase: "evaluate", message: "the worker sent no plugin name" };
+      throw new PluginWorkerFault({ fault });
+    }
+    return { name, evaluateMs: performance.now() - startedAt };
+  }
+
+  /**
+   * Sets up an evaluated generation in `worker` with the settings under its plugin's name; it
+   * lives there from then on, with its sources' deadlines. Rejects as the transport does.
+   */
+  async #activate(worker: PluginTransport, name: string, generation: number) {
+    const { setupDeadlineMs: ms } = this.#options.limits;
+    const { settings } = this.#options;
     const config = Object.hasOwn(settings, name) ? settings[name] : undefined;
-    phase.current = "setup";
-    const evaluatedAt = performance.now();
+    const startedAt = performance.now();
     const activated = await worker.request<Activated>(
       { type: "activate", generation, config, now: this.#options.now(), setupDeadlineMs: ms },
       ms + graceMs,
       () => ({ what: "setup", phase: "setup", ms }),
     );
-    const deadlines = new Map<string, number>();
-    for (const source of Array.isArray(activated?.sources) ? activated.sources : []) {
-      const own = source?.deadlineMs;
-      if (typeof source?.key === "string")
-        deadlines.set(source.key, typeof own === "number" && Number.isFinite(own) && own > 0 ? own : deadlineMs);
-    }
-    this.#living.set(generation, deadlines);
-    return { name, keys: [...deadlines.keys()], evaluateMs: evaluatedAt - startedAt, setupMs: performance.now() - evaluatedAt };
+    const deadlines = sourceDeadlines(activated, this.#options.limits.deadlineMs);
+    this.#move(setUp(this.#life, worker, generation, deadlines));
+    return { keys: [...deadlines.keys()], setupMs: performance.now() - startedAt };
   }
 
   /** A generation set up in the worker, with its host-side scope: closing it runs its disposers there. */
   #hosted(made: Omit<HostedGeneration, "scope">): HostedGeneration {
     const { name, generation } = made;
     const scope = new Scope(`plugin ${name} generation ${generation}`);
-    void scope.add(async () => {
-      const worker = this.#worker;
-      if (worker === undefined || worker.stopped !== undefined || !this.#living.delete(generation)) return;
-      const ms = this.#options.limits.disposeDeadlineMs;
-      const what = `disposers of ${scope.name}`;
-      try {
-        await worker.request({ type: "dispose", generation }, ms, () => ({ what, phase: "dispose" }));
-      } catch (error) {
-        if (error instanceof PluginWorkerFault) throw new PluginCodeFault(error.fault.message);
-        // The worker was stopped: that was reported, and it restarts with the active generation.
-        throw new DeadlineExceeded({ what, ms });
-      }
-    });
+    void scope.add(() => this.#dispose(generation, scope.name));
     return { ...made, scope };
+  }
+
+  /** Runs a living generation's disposers in its worker, within the dispose deadline. */
+  async #dispose(generation: number, scopeName: string): Promise<void> {
+    const worker = liveTransport(this.#life);
+    if (worker === undefined || !lives(this.#life, generation)) return;
+    this.#move(disposed(this.#life, generation));
+    const ms = this.#options.limits.disposeDeadlineMs;
+    const what = `disposers of ${scopeName}`;
+    try {
+      await worker.request({ type: "dispose", generation }, ms, () => ({ what, phase: "dispose" }));
+    } catch (error) {
+      if (error instanceof PluginWorkerFault) throw new PluginCodeFault(error.fault.message);
+      // The worker was stopped: that was reported, and it restarts with the active generation.
+      throw new DeadlineExceeded({ what, ms });
+    }
   }
 
   #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
     const { boundary, key } = held;
-    const deadlines = this.#living.get(boundary.generation);
-    const worker = this.#worker;
-    if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
-      return Promise.resolve(unavailableObservation);
+    const worker = liveTransport(this.#life);
+    const deadlines = deadlinesOf(this.#life, boundary.generation);
+    if (worker === undefined || deadlines === undefined) return Promise.resolve(unavailableObservation);
+    const deadlineMs = deadlines.get(key) ?? this.#options.limits.deadlineMs;
     // Every source of a boundary is asked for in the same turn: one message carries them all.
-    if (boundary.waiting === undefined) {
-      const waiting: Waiting[] = [];
-      boundary.waiting = waiting;
-      queueMicrotask(() => {
-        boundary.waiting = undefined;
-        void this.#flush(worker, boundary, waiting);
-      });
-    }
-    const waiting = boundary.waiting;
-    return new Promise((resolve) => {
-      waiting.push({ stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
-    });
+    return new Promise((resolve) => boundary.join({ stored, held, deadlineMs, resolve }, worker));
   }
 
   async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<void> {
-    const { generation, env, plugin } = boundary;
-    const { deadlineMs, renderDeadlineMs } = this.#options.limits;
-    let longest = 0;
-    for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
-    const columns = asked(worker, waiting, this.#living.get(generation));
     let result: Observed;
     try {
-      result = await worker.request<Observed>(
-        { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
-        longest + renderDeadlineMs + graceMs,
-        (phase, index) => {
-          const key = waiting[index]?.held.key;
-          if (phase === undefined || phase === "load")
-            return { what: `loader ${key ?? "of the plugin"}`, phase: "load", key, ms: waiting[index]?.deadlineMs };
-          if (phase === "value") return { what: `the codec of ${key}`, phase, key };
-          return { what: `renderer "${phase}" of ${key}`, phase, key };
-        },
-      );
+      result = await this.#requestObservations(worker, boundary, waiting);
     } catch {
       // Reported where it happened: a stop by `#stopped`, nothing else rejects.
       for (const w of waiting) w.resolve(unavailableObservation);
       return;
     }
     const observations = Array.isArray(result?.observations) ? result.observations : [];
+    const faulted = this.#reportFaults(result);
+    const again: Waiting[] = [];
+    for (let index = 0; index < waiting.length; index++) {
+      const w = waiting[index] as Waiting;
+      const arrived = observations[index];
+      // The runner no longer had the held observation's value: asked once more, with the value.
+      if (arrived?.kind === "ask-again" && w.held.forgetUnchanged()) {
+        again.push(w);
+        continue;
+      }
+      if (faulted?.has(w.held.key) !== true) this.#observedWithoutFault(boundary.plugin, w.held.key, arrived);
+      w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
+    }
+    if (again.length > 0) await this.#flush(worker, boundary, again);
+  }
+
+  /** One observe request for a boundary's waiting sources. Rejects as the transport does. */
+  #requestObservations(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]) {
+    const { generation, env } = boundary;
+    const { deadlineMs, renderDeadlineMs } = this.#options.limits;
+    const columns = asked(worker, waiting, deadlinesOf(this.#life, generation));
+    return worker.request<Observed>(
+      { type: "observe", generation, env, now: this.#options.now(), deadlineMs, ...columns },
+      longestDeadline(waiting) + renderDeadlineMs + graceMs,
+      describeObserving(waiting),
+    );
+  }
+
+  /** Reports the faults an observe request met (64 at most): returns their keys, none if there were none. */
+  #reportFaults(result: Observed): Set<string | undefined> | undefined {
     const faults = Array.isArray(result?.faults) ? result.faults : [];
-    const faulted = faults.length === 0 ? undefined : new Set(faults.map((fault) => fault?.key));
+    if (faults.length === 0) return undefined;
     for (const fault of faults.slice(0, 64)) {
       if (typeof fault !== "object" || fault === null) continue;
       // A fault of one of its sources: never another plugin's name.
       const { plugin: _, ...sanitized } = sanitizeFault(fault);
       this.#report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
     }
-    const again: Waiting[] = [];
-    for (let i = 0; i < waiting.length; i++) {
-      const w = waiting[i] as Waiting;
-      const arrived = observations[i];
-      // The runner no longer had the held observation's value: asked once more, with the value.
-      if (arrived?.kind === "ask-again" && w.held.unchanged !== undefined) {
-        w.held.unchanged = undefined;
-        again.push(w);
-        continue;
-      }
-      const { key } = w.held;
-      if (faulted?.has(key) !== true) {
-        this.observed.set(key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
-        // Cheap at every boundary: only a source with a fault on record resolves anything.
-        if (this.faulted.delete(key)) this.#options.resolved(plugin, key);
-      }
-      w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
-    }
-    if (again.length > 0) await this.#flush(worker, boundary, again);
+    return new Set(faults.map((fault) => fault?.key));
   }
+
+  /**
+   * A source was observed without a fault: what its loader returned is noted, and a fault on record
+   * resolved.
+   */
+  #observedWithoutFault(plugin: string, key: string, arrived: WorkerObservation | undefined) {
+    const kind = arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value";
+    this.#observed.set(key, kind);
+    // Cheap at every boundary: only a source with a fault on record resolves anything.
+    if (this.#faulted.delete(key)) this.#options.resolved(plugin, key);
+  }
+}
+
+/** A load whose bundle failed: its inputs are the files esbuild read before. */
+function bundleFailed(file: string, error: unknown): Loaded {
+  const failure = error instanceof BundleFailed ? error : undefined;
+  const fault: WorkerFault = { phase: "bundle", message: messageOf(error), location: failure?.location };
+  return { kind: "bundle-failed", inputs: failure?.inputs ?? [file], fault };
+}
+
+/** What follows a stop, as its report says it. */
+function whatFollows(life: PluginLife, stop: PluginWorkerStopped, { crashWindowMs }: CrashLimits): string {
+  const count = life.crashes.length;
+  const within = `within ${crashWindowMs / 1000} s`;
+  if (life.kind === "disabled") {
+    return `; it stopped ${count} times ${within} and is disabled until its file changes`;
+  }
+  if (life.kind !== "restarting") return "";
+  const counted = stop.isCollateral ? "" : ` (stop ${count} ${within})`;
+  return `; restarting it with the last good generation${counted}`;
+}
+
+/**
+ * The deadline of each source a setup activated, by key: its own if it set a usable one, else
+ * `deadlineMs`.
+ */
+function sourceDeadlines(activated: Activated | undefined, deadlineMs: number): Map<string, number> {
+  const deadlines = new Map<string, number>();
+  const sources = Array.isArray(activated?.sources) ? activated.sources : [];
+  for (const source of sources) {
+    if (typeof source?.key !== "string") continue;
+    const own = source.deadlineMs;
+    const isUsable = typeof own === "number" && Number.isFinite(own) && own > 0;
+    deadlines.set(source.key, isUsable ? own : deadlineMs);
+  }
+  return deadlines;
+}
+
+// Observing a boundary's sources in one message
+
+/** Sends a boundary's batch of waiting sources to `worker` in one observe request. */
+type Flush = (worker: PluginTransport, boundary: Boundary, batch: readonly Waiting[]) => void;
+
+/** A generation's sources in one env: those observed in one turn are asked for in one message at its end. */
+class Boundary {
+  readonly generation: number;
+  readonly env: SourceEnv;
+  readonly plugin: string;
+  readonly #flush: Flush;
+  /** The sources observed so far in this turn. */
+  #batch: Waiting[] | undefined;
+
+  constructor(generation: number, env: SourceEnv, plugin: string, flush: Flush) {
+    this.generation = generation;
+    this.env = env;
+    this.plugin = plugin;
+    this.#flush = flush;
+  }
+
+  /**
+   * Adds a source to this turn's batch; the first of a turn (observed in `worker`) flushes it at
+   * the turn's end.
+   */
+  join(waiting: Waiting, worker: PluginTransport): void {
+    if (this.#batch === undefined) {
+      const batch: Waiting[] = [];
+      this.#batch = batch;
+      queueMicrotask(() => {
+        this.#batch = undefined;
+        this.#flush(worker, this, batch);
+      });
+    }
+    this.#batch.push(waiting);
+  }
+}
+
+type Present = Extract<PrerenderedObservation, { kind: "present" }>;
+type Texts = Pick<Present, "baseline" | "removed">;
+
+/** The last present observation that arrived: its number in the runner, its transport and its texts. */
+interface Arrival {
+  readonly number: number;
+  readonly transport: PluginTransport;
+  readonly texts: Texts;
+}
+
+/**
+ * One source of a generation in one env, and what the host holds of it: the texts of its last
+ * observation, and `unchanged`: that observation with the admitted value known to be its own
+ * (the very object the snapshot holds, so the runner is not sent it again), the same object
+ * while both stay.
+ */
+class Held {
+  readonly boundary: Boundary;
+  readonly key: string;
+  #arrival: Arrival | undefined;
+  #unchanged: Present | undefined;
+
+  constructor(boundary: Boundary, key: string) {
+    this.boundary = boundary;
+    this.key = key;
+  }
+
+  get arrival(): Arrival | undefined {
+    return this.#arrival;
+  }
+
+  get unchanged(): Present | undefined {
+    return this.#unchanged;
+  }
+
+  /**
+   * A present observation arrived, numbered: its texts are held, and no admitted value is known to
+   * be its own yet.
+   */
+  arrived(arrival: Arrival): void {
+    this.#arrival = arrival;
+    this.#unchanged = undefined;
+  }
+
+  /**
+   * The held texts, with `stored` (the admitted value, the very object: no check again) when they
+   * came from `transport`.
+   */
+  unchangedFrom(transport: PluginTransport, stored: Json | undefined): PrerenderedObservation {
+    const arrival = this.#arrival;
+    if (arrival?.transport !== transport || stored === undefined) return unavailableObservation;
+    if (this.#unchanged?.value !== stored) {
+      this.#unchanged = { kind: "present", value: stored, ...arrival.texts };
+    }
+    return this.#unchanged;
+  }
+
+  /**
+   * The runner no longer has the value of the observation held as unchanged: forgets it; false if
+   * none was held.
+   */
+  forgetUnchanged(): boolean {
+    if (this.#unchanged === undefined) return false;
+    this.#unchanged = undefined;
+    return true;
+  }
+}
+
+interface Waiting {
+  readonly stored: Json | undefined;
+  readonly held: Held;
+  readonly deadlineMs: number;
+  readonly resolve: (observation: PrerenderedObservation) => void;
 }
 
 /** What arrived for one source; the texts of a present one are held for later boundaries. */
@@ -473,41 +698,70 @@ function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: Worke
   if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
   if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
   const { held, stored } = waiting;
-  if (arrived.kind === "unchanged") {
-    // The admitted value (the very object: no check again) with the held texts.
-    if (held.arrival?.transport !== transport || stored === undefined) return unavailableObservation;
-    if (held.unchanged?.value !== stored) held.unchanged = { kind: "present", value: stored, ...held.arrival.texts };
-    return held.unchanged;
-  }
+  if (arrived.kind === "unchanged") return held.unchangedFrom(transport, stored);
   if (arrived.kind !== "present") return unavailableObservation;
   const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
   const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
-  if (typeof arrived.number === "number") {
-    held.arrival = { number: arrived.number, transport, texts };
-    held.unchanged = undefined;
-  }
+  if (typeof arrived.number === "number") held.arrived({ number: arrived.number, transport, texts });
+  const present: Present = { kind: "present", value: arrived.value, ...texts };
   const previous = arrived.previous;
-  if (typeof previous !== "object" || previous === null) return { kind: "present", value: arrived.value, ...texts };
+  if (typeof previous !== "object" || previous === null) return present;
   const update = previous.update === undefined ? {} : { update: textOf(previous.update) };
-  return { kind: "present", value: arrived.value, ...texts, previous: { decodes: previous.decodes === true, ...update } };
+  return { ...present, previous: { decodes: previous.decodes === true, ...update } };
 }
 
 /** The sources of one observe request, by column. */
-function asked(worker: PluginTransport, waiting: readonly Waiting[], generation: ReadonlyMap<string, number> | undefined) {
+function asked(worker: PluginTransport, waiting: readonly Waiting[], deadlines: Deadlines | undefined) {
+  // The number of the observation whose texts the host holds, from this worker; 0: none.
+  const held = Float64Array.from(waiting, (w) => {
+    const { arrival } = w.held;
+    return w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
+  });
   const stored: Array<readonly [number, unknown]> = [];
-  const held = new Float64Array(waiting.length);
-  let index = 0;
-  let isEveryKeyInOrder = waiting.length === generation?.size;
-  if (isEveryKeyInOrder) for (const key of generation?.keys() ?? []) isEveryKeyInOrder &&= waiting[index++]?.held.key === key;
-  for (index = 0; index < waiting.length; index++) {
+  for (let index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
-    const { arrival, unchanged } = w.held;
-    const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
-    held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
-    if (w.stored !== undefined && !(number > 0 && unchanged?.value === w.stored)) stored.push([index, w.stored]);
+    const isHeldValue = (held[index] as number) > 0 && w.held.unchanged?.value === w.stored;
+    if (w.stored !== undefined && !isHeldValue) stored.push([index, w.stored]);
   }
-  return { ...(isEveryKeyInOrder ? {} : { keys: waiting.map((w) => w.held.key) }), stored, held };
+  const keys = isEveryKeyInOrder(waiting, deadlines) ? {} : { keys: waiting.map((w) => w.held.key) };
+  return { ...keys, stored, held };
+}
+
+/**
+ * Whether the batch holds every source of the generation, in its order: then the request need not
+ * name them.
+ */
+function isEveryKeyInOrder(waiting: readonly Waiting[], deadlines: Deadlines | undefined): boolean {
+  if (deadlines === undefined || waiting.length !== deadlines.size) return false;
+  let index = 0;
+  for (const key of deadlines.keys()) {
+    if (waiting[index]?.held.key !== key) return false;
+    index++;
+  }
+  return true;
+}
+
+/** The longest loader deadline among a batch's sources. */
+function longestDeadline(waiting: readonly Waiting[]): number {
+  let longest = 0;
+  for (const w of waiting) longest = Math.max(longest, w.deadlineMs);
+  return longest;
+}
+
+/**
+ * What an observe request of `waiting` was doing when it missed its deadline: the source at
+ * `index`, in `phase`.
+ */
+function describeObserving(waiting: readonly Waiting[]): Describe {
+  return (phase, index) => {
+    const key = waiting[index]?.held.key;
+    if (phase === undefined || phase === "load") {
+      return { what: `loader ${key ?? "of the plugin"}`, phase: "load", key, ms: waiting[index]?.deadlineMs };
+    }
+    if (phase === "value") return { what: `the codec of ${key}`, phase, key };
+    return { what: `renderer "${phase}" of ${key}`, phase, key };
+  };
 }
 
 function textOf(text: WorkerText | undefined): RenderedText {

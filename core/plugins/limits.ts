@@ -23,7 +23,10 @@ export interface PluginLimits {
   readonly crashWindowMs: number;
   /** Waits before the n-th restart of a worker within the window (the last one repeats). */
   readonly backoffMs: readonly number[];
-  /** Plugins that get a worker of their own (may be 0); those beyond share workers, each in its realm (decision 185). */
+  /**
+   * Plugins that get a worker of their own (may be 0); those beyond share workers, each in its
+   * realm (decision 185).
+   */
   readonly dedicatedWorkers: number;
   /** Plugins sharing one worker, beyond `dedicatedWorkers` (1: none share). */
   readonly pluginsPerWorker: number;
@@ -56,16 +59,18 @@ export class PluginLimitInvalid extends RangeError {
 
 /** The limits given (undefined: the default), checked, in one frozen object. */
 export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {
-  const resolved: Record<string, unknown> = {};
-  for (const name of Object.keys(pluginLimitDefaults) as Array<keyof PluginLimits>) {
-    const value = given[name] ?? pluginLimitDefaults[name];
-    // No dedicated worker at all is valid: every plugin shares one.
-    const isValid =
-      name === "backoffMs"
-        ? Array.isArray(value) && value.length > 0 && value.every((ms) => typeof ms === "number" && ms >= 0)
-        : typeof value === "number" && (value > 0 || (name === "dedicatedWorkers" && value === 0));
-    if (!isValid) throw new PluginLimitInvalid(name, value);
-    resolved[name] = Array.isArray(value) ? Object.freeze([...value]) : value;
-  }
-  return Object.freeze(resolved) as unknown as PluginLimits;
+  const names = Object.keys(pluginLimitDefaults) as Array<keyof PluginLimits>;
+  const resolved = names.map((name) => [name, checkedLimit(name, given[name] ?? pluginLimitDefaults[name])]);
+  return Object.freeze(Object.fromEntries(resolved)) as PluginLimits;
+}
+
+/** A limit's value if it is valid (an array frozen as a copy); throws `PluginLimitInvalid` if not. */
+function checkedLimit(name: keyof PluginLimits, value: unknown): unknown {
+  // No dedicated worker at all is valid: every plugin shares one.
+  const isValid =
+    name === "backoffMs"
+      ? Array.isArray(value) && value.length > 0 && value.every((ms) => typeof ms === "number" && ms >= 0)
+      : typeof value === "number" && (value > 0 || (name === "dedicatedWorkers" && value === 0));
+  if (!isValid) throw new PluginLimitInvalid(name, value);
+  return Array.isArray(value) ? Object.freeze([...value]) : value;
 }

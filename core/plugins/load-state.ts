@@ -25,7 +25,8 @@ export function changed(state: LoadState, isProvisional: boolean): LoadState {
   if (state.kind === "idle") return { kind: "due", isProvisional };
   if (state.kind === "due") return { ...state, isProvisional: state.isProvisional && isProvisional };
   if (state.kind === "removed") return state;
-  return { kind: "loading", change: { isProvisional: (state.change?.isProvisional ?? true) && isProvisional } };
+  const wasProvisional = state.change?.isProvisional ?? true;
+  return { kind: "loading", change: { isProvisional: wasProvisional && isProvisional } };
 }
 
 /** A scan found the file: its first load is due, and already runs (so setups run concurrently). */

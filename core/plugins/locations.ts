@@ -13,7 +13,10 @@ export interface Location {
   readonly lineText?: string;
 }
 
-/** What locating reads of a bundle (`evaluate.ts`'s `Evaluable` holds it): its entry file, its code and its folder. */
+/**
+ * What locating reads of a bundle (`evaluate.ts`'s `Evaluable` holds it): its entry file, its code
+ * and its folder.
+ */
 type Located = { readonly entry: string; readonly code: string; readonly baseDir: string };
 
 // A distinct name per generation keeps stack frames (and source maps) apart.
@@ -32,21 +35,22 @@ export class BundleLocations {
   }
 
   #sourceMap(): SourceMap | null {
-    if (this.#map === undefined) {
-      const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(this.#bundle.code);
-      this.#map = match === null ? null : new SourceMap(JSON.parse(Buffer.from(match[1] as string, "base64").toString("utf8")));
-    }
+    if (this.#map === undefined) this.#map = inlineSourceMapOf(this.#bundle.code);
     return this.#map;
   }
 
-  /** The original location of the first stack frame inside the bundle, or its `cause`'s; never throws (a `stack` may). */
+  /**
+   * The original location of the first stack frame inside the bundle, or its `cause`'s; never
+   * throws (a `stack` may).
+   */
   locate(error: unknown, depth = 0): Location | undefined {
     try {
       const stack = error instanceof Error ? (error.stack ?? "") : "";
       const escaped = this.#name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       const frame = new RegExp(`${escaped}:(\\d+):(\\d+)`).exec(stack);
-      if (frame === null && error instanceof Error && error.cause !== undefined && depth < 4)
-        return this.locate(error.cause, depth + 1);
+      // Not thrown in the bundle: where its cause was, a few causes deep at most.
+      const hasCause = error instanceof Error && error.cause !== undefined;
+      if (frame === null && hasCause && depth < 4) return this.locate(error.cause, depth + 1);
       const map = frame === null ? null : this.#sourceMap();
       if (frame === null || map === null) return undefined;
       const entry: Partial<SourceMapping> = map.findEntry(Number(frame[1]) - 1, Number(frame[2]) - 1);
@@ -67,4 +71,12 @@ function readQuietly(file: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The source map esbuild put inline at the end of a bundle's code, if there is one. */
+function inlineSourceMapOf(code: string): SourceMap | null {
+  const match = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(code);
+  if (match === null) return null;
+  const text = Buffer.from(match[1] as string, "base64").toString("utf8");
+  return new SourceMap(JSON.parse(text));
 }

@@ -17,7 +17,10 @@ export class Namespaces {
   /** File that lost its namespace → the file it lost it to. */
   readonly #displaced = new Map<string, string>();
 
-  /** Whether `file` may hold `name`, given who holds it now; a refused file waits until the holder lets go. */
+  /**
+   * Whether `file` may hold `name`, given who holds it now; a refused file waits until the holder
+   * lets go.
+   */
   check(name: string, file: string): Claim {
     const holder = this.#holders.get(name);
     if (holder === undefined || holder === file) return { kind: "granted", displaced: undefined };
@@ -28,7 +31,9 @@ export class Namespaces {
 
   /** `file` holds `name` now: the swap `check` granted is done. */
   hold(name: string, file: string, displaced: string | undefined): void {
-    for (const [held, holder] of this.#holders) if (holder === file && held !== name) this.#holders.delete(held);
+    for (const [held, holder] of this.#holders) {
+      if (holder === file && held !== name) this.#holders.delete(held);
+    }
     this.#holders.set(name, file);
     this.#displaced.delete(file);
     if (displaced !== undefined) this.#displaced.set(displaced, file);
@@ -36,7 +41,9 @@ export class Namespaces {
 
   /** `file` holds no namespace any more; returns the files that lost theirs to it. */
   release(file: string): string[] {
-    for (const [name, holder] of this.#holders) if (holder === file) this.#holders.delete(name);
+    for (const [name, holder] of this.#holders) {
+      if (holder === file) this.#holders.delete(name);
+    }
     this.#displaced.delete(file);
     return this.takeWaiters(file);
   }

@@ -1,7 +1,8 @@
-// Owns the plugin set: one entry per discovered plugin file, each with its own queue of loads
-// and its load state (`load-state.ts`), the swap of a loaded generation into the registry, and
-// the events the host hears. A plugin never takes the host down: every failure becomes a
-// diagnostic and the last good generation stays active.
+// Owns the plugin set: one entry per discovered plugin file (`plugin-entry.ts`), each with its
+// own queue of loads and its load state, the swap of a loaded generation into the registry,
+// and the events the host hears. What becomes of a load it tells the plugin's handle
+// (`HostedPlugin`), which alone owns the plugin's life. A plugin never takes the host down:
+// every failure becomes a diagnostic and the last good generation stays active.
 
 import path from "node:path";
 import type { AwilixContainer } from "awilix";
@@ -13,22 +14,33 @@ import { Listeners } from "../base/listeners.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { LoadTimings, PluginEvent, PluginInfo, PluginOrigin } from "./events.ts";
 import { type FoundPlugins, findPlugins, hostPackageVersion, lookUpPackage, readPluginEntry } from "./find.ts";
-import { type HostedGeneration, HostedPlugin, hundredths, type Loaded } from "./hosted-plugin.ts";
+import { HostedPlugin, hundredths, type Loaded } from "./hosted-plugin.ts";
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
-import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
+import { isStale } from "./load-state.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
+import { PluginEntry } from "./plugin-entry.ts";
+import type { HostedGeneration } from "./plugin-life.ts";
 import { InThreadTransport } from "./runner.ts";
-import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
+import { PluginWatcher } from "./watching.ts";
 import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
-import type { WorkerFault } from "./worker/protocol.ts";
+import type { PluginTransport, PluginWorkerStopped, WorkerFault } from "./worker/protocol.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {
-  /** Folders of plugins, plugin files (absolute or relative to `projectRoot`), names of installed plugin packages (decisions 130, 131). */
+  /**
+   * Folders of plugins, plugin files (absolute or relative to `projectRoot`), names of
+   * installed plugin packages (decisions 130, 131).
+   */
   readonly folders: readonly string[];
-  /** Where relative entries and package names resolve from (default: the `location` service, else the working folder). */
+  /**
+   * Where relative entries and package names resolve from (default: the `location` service, else
+   * the working folder).
+   */
   readonly projectRoot?: string;
-  /** The version packages' peer ranges of context-host are checked against (default: this package's; none known: unchecked). */
+  /**
+   * The version packages' peer ranges of context-host are checked against (default: this
+   * package's; none known: unchecked).
+   */
   readonly hostVersion?: string;
   readonly registry: Registry;
   /** The host's awilix container with `clock`, `logger` and `location` registered. */
@@ -37,48 +49,38 @@ export interface PluginSetOptions extends Partial<PluginLimits> {
   readonly settings?: Readonly<Record<string, unknown>>;
   /** Hot reload on file changes (default true). */
   readonly watch?: boolean;
-  /** Quiet time after a burst of changes before the plugin is checked once more (default 50 ms); the first change reloads at once. */
+  /**
+   * Quiet time after a burst of changes before the plugin is checked once more (default
+   * 50 ms); the first change reloads at once.
+   */
   readonly debounceMs?: number;
-  /** Namespaces of the host's core sources (`core` always): no plugin may take them, so no plugin key collides with a core source. */
+  /**
+   * Namespaces of the host's core sources (`core` always): no plugin may take them, so no
+   * plugin key collides with a core source.
+   */
   readonly reservedNamespaces?: readonly string[];
   /** The host's diagnostics channel (a new one when not given). */
   readonly diagnostics?: Diagnostics;
-  /** Where plugin code runs (decision 060): each plugin in its own worker thread (default), or in the host's own thread (`none`: trusted code, comparisons). */
+  /**
+   * Where plugin code runs (decision 060): each plugin in its own worker thread (default), or
+   * in the host's own thread (`none`: trusted code, comparisons).
+   */
   readonly isolation?: Isolation;
 }
 
 export type Isolation = "worker" | "none";
 
-/**
- * One discovered plugin file and its life. Its loads stand in `load` (a `LoadState`, moved
- * only by its transitions); the rest is what the loads left: the active generation (its handle's), the
- * last failure (both may hold at once: a failed reload keeps the last good generation).
- */
-interface PluginEntry {
-  readonly id: string;
-  readonly file: string;
-  /** Its folder, or its package and the version last found. */
-  origin: PluginOrigin;
-  /** The host's handle on the plugin's runner (its transport starts with the entry). */
-  readonly hosted: HostedPlugin;
-  load: LoadState;
-  /** Why the last load failed (its diagnostic was emitted). */
-  failed?: Diagnostic;
-  /** Files the last bundle attempt read, and when they reload the plugin. */
-  readonly inputs: WatchedPlugin;
-  /**
-   * Identities of the diagnostics this file reported since its problems were last resolved.
-   * Not by plugin name: a file that lost the name to another still has its problem when the other reloads.
-   */
-  readonly reported: Set<string>;
-  /** This file's work, one task after another: loads, swaps, closes of its generations. */
-  queue: Promise<void>;
-  /** A generation a change overtook before its swap: the next load swaps it in if it bundles the same content (decision 195). */
-  overtaken?: HostedGeneration;
-}
-
 /** The phases of a source's faults at a boundary (as opposed to its generation's). */
 const boundaryPhases = new Set(["load", "value", "baseline", "update", "removed"]);
+
+/** A plugin file whose latest load failed, or a package not loaded, and why. */
+type Failure = { readonly file: string; readonly diagnostic: Diagnostic };
+
+/**
+ * The timers of the set: the rescan after a burst of folder changes, the re-check of packages when
+ * their installs are quiet.
+ */
+type Timer = "rescan" | "package re-check";
 
 export class PluginSet {
   readonly #options: PluginSetOptions;
@@ -103,8 +105,7 @@ export class PluginSet {
   readonly #tasks = new Set<Promise<void>>();
   #settledWaiters: Array<() => void> = [];
   readonly #watcher: PluginWatcher;
-  /** The rescan due after a burst of folder changes, and the re-check of packages when their installs are quiet. */
-  readonly #timers = new Map<"rescan" | "package re-check", NodeJS.Timeout>();
+  readonly #timers = new Map<Timer, NodeJS.Timeout>();
   #isClosed = false;
   /** The first loads have settled: later activations and removals re-check the settings' names. */
   #isStarted = false;
@@ -123,8 +124,24 @@ export class PluginSet {
     this.#hostVersion = options.hostVersion ?? hostPackageVersion();
     this.#reserved = [...new Set(["core", ...(options.reservedNamespaces ?? [])])];
     this.#limits = resolvePluginLimits(options);
+    this.#workers = options.isolation === "none" ? undefined : this.#startWorkers(location, clock, logger);
+    // Quiet time after a burst of changes before a plugin or the packages are checked once more.
+    const quietMs = Math.max(100, (options.debounceMs ?? 50) * 2);
+    this.#watcher = this.#watch(quietMs);
+  }
+
+  /**
+   * Where plugins run, each in a worker; the workers' program is built while the watcher starts
+   * (decision 190).
+   */
+  #startWorkers(location: string, clock: Clock, logger: Logger | undefined): PluginWorkers {
     const { maxDepth, maxValueBytes } = this.#limits;
-    const init = { location, clock: clock === systemClock ? ("system" as const) : ("host" as const), maxDepth, maxValueBytes };
+    const init = {
+      location,
+      clock: clock === systemClock ? ("system" as const) : ("host" as const),
+      maxDepth,
+      maxValueBytes,
+    };
     // A plugin's printed and logged lines reach the host's logger with control characters escaped.
     const log = (level: "info" | "warn" | "error", message: string) => {
       try {
@@ -133,21 +150,24 @@ export class PluginSet {
         // A failing logger must not break the host.
       }
     };
-    this.#workers = options.isolation === "none" ? undefined : new PluginWorkers(this.#limits, init, log);
-    // The workers' program is built while the watcher starts (decision 190).
-    if (this.#workers !== undefined) void workerProgram().catch(() => {});
-    // Quiet time after a burst of changes before a plugin or the packages are checked once more.
-    const quietMs = Math.max(100, (options.debounceMs ?? 50) * 2);
-    const folders = options.folders.flatMap((entry) => {
+    const workers = new PluginWorkers(this.#limits, init, log);
+    void workerProgram().catch(() => {});
+    return workers;
+  }
+
+  /** Watches the plugin folders, the plugins' files and where packages are installed. */
+  #watch(quietMs: number): PluginWatcher {
+    const folders = this.#options.folders.flatMap((entry) => {
       const spec = readPluginEntry(entry, this.#projectRoot);
       return spec.kind === "path" ? [spec.path] : [];
     });
-    this.#watcher = new PluginWatcher({
+    return new PluginWatcher({
       folders,
-      isWatching: options.watch ?? true,
+      isWatching: this.#options.watch ?? true,
       quietMs,
       onFolderChange: () => this.#scheduleRescan(),
-      // A package was installed, replaced, removed or changed: look packages up now, and once more when quiet (files may still be written).
+      // A package was installed, replaced, removed or changed: look packages up now, and once
+      // more when quiet (files may still be written).
       onPackageChange: (name) => {
         this.#replacedPackages.add(name);
         this.#scheduleRescan();
@@ -158,8 +178,13 @@ export class PluginSet {
       },
       // A folder gone, a limit reached: reported; watching goes on where it can.
       onError: (error) => {
-        const message = `watcher: ${messageOf(error)}`;
-        const diagnostic = { origin: "watcher", plugin: "host", file: folders.join(", "), phase: "watch", message } as const;
+        const diagnostic: Diagnostic = {
+          origin: "watcher",
+          plugin: "host",
+          file: folders.join(", "),
+          phase: "watch",
+          message: `watcher: ${messageOf(error)}`,
+        };
         this.#emit({ kind: "diagnostic", diagnostic });
       },
     });
@@ -168,12 +193,17 @@ export class PluginSet {
   /** Loads every plugin (by name) once the watcher is up, so no change is missed. */
   static async start(options: PluginSetOptions): Promise<PluginSet> {
     const set = new PluginSet(options);
-    await set.#watcher.ready;
-    set.#rescan();
-    await set.settled();
-    set.#isStarted = true;
-    set.#checkSettingsNames();
+    await set.#loadAll();
     return set;
+  }
+
+  /** The first loads, once the watcher is up; when they have settled, the settings' names are checked. */
+  async #loadAll() {
+    await this.#watcher.ready;
+    this.#rescan();
+    await this.settled();
+    this.#isStarted = true;
+    this.#checkSettingsNames();
   }
 
   /**
@@ -186,11 +216,7 @@ export class PluginSet {
   #checkSettingsNames() {
     const settings = this.#options.settings ?? {};
     const isAnyUnknown = this.#packageProblems.size > 0;
-    const names = new Set<string>();
-    for (const entry of this.#entries.values()) {
-      const name = entry.hosted.active?.name ?? entry.failed?.plugin;
-      if (name !== undefined) names.add(name);
-    }
+    const names = this.#pluginNames();
     const known = [...names].sort(compareText);
     for (const name of Object.keys(settings)) {
       const setting = `pluginSettings.${name}`;
@@ -199,8 +225,25 @@ export class PluginSet {
       if (names.has(name) || isAnyUnknown) continue;
       const there = known.length === 0 ? "there are no plugins" : `the plugins: ${known.join(", ")}`;
       const message = `no plugin is named ${JSON.stringify(name)}, so these settings are not used (${there})`;
-      this.#emit({ kind: "diagnostic", diagnostic: { origin: "plugin", plugin: name, file: setting, phase: "config", message } });
+      const diagnostic: Diagnostic = {
+        origin: "plugin",
+        plugin: name,
+        file: setting,
+        phase: "config",
+        message,
+      };
+      this.#emit({ kind: "diagnostic", diagnostic });
     }
+  }
+
+  /** The names of the plugins there are: active, or named by the problem of their failed load. */
+  #pluginNames(): Set<string> {
+    const names = new Set<string>();
+    for (const entry of this.#entries.values()) {
+      const name = entry.hosted.active?.name ?? entry.failed?.plugin;
+      if (name !== undefined) names.add(name);
+    }
+    return names;
   }
 
   /** Receives every later event. Returns an unsubscribe. */
@@ -227,13 +270,25 @@ export class PluginSet {
     return infos.sort((a, b) => compareText(a.name, b.name));
   }
 
-  /** Plugin files whose latest load failed, and packages not loaded (not installed, incompatible), each with why. */
-  failures(): Array<{ readonly file: string; readonly diagnostic: Diagnostic }> {
-    const failed = [...this.#entries.values()].flatMap(({ file, failed }) => (failed ? [{ file, diagnostic: failed }] : []));
-    return [...failed, ...[...this.#packageProblems.values()].map((diagnostic) => ({ file: diagnostic.file, diagnostic }))];
+  /**
+   * Plugin files whose latest load failed, and packages not loaded (not installed, incompatible),
+   * each with why.
+   */
+  failures(): Failure[] {
+    const failures: Failure[] = [];
+    for (const { file, failed } of this.#entries.values()) {
+      if (failed !== undefined) failures.push({ file, diagnostic: failed });
+    }
+    for (const diagnostic of this.#packageProblems.values()) {
+      failures.push({ file: diagnostic.file, diagnostic });
+    }
+    return failures;
   }
 
-  /** Resolves once no load is queued or running and no re-check is due (told by the events that end them, no polling). */
+  /**
+   * Resolves once no load is queued or running and no re-check is due (told by the events that end
+   * them, no polling).
+   */
   settled(): Promise<void> {
     if (this.#isSettled()) return Promise.resolve();
     return new Promise((resolve) => this.#settledWaiters.push(resolve));
@@ -241,8 +296,8 @@ export class PluginSet {
 
   #isSettled(): boolean {
     if (this.#tasks.size > 0 || this.#timers.size > 0 || this.#watcher.isPending) return false;
-    for (const entry of this.#entries.values()) if (entry.load.kind === "due" || entry.load.kind === "loading") return false;
-    return true;
+    const isLoadDue = (entry: PluginEntry) => entry.load.kind === "due" || entry.load.kind === "loading";
+    return ![...this.#entries.values()].some(isLoadDue);
   }
 
   #checkSettled() {
@@ -251,16 +306,12 @@ export class PluginSet {
   }
 
   /** Queues `task` on the entry's queue (after `after`); the set is busy until it ends. */
-  #enqueue(entry: PluginEntry, task: () => Promise<void>, after: Promise<unknown> = entry.queue): Promise<void> {
-    const queued = after
-      .then(task)
-      .catch(() => {})
-      .finally(() => {
-        this.#tasks.delete(queued);
-        this.#checkSettled();
-      });
+  #enqueue(entry: PluginEntry, task: () => Promise<void>, after?: Promise<unknown>): Promise<void> {
+    const queued = entry.enqueue(task, after, () => {
+      this.#tasks.delete(queued);
+      this.#checkSettled();
+    });
     this.#tasks.add(queued);
-    entry.queue = queued;
     return queued;
   }
 
@@ -278,8 +329,9 @@ export class PluginSet {
     this.#timers.clear();
     await this.#watcher.close();
     const entries = [...this.#entries.values()];
-    for (const entry of entries) entry.load = removed;
-    // Every queued task ends first: the loads under way, and the closes of displaced holders' generations they queued.
+    for (const entry of entries) entry.removed();
+    // Every queued task ends first: the loads under way, and the closes of displaced holders'
+    // generations they queued.
     while (this.#tasks.size > 0) await Promise.all(this.#tasks);
     // Disposers run within the dispose deadline; then the worker stops, whatever it still runs.
     await Promise.all(entries.map((entry) => this.#deactivate(entry).then(() => entry.hosted.close())));
@@ -292,7 +344,8 @@ export class PluginSet {
     // A repeated identical diagnostic counts up in the channel and is not announced again.
     if (event.kind === "diagnostic" && !this.#diagnostics.report(event.diagnostic)) return;
     this.#listeners.emit(event);
-    if (this.#isStarted && (event.kind === "activated" || event.kind === "removed")) this.#checkSettingsNames();
+    const isNameChange = event.kind === "activated" || event.kind === "removed";
+    if (this.#isStarted && isNameChange) this.#checkSettingsNames();
   }
 
   /** Reports a problem of the entry's file, under its own plugin and file unless the problem names others. */
@@ -319,39 +372,54 @@ export class PluginSet {
     for (const plugin of found.plugins) {
       seen.add(plugin.file);
       const known = this.#entries.get(plugin.file);
-      if (known === undefined) {
-        created.add(this.#newEntry(plugin.id, plugin.file, plugin.origin));
-        continue;
-      }
-      known.origin = plugin.origin;
-      const name = plugin.origin.kind === "package" ? plugin.origin.name : undefined;
-      if (name !== undefined && known.load.kind !== "removed" && (updated.has(name) || this.#replacedPackages.has(name))) {
-        // An updated package reloads its plugins even when their bundles are byte for byte the
-        // same (its dependencies may have changed); a replaced one is loaded again if they differ.
-        if (updated.has(name)) known.hosted.attemptedHash = undefined;
-        void this.#markDirty(known, false);
-      }
+      if (known === undefined) created.add(this.#newEntry(plugin.id, plugin.file, plugin.origin));
+      else this.#foundAgain(known, plugin.origin, updated);
     }
     // New plugins load one after another in sorted order of name, so their setups, events and
     // diagnostics come in that order; each plugin's own queue keeps its later loads in order.
-    const entries = [...this.#entries.values()].sort((a, b) => compareText(a.id, b.id) || compareText(a.file, b.file));
+    const entries = [...this.#entries.values()].sort(byName);
     let previous: Promise<void> = Promise.resolve();
     for (const entry of entries) {
       if (!seen.has(entry.file)) this.#remove(entry);
-      else if (created.has(entry)) {
-        // Plugins bundle at once and, each in its own worker, set up concurrently (a stuck one
-        // costs start-up one deadline); in the host's thread their setups take turns in name
-        // order, so their side effects come in that order. They are swapped in in name order.
-        entry.load = discovered(this.#load(entry, false, this.#workers === undefined ? previous : undefined));
-        previous = this.#drain(entry, previous);
-      }
+      else if (created.has(entry)) previous = this.#loadFirst(entry, previous);
     }
   }
 
-  /** Watches where the packages a scan found are installed, reports their new problems and resolves gone ones; returns those whose package.json changed. */
+  /**
+   * A scan found a known plugin file again. An updated package reloads its plugins even when
+   * their bundles are byte for byte the same (its dependencies may have changed); a replaced
+   * one is loaded again if they differ.
+   */
+  #foundAgain(entry: PluginEntry, origin: PluginOrigin, updated: ReadonlySet<string>) {
+    entry.foundAgain(origin);
+    const name = origin.kind === "package" ? origin.name : undefined;
+    if (name === undefined || entry.load.kind === "removed") return;
+    if (!updated.has(name) && !this.#replacedPackages.has(name)) return;
+    if (updated.has(name)) entry.hosted.forgetAttempt();
+    void this.#markDirty(entry, false);
+  }
+
+  /**
+   * The first load of a plugin a scan found, swapped in after `previous` (the plugin before it
+   * in name order). Plugins bundle at once and, each in its own worker, set up concurrently (a
+   * stuck one costs start-up one deadline); in the host's thread their setups take turns in name
+   * order, so their side effects come in that order.
+   */
+  #loadFirst(entry: PluginEntry, previous: Promise<void>): Promise<void> {
+    const turn = this.#workers === undefined ? previous : undefined;
+    entry.discovered(this.#load(entry, false, turn));
+    return this.#drain(entry, previous);
+  }
+
+  /**
+   * Watches where the packages a scan found are installed, reports their new problems and
+   * resolves gone ones; returns those whose package.json changed.
+   */
   #notePackages(found: FoundPlugins): Set<string> {
     const updated = new Set<string>();
-    for (const [name, seen] of found.packages) if ((this.#packages.get(name) ?? seen) !== seen) updated.add(name);
+    for (const [name, seen] of found.packages) {
+      if ((this.#packages.get(name) ?? seen) !== seen) updated.add(name);
+    }
     this.#packages = found.packages;
     this.#watcher.watchInstallPlaces(found.installPlaces);
     const known = this.#packageProblems;
@@ -362,40 +430,41 @@ export class PluginSet {
     }
     const isGone = (id: string) => known.has(id) && !this.#packageProblems.has(id);
     this.#diagnostics.resolve((d) => d.phase === "package" && isGone(diagnosticIdentity(d)));
-    for (const [id, diagnostic] of this.#packageProblems) if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
+    for (const [id, diagnostic] of this.#packageProblems) {
+      if (!known.has(id)) this.#emit({ kind: "diagnostic", diagnostic });
+    }
     return updated;
   }
 
   /** A plugin file a scan found for the first time, entered in the set. */
   #newEntry(id: string, file: string, origin: PluginOrigin): PluginEntry {
-    const { container, settings = {} } = this.#options;
-    const limits = this.#limits;
-    const entry: PluginEntry = {
-      id,
+    const hosted = new HostedPlugin({
       file,
-      origin,
-      hosted: new HostedPlugin({
-        file,
-        settings,
-        reserved: this.#reserved,
-        limits,
-        now: () => this.#clock.now(),
-        startTransport: async (onStopped) =>
-          this.#workers === undefined ? new InThreadTransport({ container, limits }) : this.#workers.start(file, onStopped),
-        // The runner's stops and faults become the entry's diagnostics.
-        report: (problem) => this.#diagnose(entry, problem),
-        resolved: (plugin, key) => {
-          const isResolved = (d: Diagnostic) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase);
-          this.#diagnostics.resolve((d) => isResolved(d) && entry.reported.has(diagnosticIdentity(d)));
-        },
-      }),
-      load: idle,
-      inputs: this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional)),
-      reported: new Set(),
-      queue: Promise.resolve(),
-    };
+      settings: this.#options.settings ?? {},
+      reserved: this.#reserved,
+      limits: this.#limits,
+      now: () => this.#clock.now(),
+      startTransport: (onStopped) => this.#startTransport(file, onStopped),
+      // The runner's stops and faults become the entry's diagnostics.
+      report: (problem) => this.#diagnose(entry, problem),
+      resolved: (plugin, key) => this.#resolveBoundaryFault(entry, plugin, key),
+    });
+    const inputs = this.#watcher.track(file, (isProvisional) => void this.#markDirty(entry, isProvisional));
+    const entry: PluginEntry = new PluginEntry({ id, file, origin, hosted, inputs });
     this.#entries.set(file, entry);
     return entry;
+  }
+
+  /** A plugin's transport: a worker thread (its own, or shared), or the host's own thread. */
+  async #startTransport(file: string, onStopped: (stopped: PluginWorkerStopped) => void): Promise<PluginTransport> {
+    if (this.#workers !== undefined) return this.#workers.start(file, onStopped);
+    return new InThreadTransport({ container: this.#options.container, limits: this.#limits });
+  }
+
+  /** A source of the entry's plugin was observed without the fault it reported at a boundary. */
+  #resolveBoundaryFault(entry: PluginEntry, plugin: string, key: string) {
+    const isResolved = (d: Diagnostic) => d.plugin === plugin && d.key === key && boundaryPhases.has(d.phase);
+    this.#diagnostics.resolve((d) => isResolved(d) && entry.reported.has(diagnosticIdentity(d)));
   }
 
   #scheduleRescan() {
@@ -403,7 +472,7 @@ export class PluginSet {
   }
 
   /** Runs `task` once `ms` pass without another call for the same timer; the set is not settled meanwhile. */
-  #after(timer: "rescan" | "package re-check", ms: number, task: () => void) {
+  #after(timer: Timer, ms: number, task: () => void) {
     clearTimeout(this.#timers.get(timer));
     const timeout = setTimeout(() => {
       this.#timers.delete(timer);
@@ -414,7 +483,7 @@ export class PluginSet {
   }
 
   #remove(entry: PluginEntry) {
-    entry.load = removed;
+    entry.removed();
     this.#watcher.forget(entry.inputs);
     void this.#enqueue(entry, async () => {
       this.#entries.delete(entry.file);
@@ -426,7 +495,7 @@ export class PluginSet {
   }
 
   #markDirty(entry: PluginEntry, isProvisional: boolean): Promise<void> {
-    entry.load = changed(entry.load, isProvisional);
+    entry.changed(isProvisional);
     return this.#drain(entry);
   }
 
@@ -435,10 +504,8 @@ export class PluginSet {
     const drain = async () => {
       while (entry.load.kind === "due" && !this.#isClosed) {
         const { isProvisional, preload } = entry.load;
-        entry.load = began(entry.load);
-        await this.#loadOnce(entry, isProvisional, preload).finally(() => {
-          entry.load = finished(entry.load);
-        });
+        entry.loadBegan();
+        await this.#loadOnce(entry, isProvisional, preload).finally(() => entry.loadFinished());
       }
     };
     return this.#enqueue(entry, drain, after);
@@ -447,54 +514,78 @@ export class PluginSet {
   /** One load of a plugin, never rejecting. */
   async #load(entry: PluginEntry, isProvisional: boolean, turn?: Promise<unknown>): Promise<Loaded> {
     const { origin, inputs } = entry;
-    // A package replaced since it was looked up (by a version not for this host) is not run; the scan that follows says why.
-    if (origin.kind === "package") {
-      const lookup = lookUpPackage(origin.name, this.#projectRoot, this.#hostVersion);
-      if (!lookup.plugins.some((plugin) => plugin.file === entry.file)) {
-        this.#scheduleRescan();
-        // No content was bundled: no hash that could match the active generation's (nothing is restored).
-        return { kind: "unchanged", inputs: inputs.files, hash: "" };
-      }
+    // A package replaced since it was looked up (by a version not for this host) is not run;
+    // the scan that follows says why.
+    if (origin.kind === "package" && !this.#isStillInstalled(entry, origin.name)) {
+      this.#scheduleRescan();
+      // No content was bundled: no hash that could match the active generation's (nothing is restored).
+      return { kind: "unchanged", inputs: inputs.files, hash: "" };
     }
-    const { overtaken } = entry;
-    return entry.hosted.load({ ownDependenciesFirst: origin.kind === "package", isProvisional, overtaken }, turn);
+    const request = { ownDependenciesFirst: origin.kind === "package", isProvisional };
+    return entry.hosted.load(request, turn);
   }
 
-  async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined): Promise<void> {
+  /** Whether package `name`, looked up now, still has the entry's plugin for this host. */
+  #isStillInstalled(entry: PluginEntry, name: string): boolean {
+    const lookup = lookUpPackage(name, this.#projectRoot, this.#hostVersion);
+    return lookup.plugins.some((plugin) => plugin.file === entry.file);
+  }
+
+  /**
+   * One load and what becomes of it: a kept overtaken generation it does not use is closed, the
+   * files it read are watched, and its generation is swapped in, kept as overtaken or closed.
+   */
+  async #loadOnce(entry: PluginEntry, isProvisional: boolean, preload: Promise<Loaded> | undefined) {
     const result = await (preload ?? this.#load(entry, isProvisional));
-    const { overtaken } = entry;
-    entry.overtaken = undefined;
-    if (overtaken !== undefined && !("loaded" in result && result.loaded === overtaken)) await this.#closeScope(entry, overtaken);
-    // A bundle that failed read only part of the plugin: the files read before stay watched.
-    const isPartial = result.kind === "bundle-failed";
-    this.#watcher.read(entry.inputs, isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs);
+    const overtaken = entry.hosted.takeOvertaken();
+    const isOvertakenAgain = result.kind === "activated" && result.loaded === overtaken;
+    if (overtaken !== undefined && !isOvertakenAgain) await this.#closeScope(entry, overtaken);
+    this.#noteInputs(entry, result);
     if (result.kind === "unchanged") {
-      // The active generation's content again after a failed load (an undo): the failure no longer holds.
-      const active = entry.hosted.active;
-      if (active !== undefined && entry.failed !== undefined && active.bundle.hash === result.hash) {
-        entry.failed = undefined;
-        // The problems of its failed loads no longer hold; its sources' boundary faults stay until they load again.
-        const isLoadProblem = (d: Diagnostic) => d.origin === "plugin" && !boundaryPhases.has(d.phase);
-        this.#diagnostics.resolve((d) => isLoadProblem(d) && entry.reported.delete(diagnosticIdentity(d)));
-        this.#emit({ kind: "restored", plugin: active.name, file: entry.file, generation: active.generation });
-      }
+      this.#restoreIfUndone(entry, result.hash);
       return;
     }
     if (result.kind !== "activated") {
-      // A failure on the first event of a burst may be a write seen half done: the quiet re-check decides whether it holds.
-      if (!isProvisional) entry.failed = this.#diagnose(entry, result.fault);
+      // A failure on the first event of a burst may be a write seen half done: the quiet
+      // re-check decides whether it holds.
+      if (!isProvisional) entry.failedWith(this.#diagnose(entry, result.fault));
       return;
     }
     if (entry.load.kind === "removed" || this.#isClosed) return this.#closeScope(entry, result.loaded);
-    // A change arrived meanwhile: the next load wins, with this generation if it bundles the same content; not a
-    // package's: an update of the package loads it again even then (its dependencies are not in the bundle).
+    // A change arrived meanwhile: the next load wins, with this generation if it bundles the
+    // same content; not a package's: an update of the package loads it again even then (its
+    // dependencies are not in the bundle).
     if (isStale(entry.load) && entry.origin.kind === "package") return this.#closeScope(entry, result.loaded);
     if (isStale(entry.load)) {
-      entry.overtaken = result.loaded;
+      entry.hosted.keepOvertaken(result.loaded);
       return;
     }
-    entry.hosted.attemptedHash = result.loaded.bundle.hash;
+    entry.hosted.noteAttempt(result.loaded.bundle.hash);
     await this.#swap(entry, result.loaded);
+  }
+
+  /**
+   * The files a load read are the plugin's watched inputs; a bundle that failed read only part of
+   * them: the files read before stay.
+   */
+  #noteInputs(entry: PluginEntry, result: Loaded) {
+    const isPartial = result.kind === "bundle-failed";
+    const inputs = isPartial ? [...new Set([...entry.inputs.files, ...result.inputs])] : result.inputs;
+    this.#watcher.read(entry.inputs, inputs);
+  }
+
+  /**
+   * The active generation's content again after a failed load (an undo): the failure no
+   * longer holds, nor do the problems of its failed loads; its sources' boundary faults stay
+   * until they load again.
+   */
+  #restoreIfUndone(entry: PluginEntry, hash: string) {
+    const { active } = entry.hosted;
+    if (active === undefined || entry.failed === undefined || active.bundle.hash !== hash) return;
+    entry.clearFailure();
+    const isLoadProblem = (d: Diagnostic) => d.origin === "plugin" && !boundaryPhases.has(d.phase);
+    this.#diagnostics.resolve((d) => isLoadProblem(d) && entry.reported.delete(diagnosticIdentity(d)));
+    this.#emit({ kind: "restored", plugin: active.name, file: entry.file, generation: active.generation });
   }
 
   /**
@@ -503,46 +594,57 @@ export class PluginSet {
    * itself); a displaced holder's is closed on the holder's own queue.
    */
   async #swap(entry: PluginEntry, next: HostedGeneration): Promise<void> {
-    const refuse = (message: string) => {
-      entry.failed = this.#diagnose(entry, { plugin: next.name, phase: "namespace", message });
-      return this.#closeScope(entry, next);
-    };
     const claim = this.#namespaces.check(next.name, entry.file);
     if (claim.kind === "refused") {
-      return refuse(
-        `namespace "${next.name}" is already taken by ${claim.holder}; ${entry.file} is not loaded (the path that sorts first keeps it)`,
-      );
+      const message =
+        `namespace "${next.name}" is already taken by ${claim.holder}; ` +
+        `${entry.file} is not loaded (the path that sorts first keeps it)`;
+      return this.#refuse(entry, next, message);
     }
     const holder = claim.displaced === undefined ? undefined : this.#entries.get(claim.displaced);
     const previous = entry.hosted.active;
     const held = holder?.hosted.active;
     try {
       this.#options.registry.batch((batch) => {
-        for (const retired of [previous, held]) if (retired !== undefined) batch.retire(retired.scope);
+        if (previous !== undefined) batch.retire(previous.scope);
+        if (held !== undefined) batch.retire(held.scope);
         for (const registration of entry.hosted.registrations(next)) batch.register(next.scope, registration);
       });
     } catch (error) {
       // A key the host already registers: nothing of this generation is applied.
-      return refuse(messageOf(error));
+      return this.#refuse(entry, next, messageOf(error));
     }
     this.#namespaces.hold(next.name, entry.file, claim.displaced);
-    if (holder !== undefined && held !== undefined) {
-      holder.hosted.active = undefined;
-      const message = `namespace "${next.name}" is taken by ${entry.file}, whose path sorts first; ${holder.file} is unloaded`;
-      holder.failed = this.#diagnose(holder, { plugin: next.name, phase: "namespace", message });
-      this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
-      void this.#enqueue(holder, () => this.#closeScope(holder, held));
-    }
-    entry.hosted.active = next;
-    entry.failed = undefined;
+    if (holder !== undefined && held !== undefined) this.#unloadDisplaced(holder, entry, next.name);
+    entry.hosted.swapIn(next);
+    entry.clearFailure();
     this.#resolveProblems(entry);
-    entry.hosted.faulted.clear();
-    const now = performance.now();
-    const { startedAt, readyAt } = next;
-    const timings: LoadTimings = { loadMs: hundredths(now - startedAt), ...next.timings, swapMs: hundredths(now - readyAt) };
-    this.#emit({ kind: "activated", plugin: next.name, file: entry.file, generation: next.generation, timings });
-    if (previous !== undefined && previous.name !== next.name) this.#revive(this.#namespaces.takeWaiters(entry.file));
+    const { name, generation } = next;
+    this.#emit({ kind: "activated", plugin: name, file: entry.file, generation, timings: timingsOf(next) });
+    // A plugin renamed let go of its namespace: the files that lost it to this one try again.
+    const isRenamed = previous !== undefined && previous.name !== name;
+    if (isRenamed) this.#revive(this.#namespaces.takeWaiters(entry.file));
     if (previous !== undefined) await this.#closeScope(entry, previous);
+  }
+
+  /** `next` may not be swapped in, as `message` says: that is the entry's failure, and `next` is closed. */
+  #refuse(entry: PluginEntry, next: HostedGeneration, message: string): Promise<void> {
+    entry.failedWith(this.#diagnose(entry, { plugin: next.name, phase: "namespace", message }));
+    return this.#closeScope(entry, next);
+  }
+
+  /**
+   * `holder` lost namespace `name` to `taker`, whose path sorts first: its generation is unloaded
+   * on its own queue.
+   */
+  #unloadDisplaced(holder: PluginEntry, taker: PluginEntry, name: string) {
+    const held = holder.hosted.retire();
+    if (held === undefined) return;
+    const taken = `namespace "${name}" is taken by ${taker.file}, whose path sorts first`;
+    const message = `${taken}; ${holder.file} is unloaded`;
+    holder.failedWith(this.#diagnose(holder, { plugin: name, phase: "namespace", message }));
+    this.#emit({ kind: "removed", plugin: held.name, file: holder.file });
+    void this.#enqueue(holder, () => this.#closeScope(holder, held));
   }
 
   /** Closes a generation within the dispose deadline; a failure or a miss is a diagnostic. */
@@ -556,11 +658,10 @@ export class PluginSet {
 
   /** Removes an entry's generation and emits `removed`; closes a generation kept from an overtaken load. */
   async #deactivate(entry: PluginEntry) {
-    if (entry.overtaken !== undefined) await this.#closeScope(entry, entry.overtaken);
-    entry.overtaken = undefined;
-    const active = entry.hosted.active;
+    const overtaken = entry.hosted.takeOvertaken();
+    if (overtaken !== undefined) await this.#closeScope(entry, overtaken);
+    const active = entry.hosted.retire();
     if (active === undefined) return;
-    entry.hosted.active = undefined;
     this.#options.registry.retire(active.scope);
     this.#emit({ kind: "removed", plugin: active.name, file: entry.file });
     await this.#closeScope(entry, active);
@@ -574,7 +675,10 @@ export class PluginSet {
     const mine = new Set(entry.reported);
     entry.reported.clear();
     if (mine.size === 0) return;
-    for (const other of this.#entries.values()) if (other !== entry) for (const id of other.reported) mine.delete(id);
+    for (const other of this.#entries.values()) {
+      if (other === entry) continue;
+      for (const id of other.reported) mine.delete(id);
+    }
     this.#diagnostics.resolve((d) => d.origin === "plugin" && mine.has(diagnosticIdentity(d)));
   }
 
@@ -583,8 +687,23 @@ export class PluginSet {
     for (const file of files) {
       const other = this.#entries.get(file);
       if (other === undefined || other.load.kind === "removed") continue;
-      other.hosted.attemptedHash = undefined;
+      other.hosted.forgetAttempt();
       void this.#markDirty(other, false);
     }
   }
+}
+
+/** Plugin entries in the order new plugins load: by name (file or folder), then by path. */
+function byName(a: PluginEntry, b: PluginEntry): number {
+  return compareText(a.id, b.id) || compareText(a.file, b.file);
+}
+
+/** Where the load that built `next` spent its time, until now (its swap). */
+function timingsOf(next: HostedGeneration): LoadTimings {
+  const now = performance.now();
+  return {
+    loadMs: hundredths(now - next.startedAt),
+    ...next.timings,
+    swapMs: hundredths(now - next.readyAt),
+  };
 }

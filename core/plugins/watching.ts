@@ -1,6 +1,7 @@
-// Owns watching plugin files (chokidar: the plugin folders and exactly the files each plugin's last load read; fs.watch:
-// where plugin packages are installed) and when a change reloads a plugin: on a burst's first event and once more when it
-// is quiet, as watchers report unfinished writes and drop repeated ones (MEASURED.md); the bundle hash keeps that cheap.
+// Owns watching plugin files (chokidar: the plugin folders and exactly the files each plugin's last
+// load read; fs.watch: where plugin packages are installed) and when a change reloads a plugin: on
+// a burst's first event and once more when it is quiet, as watchers report unfinished writes and
+// drop repeated ones (MEASURED.md); the bundle hash keeps that cheap.
 
 import { type FSWatcher as FolderWatch, statSync, watch as watchFolder } from "node:fs";
 import path from "node:path";
@@ -21,13 +22,55 @@ export interface PluginWatcherOptions {
 }
 
 /** One plugin's watched inputs and its reload schedule. */
-export interface WatchedPlugin {
+export class WatchedPlugin {
   /** Files the last bundle attempt read. */
-  files: readonly string[];
-  /** Runs at once on the first event of a burst (`isProvisional`: the write may be unfinished), and once more when the burst is quiet. */
-  readonly reload: (isProvisional: boolean) => void;
+  #files: readonly string[];
+  /**
+   * Runs at once on the first event of a burst (`isProvisional`: the write may be unfinished), and
+   * once more when the burst is quiet.
+   */
+  readonly #reload: (isProvisional: boolean) => void;
   /** The re-check due when the burst is quiet. */
-  quietCheck?: NodeJS.Timeout | undefined;
+  #quietCheck: NodeJS.Timeout | undefined;
+
+  constructor(file: string, reload: (isProvisional: boolean) => void) {
+    this.#files = [file];
+    this.#reload = reload;
+  }
+
+  get files(): readonly string[] {
+    return this.#files;
+  }
+
+  /** Whether a re-check is due. */
+  get isPending(): boolean {
+    return this.#quietCheck !== undefined;
+  }
+
+  /** Its last load read `files` (the watcher watches them: `PluginWatcher.read`). */
+  read(files: readonly string[]): void {
+    this.#files = files;
+  }
+
+  /**
+   * A file it read changed (`isSeen`), or may have changed unseen: checked once more when
+   * quiet, and at once on a burst's first event.
+   */
+  changed(isSeen: boolean, quietMs: number): void {
+    const isFirst = this.#quietCheck === undefined;
+    if (!isSeen && !isFirst) return;
+    clearTimeout(this.#quietCheck);
+    this.#quietCheck = setTimeout(() => {
+      this.#quietCheck = undefined;
+      this.#reload(false);
+    }, quietMs);
+    if (isSeen && isFirst) this.#reload(true);
+  }
+
+  /** No re-check runs any more. */
+  stop(): void {
+    clearTimeout(this.#quietCheck);
+  }
 }
 
 export class PluginWatcher {
@@ -45,13 +88,15 @@ export class PluginWatcher {
 
   constructor(options: PluginWatcherOptions) {
     this.#options = options;
-    const watcher = options.isWatching ? watch([...options.folders], { ignoreInitial: true, depth: 1, atomic: true }) : undefined;
+    const watcher = options.isWatching ? watchPluginFolders(options.folders) : undefined;
     this.#watcher = watcher;
     watcher?.on("all", (event, changed) => {
       if (this.#isClosed) return;
-      if (event === "add" || event === "unlink" || event === "addDir" || event === "unlinkDir") options.onFolderChange();
+      if (folderChanges.has(event)) options.onFolderChange();
       const file = path.resolve(changed);
-      for (const plugin of this.#plugins) if (plugin.files.includes(file)) this.#changed(plugin, true);
+      for (const plugin of this.#plugins) {
+        if (plugin.files.includes(file)) plugin.changed(true, options.quietMs);
+      }
     });
     watcher?.on("error", (error) => options.onError(error));
     // chokidar never says "ready" when it watches nothing (`plugins: []`, or plugins only from packages).
@@ -63,40 +108,27 @@ export class PluginWatcher {
 
   /** Tracks one plugin whose entry file is `file`. */
   track(file: string, reload: (isProvisional: boolean) => void): WatchedPlugin {
-    const plugin: WatchedPlugin = { files: [file], reload };
+    const plugin = new WatchedPlugin(file, reload);
     this.#plugins.add(plugin);
     return plugin;
   }
 
   /** The plugin's last load read `files`. */
   read(plugin: WatchedPlugin, files: readonly string[]): void {
-    plugin.files = files;
+    plugin.read(files);
     this.#watchExactly();
   }
 
   /** The plugin is gone: no reload runs any more. */
   forget(plugin: WatchedPlugin): void {
-    clearTimeout(plugin.quietCheck);
+    plugin.stop();
     this.#plugins.delete(plugin);
     this.#watchExactly();
   }
 
   /** Whether a re-check is due. */
   get isPending(): boolean {
-    for (const plugin of this.#plugins) if (plugin.quietCheck !== undefined) return true;
-    return false;
-  }
-
-  /** A file the plugin read changed (`isSeen`), or may have changed unseen: checked once more when quiet, and at once on a burst's first event. */
-  #changed(plugin: WatchedPlugin, isSeen: boolean): void {
-    const isFirst = plugin.quietCheck === undefined;
-    if (!isSeen && !isFirst) return;
-    clearTimeout(plugin.quietCheck);
-    plugin.quietCheck = setTimeout(() => {
-      plugin.quietCheck = undefined;
-      plugin.reload(false);
-    }, this.#options.quietMs);
-    if (isSeen && isFirst) plugin.reload(true);
+    return [...this.#plugins].some((plugin) => plugin.isPending);
   }
 
   /** Keeps the watcher on exactly the plugins' files (besides the folders). */
@@ -106,13 +138,17 @@ export class PluginWatcher {
     const added = [...files].filter((file) => !this.#watched.has(file));
     const dropped = [...this.#watched].filter((file) => !files.has(file));
     const watched: Record<string, string[]> = added.length === 0 ? {} : this.#watcher.getWatched();
-    const unseen = new Set(added.filter((file) => !watched[path.dirname(file)]?.includes(path.basename(file))));
+    const isCovered = (file: string) => watched[path.dirname(file)]?.includes(path.basename(file)) === true;
+    const unseen = new Set(added.filter((file) => !isCovered(file)));
     if (added.length > 0) this.#watcher.add(added);
-    const folders = this.#options.folders;
-    if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !folders.some((f) => path.dirname(file) === f)));
+    // A file right in a plugin folder stays watched with its folder.
+    const isInFolder = (file: string) => this.#options.folders.includes(path.dirname(file));
+    if (dropped.length > 0) this.#watcher.unwatch(dropped.filter((file) => !isInFolder(file)));
     this.#watched = files;
     // A file not covered yet may have changed after the load read it.
-    for (const plugin of this.#plugins) if (plugin.files.some((input) => unseen.has(input))) this.#changed(plugin, false);
+    for (const plugin of this.#plugins) {
+      if (plugin.files.some((input) => unseen.has(input))) plugin.changed(false, this.#options.quietMs);
+    }
   }
 
   /**
@@ -134,8 +170,10 @@ export class PluginWatcher {
       try {
         const watch = watchFolder(folder, { persistent: false }, (_event, entry) => {
           if (this.#isClosed || entry === null) return;
-          for (const place of this.#installPlaces)
-            if (place.folder === folder && place.entry === String(entry)) this.#options.onPackageChange(place.package);
+          for (const place of this.#installPlaces) {
+            const isChanged = place.folder === folder && place.entry === String(entry);
+            if (isChanged) this.#options.onPackageChange(place.package);
+          }
         });
         watch.on("error", (error) => this.#options.onError(error));
         this.#installFolders.set(folder, { watch, inode });
@@ -161,4 +199,12 @@ function inodeOf(folder: string): number {
   } catch {
     return -1;
   }
+}
+
+/** The chokidar events by which a plugin folder gains or loses a plugin. */
+const folderChanges = new Set(["add", "unlink", "addDir", "unlinkDir"]);
+
+/** Watches the plugin folders and their direct entries (a folder plugin's own files are watched by name). */
+function watchPluginFolders(folders: readonly string[]): FSWatcher {
+  return watch([...folders], { ignoreInitial: true, depth: 1, atomic: true });
 }

@@ -1,12 +1,14 @@
 // The architecture holds: every folder of `core/` is a layer importing only the layers
-// before it, the CLI sits on top, first-party plugins reach only `context-host`, and no
-// file imports itself through a cycle.
+// before it, the CLI sits on top, first-party plugins reach only `context-host`, no
+// file imports itself through a cycle, and no file writes a field of another object's
+// field (`entry.hosted.active = …`): each piece of state has one owner, asked by method.
 
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import {
   cycles,
+  farWritesOf,
   filesOf,
   graphOf,
   importsOf,
@@ -142,6 +144,50 @@ describe("architecture: layers", () => {
     expect(own.entries.get("context-host")).to.equal("core/index.ts");
     expect(own.entries.get("context-host/plugin")).to.equal("core/plugin.ts");
     expect(own.entries.get("context-host/store")).to.equal("core/store.ts");
+  });
+});
+
+describe("architecture: one owner per piece of state", () => {
+  it("no file of core/ or the command line writes a field of another object's field (`a.b.c = …`): it asks the owner", () => {
+    const files = [...filesOf(root, "core"), ...filesOf(root, "scripts/cli")];
+    const writes = files.flatMap((file) => {
+      const code = readFileSync(path.join(root, file), "utf8");
+      return farWritesOf(code).map((target) => `${file}: ${target}`);
+    });
+    expect(writes).to.deep.equal([]);
+  });
+
+  it("the checker finds plain, compound and stepped writes through three segments or more, none through `this`", () => {
+    const code = [
+      "entry.hosted.active = next;",
+      "a.b[key] += 1;",
+      "a.b.c ??= 1;",
+      "a.b.c >>>= 2;",
+      "a.b.c++;",
+      "--d.e.f;",
+      "q.r().s = 1;",
+      "this.#life.x = 1;",
+      "this.a.b.c = 1;",
+      "entry.failed = d;",
+    ].join("\n");
+    expect(farWritesOf(code)).to.deep.equal(["entry.hosted.active", "a.b[key]", "a.b.c", "a.b.c", "a.b.c", "d.e.f", "q.r().s"]);
+    expect(farWritesOf(code, 2)).to.include("entry.failed");
+  });
+
+  it("the checker takes no comparison, arrow, declaration, type or text for a write", () => {
+    const code = [
+      "if (a.b.c == 1 || a.b.c >= 2 || a.b.c <= 3 || a.b.c != 4) {}",
+      "const f = (x) => x.y.z;",
+      "const [first, rest] = a.b.c;",
+      "const settings: ns.sub.Type = {};",
+      "function g(out: string[][] = [], env: NodeJS.Process.Env = process.env) {}",
+      'const text = "s.t.u = 1";',
+      "// k.l.m = 1",
+      "const page = `x.y.z = 1`;",
+      'switch (k) { case "a": break; }',
+    ].join("\n");
+    expect(farWritesOf(code)).to.deep.equal([]);
+    expect(farWritesOf('switch (k) { case "a": a.b.c = 1; }')).to.deep.equal(["a.b.c"]);
   });
 });
 

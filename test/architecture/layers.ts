@@ -3,7 +3,8 @@
 // `docs/architecture.md` draws the same table. Imports are read from tokens (strings,
 // templates, comments and regular expressions read whole), worker entries given as
 // `new URL("./x.ts", import.meta.url)` included; a layer's file importing the package by
-// its own name (`context-host/store`) is refused and followed to the entry file.
+// its own name (`context-host/store`) is refused and followed to the entry file. The same
+// tokens show which fields a file writes (`farWritesOf`).
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -461,5 +462,148 @@ export function cycles(graph: Graph): string[][] {
     state.set(file, "done");
   };
   for (const file of [...graph.edges.keys()].sort()) if (state.get(file) === undefined) visit(file);
+  return found;
+}
+
+/** Punctuation that, right before a `=`, makes it a compound assignment (`+=`, `??=`, `>>>=`, …). */
+const compoundOperators = new Set(["+", "-", "*", "/", "%", "&", "|", "^", "?"]);
+
+/**
+ * The index of the last token of the target the `=` at `at` writes (past a compound
+ * operator's `+`, `??`, `>>>`, …): undefined when it is no assignment (`==`, `=>`, `<=`, `>=`).
+ */
+function targetEnd(tokens: readonly Token[], at: number): number | undefined {
+  const next = tokens[at + 1];
+  if (isPunct(next, "=") || isPunct(next, ">")) return undefined;
+  let end = at - 1;
+  const previous = tokens[end];
+  if (isPunct(previous, "=") || isPunct(previous, "!")) return undefined;
+  // `<=` and `>=` compare; `<<=`, `>>=` and `>>>=` assign.
+  if (isPunct(previous, "<") || isPunct(previous, ">")) {
+    const shift = previous?.text as string;
+    if (!isPunct(tokens[end - 1], shift)) return undefined;
+    while (isPunct(tokens[end], shift)) end--;
+    return end;
+  }
+  while (tokens[end]?.kind === "punct" && compoundOperators.has(tokens[end]?.text as string)) end--;
+  return end;
+}
+
+/** The index of the bracket matching the one at `at` (`(`/`[` forward, `)`/`]` backward), or -1. */
+function matching(tokens: readonly Token[], at: number): number {
+  const pairs: Record<string, [string, 1 | -1]> = { "(": [")", 1], "[": ["]", 1], ")": ["(", -1], "]": ["[", -1] };
+  const own = tokens[at]?.text as string;
+  const [other, step] = pairs[own] ?? ["", 1];
+  let depth = 0;
+  for (let j = at; j >= 0 && j < tokens.length; j += step) {
+    const text = tokens[j]?.kind === "punct" ? tokens[j]?.text : undefined;
+    if (text === own) depth++;
+    else if (text === other && --depth === 0) return j;
+  }
+  return -1;
+}
+
+/** A bracketed group's text as one segment: `[key]`, `(call)`. */
+function groupText(tokens: readonly Token[], open: number, close: number): string {
+  return tokens
+    .slice(open, close + 1)
+    .map((t) => t.text)
+    .join("");
+}
+
+/**
+ * The segments of the member chain ending at `end` (`a.b[c]` → `a`, `b`, `[c]`), first to
+ * last; none when no chain ends there (a destructuring pattern, an array type `T[]`).
+ */
+function chainEndingAt(tokens: readonly Token[], end: number): string[] {
+  const segments: string[] = [];
+  let j = end;
+  while (j >= 0) {
+    const token = tokens[j] as Token;
+    if (isPunct(token, "!")) {
+      j--;
+    } else if (isPunct(token, "]") || isPunct(token, ")")) {
+      const open = matching(tokens, j);
+      // `T[]`: an array type, never a member written to.
+      if (open < 0 || (isPunct(token, "]") && open === j - 1)) return [];
+      segments.unshift(groupText(tokens, open, j));
+      j = open - 1;
+      if (isPunct(tokens[j], ".") && isPunct(tokens[j - 1], "?")) j -= 2;
+    } else if (token.kind === "name") {
+      // `const [a, b] = …` declares names; it writes no member.
+      if (declarations.has(token.text)) return [];
+      segments.unshift(token.text);
+      j--;
+      if (!isPunct(tokens[j], ".")) break;
+      j -= isPunct(tokens[j - 1], "?") ? 2 : 1;
+    } else break;
+  }
+  return isTypeAnnotation(tokens, j) ? [] : segments;
+}
+
+const declarations = new Set(["const", "let", "var"]);
+
+/** Whether a chain after the token at `before` is a type (`x: ns.Type = …`): after a `:` that ends no `case` or `default` label. */
+function isTypeAnnotation(tokens: readonly Token[], before: number): boolean {
+  if (!isPunct(tokens[before], ":")) return false;
+  for (let j = before - 1; j >= 0; j--) {
+    const token = tokens[j] as Token;
+    if (isName(token, "case") || isName(token, "default")) return false;
+    if (isPunct(token, ";") || isPunct(token, "{") || isPunct(token, "}")) return true;
+  }
+  return true;
+}
+
+/** The segments of the member chain starting at `start` (`++a.b[c]`'s target). */
+function chainStartingAt(tokens: readonly Token[], start: number): string[] {
+  const first = tokens[start];
+  if (first?.kind !== "name") return [];
+  const segments = [first.text];
+  let j = start + 1;
+  for (;;) {
+    const token = tokens[j];
+    if (isPunct(token, "!")) {
+      j++;
+    } else if (isPunct(token, ".") && tokens[j + 1]?.kind === "name") {
+      segments.push(tokens[j + 1]?.text as string);
+      j += 2;
+    } else if (isPunct(token, "[") || isPunct(token, "(")) {
+      const close = matching(tokens, j);
+      if (close < 0) return segments;
+      segments.push(groupText(tokens, j, close));
+      j = close + 1;
+    } else return segments;
+  }
+}
+
+/** The target's segments of the assignment whose operator is at `at`; none if there is none. */
+function targetAt(tokens: readonly Token[], at: number): string[] {
+  const token = tokens[at] as Token;
+  if (isPunct(token, "=")) {
+    const end = targetEnd(tokens, at);
+    return end === undefined ? [] : chainEndingAt(tokens, end);
+  }
+  // `++`/`--`: after its target, or before it.
+  const after = chainEndingAt(tokens, at - 1);
+  return after.length > 0 ? after : chainStartingAt(tokens, at + 2);
+}
+
+/**
+ * The writes to another object's fields in `code`: assignments (plain, compound, `++`/`--`)
+ * whose target has `least` segments or more (three: `entry.hosted.active = …`) and does not
+ * start at `this`. Each is the target's text. Text in comments, strings and templates is
+ * never taken for code.
+ */
+export function farWritesOf(code: string, least = 3): string[] {
+  const tokens = tokensOf(code);
+  const found: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i] as Token;
+    const isStep = (isPunct(token, "+") || isPunct(token, "-")) && isPunct(tokens[i + 1], token.text);
+    if (!isPunct(token, "=") && !isStep) continue;
+    const segments = targetAt(tokens, i);
+    if (isStep) i++;
+    if (segments.length >= least && segments[0] !== "this") found.push(segments.join(".").replace(/\.(?=[[(])/g, ""));
+  }
   return found;
 }
