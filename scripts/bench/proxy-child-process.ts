@@ -31,7 +31,8 @@ export interface ProxyChild {
 
 /** Starts proxy-child.ts on `folder` (its plugins) and `upstream`, as an installed package runs. */
 export async function startProxyChild(folder: string, upstream: string): Promise<ProxyChild> {
-  const profile = process.env.BENCH_PROXY_PROFILE === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROXY_PROFILE}`];
+  const profile =
+    process.env.BENCH_PROXY_PROFILE === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROXY_PROFILE}`];
   const child = spawn(process.execPath, [...profile, ...programArgs("scripts/bench/proxy-child.ts"), folder, upstream], {
     stdio: ["pipe", "pipe", "inherit"],
   });

@@ -214,7 +214,11 @@ export function parseCommandLine<Shared extends SharedOptionName, Own extends Op
   const operands: string[] = [];
   for (const token of tokens) {
     if (token.kind === "positional") operands.push(readOperand(token.value, cwd, line));
-    else if (token.kind === "option") readOption(token, args, { cwd, command: line.command, table, names, values });
+    else if (token.kind === "option") {
+      const read = readOption(token, args, { cwd, command: line.command, table, names });
+      if (read.isListItem) (values[read.name] as unknown[]).push(read.value);
+      else values[read.name] = read.value;
+    }
   }
   return { options: values as OptionValues<Pick<SharedOptions, Shared> & Own>, operands };
 }
@@ -271,11 +275,17 @@ interface Reading {
   readonly command: CommandName;
   readonly table: OptionTable;
   readonly names: ReadonlyMap<string, string>;
-  readonly values: Record<string, unknown>;
 }
 
-/** Reads one option into `reading.values`, or throws a usage error naming it. */
-function readOption(token: OptionToken, args: readonly string[], reading: Reading): void {
+/** One option read: its name and value (`isListItem`: one more item of a list option). */
+interface ReadOption {
+  readonly name: string;
+  readonly value: unknown;
+  readonly isListItem: boolean;
+}
+
+/** Reads one option, or throws a usage error naming it. */
+function readOption(token: OptionToken, args: readonly string[], reading: Reading): ReadOption {
   // Only long options are declared: a short one (`-x`) is unknown whatever its letter.
   const name = token.rawName.startsWith("--") ? reading.names.get(token.name) : undefined;
   const rule = name === undefined ? undefined : reading.table[name];
@@ -284,17 +294,13 @@ function readOption(token: OptionToken, args: readonly string[], reading: Readin
   switch (rule.kind) {
     case "flag":
       if (token.value !== undefined) throw new UsageInvalid({ command: at.command, reason: `${at.written} takes no value` });
-      reading.values[name] = true;
-      return;
+      return { name, value: true, isListItem: false };
     case "inline":
-      reading.values[name] = rule.read(token.value, at);
-      return;
+      return { name, value: rule.read(token.value, at), isListItem: false };
     case "value":
-      reading.values[name] = rule.read(givenValue(token, rule.needs, at), at);
-      return;
+      return { name, value: rule.read(givenValue(token, rule.needs, at), at), isListItem: false };
     case "list":
-      (reading.values[name] as unknown[]).push(rule.read(givenValue(token, rule.needs, at), at));
-      return;
+      return { name, value: rule.read(givenValue(token, rule.needs, at), at), isListItem: true };
   }
 }
 
