@@ -10,7 +10,7 @@ import Type from "typebox";
 import { Compile } from "typebox/compile";
 import { messageOf } from "../base/errors.ts";
 import type { PluginOrigin } from "./events.ts";
-import { hashOf } from "./worker/program-cache.ts";
+import { hashOf } from "./program-cache.ts";
 
 /** One `plugins` entry, read: a path (folder or file), or a package name. */
 export type PluginEntrySpec =

@@ -21,16 +21,8 @@ import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import type { LoadTimings, ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
-import type {
-  Activated,
-  Evaluated,
-  Observed,
-  PluginTransport,
-  WorkerFault,
-  WorkerObservation,
-  WorkerText,
-} from "./worker/protocol.ts";
-import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
+import type { Activated, Evaluated, Observed, PluginTransport, WorkerFault, WorkerObservation, WorkerText } from "./protocol.ts";
+import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
 class PluginCodeFault extends ContextHostError {

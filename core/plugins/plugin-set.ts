@@ -17,10 +17,10 @@ import { type HostedGeneration, HostedPlugin, hundredths, type Loaded } from "./
 import { type PluginLimits, resolvePluginLimits } from "./limits.ts";
 import { began, changed, discovered, finished, idle, isStale, type LoadState, removed } from "./load-state.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
+import { PluginWorkers, workerProgram } from "./plugin-worker.ts";
+import type { WorkerFault } from "./protocol.ts";
 import { InThreadTransport } from "./runner.ts";
 import { PluginWatcher, type WatchedPlugin } from "./watching.ts";
-import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
-import type { WorkerFault } from "./worker/protocol.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {

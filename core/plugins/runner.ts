@@ -32,7 +32,7 @@ import {
   type WorkerFault,
   type WorkerObservation,
   type WorkerText,
-} from "./worker/protocol.ts";
+} from "./protocol.ts";
 
 export interface RunnerOptions {
   /** The services a plugin's `api.services` resolves from: clock, logger, location. */

@@ -5,10 +5,10 @@
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 import { Worker } from "node:worker_threads";
-import type { DiagnosticPhase } from "../../base/diagnostics.ts";
-import { messageOf } from "../../base/errors.ts";
-import { bundleWorkerProgram } from "../bundle.ts";
-import type { PluginLimits } from "../limits.ts";
+import type { DiagnosticPhase } from "../base/diagnostics.ts";
+import { messageOf } from "../base/errors.ts";
+import { bundleWorkerProgram } from "./bundle.ts";
+import type { PluginLimits } from "./limits.ts";
 import { storedCodeCache } from "./program-cache.ts";
 import {
   type Describe,
@@ -24,8 +24,10 @@ import {
   type WorkerReply,
 } from "./protocol.ts";
 
-/** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
-const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
+/** The worker's entry, in `worker/`: TypeScript in the repository, JavaScript in the package. */
+const entryFile = fileURLToPath(
+  new URL(import.meta.url.endsWith(".ts") ? "./worker/entry.ts" : "./worker/entry.js", import.meta.url),
+);
 
 let workerCode: Promise<WorkerProgram> | undefined;
 

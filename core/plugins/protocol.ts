@@ -3,11 +3,11 @@
 // it trusted by the host before its arrival checks. The transports are the runner in the
 // host's own thread (`runner.ts`) and a plugin's worker thread (`plugin-worker.ts`).
 
-import type { Diagnostic, DiagnosticPhase } from "../../base/diagnostics.ts";
-import { ContextHostError } from "../../base/errors.ts";
-import type { ValueLimits } from "../../system-context/prerendered.ts";
-import type { Evaluable } from "../evaluate.ts";
-import type { Location } from "../locations.ts";
+import type { Diagnostic, DiagnosticPhase } from "../base/diagnostics.ts";
+import { ContextHostError } from "../base/errors.ts";
+import type { ValueLimits } from "../system-context/prerendered.ts";
+import type { Evaluable } from "./evaluate.ts";
+import type { Location } from "./locations.ts";
 
 /** What a plugin's runner is started with (a dedicated worker's `workerData`); values beyond its limits are not sent. */
 export interface WorkerInit extends ValueLimits {
