@@ -21,8 +21,8 @@ import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import type { LoadTimings, ObservedKind } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
 import type { Location } from "./locations.ts";
-import type { Activated, Evaluated, Observed, PluginTransport, WorkerFault, WorkerObservation, WorkerText } from "./protocol.ts";
-import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./protocol.ts";
+import type { Activated, Evaluated, Observed, PluginTransport, PresentObservation, WorkerFault, WorkerText } from "./protocol.ts";
+import { observationCodes, PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
 class PluginCodeFault extends ContextHostError {
@@ -113,6 +113,7 @@ interface Waiting {
 export const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 
 const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "unavailable" });
+const absentObservation: PrerenderedObservation = Object.freeze({ kind: "absent" });
 
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
 const graceMs = 100;
@@ -429,8 +430,7 @@ export class HostedPlugin {
       for (const w of waiting) w.resolve(unavailableObservation);
       return;
     }
-    const observations = Array.isArray(result?.observations) ? result.observations : [];
-    const faults = Array.isArray(result?.faults) ? result.faults : [];
+    const { kinds, present, faults } = columnsOf(result);
     const faulted = faults.length === 0 ? undefined : new Set(faults.map((fault) => fault?.key));
     for (const fault of faults.slice(0, 64)) {
       if (typeof fault !== "object" || fault === null) continue;
@@ -439,39 +439,60 @@ export class HostedPlugin {
       this.#report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
     }
     const again: Waiting[] = [];
+    let presentAt = 0;
     for (let i = 0; i < waiting.length; i++) {
       const w = waiting[i] as Waiting;
-      const arrived = observations[i];
+      const code = kinds[i] ?? observationCodes.unavailable;
+      const arrived = code === observationCodes.present ? present[presentAt++] : undefined;
       // The runner no longer had the held observation's value: asked once more, with the value.
-      if (arrived?.kind === "ask-again" && w.held.unchanged !== undefined) {
+      if (code === observationCodes["ask-again"] && w.held.unchanged !== undefined) {
         w.held.unchanged = undefined;
         again.push(w);
         continue;
       }
       const { key } = w.held;
       if (faulted?.has(key) !== true) {
-        this.observed.set(key, arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value");
+        this.observed.set(key, observedKinds[code] ?? "value");
         // Cheap at every boundary: only a source with a fault on record resolves anything.
         if (this.faulted.delete(key)) this.#options.resolved(plugin, key);
       }
-      w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
+      w.resolve(fromWorker(worker, w, code, arrived));
     }
     if (again.length > 0) await this.#flush(worker, boundary, again);
   }
 }
 
-/** What arrived for one source; the texts of a present one are held for later boundaries. */
-function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
-  if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
-  if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
+/** What a loader's `unavailable` and `absent` are among the kinds observed (`HostedPlugin.observed`); any other code: a value. */
+const observedKinds: Readonly<Record<number, ObservedKind>> = {
+  [observationCodes.unavailable]: "unavailable",
+  [observationCodes.absent]: "absent",
+};
+
+/** The columns of an observe reply, each as far as it is one (a source with no code is unavailable). */
+function columnsOf(result: Observed | undefined) {
+  return {
+    kinds: result?.kinds instanceof Uint8Array ? result.kinds : new Uint8Array(0),
+    present: Array.isArray(result?.present) ? result.present : [],
+    faults: Array.isArray(result?.faults) ? result.faults : [],
+  };
+}
+
+/** What arrived for one source (`code`, and `arrived` when present); the texts of a present one are held for later boundaries. */
+function fromWorker(
+  transport: PluginTransport,
+  waiting: Waiting,
+  code: number,
+  arrived: PresentObservation | undefined,
+): PrerenderedObservation {
+  if (code === observationCodes.absent) return absentObservation;
   const { held, stored } = waiting;
-  if (arrived.kind === "unchanged") {
+  if (code === observationCodes.unchanged) {
     // The admitted value (the very object: no check again) with the held texts.
     if (held.arrival?.transport !== transport || stored === undefined) return unavailableObservation;
     if (held.unchanged?.value !== stored) held.unchanged = { kind: "present", value: stored, ...held.arrival.texts };
     return held.unchanged;
   }
-  if (arrived.kind !== "present") return unavailableObservation;
+  if (code !== observationCodes.present || typeof arrived !== "object" || arrived === null) return unavailableObservation;
   const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
   const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
   if (typeof arrived.number === "number") {

@@ -86,12 +86,12 @@ const bootstrap = `"use strict";
   // A shared worker runs it again in each plugin's realm (decision 185).
   if (data.shared) data.script = script;
   if (cacheFile !== undefined && (!isStored || script.cachedDataRejected)) {
-    // The first worker to answer an observation (a reply with \`observations\`) stores the code
+    // The first worker to answer an observation (a reply with \`kinds\`) stores the code
     // cache (why then: \`withCodeCache\`); no failure is an error.
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
-      if (message?.result?.observations === undefined || Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
+      if (message?.result?.kinds === undefined || Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
       const fs = process.getBuiltinModule("node:fs");
       const temp = cacheFile + "." + process.pid + "-" + threadId + ".tmp";
       try {

@@ -206,16 +206,26 @@ export class SourceCodec {
     return this.#validator === undefined ? Check(this.source.schema, value) : this.#validator.Check(value);
   }
 
-  /** Encodes a loaded value strictly: check, then encode, nothing converted or stripped. */
+  /** Encodes a loaded value strictly: encode, then check, nothing converted or stripped. */
   encode(value: unknown): unknown {
-    let encoded = value;
-    if (this.hasCodec) {
-      try {
-        encoded = EncodeUnsafe({}, this.source.schema, value);
-      } catch (cause) {
-        throw new ValueRejected({ key: this.key, path: "", reason: `encoding failed: ${messageOf(cause)}`, cause });
-      }
+    return this.checked(this.encoded(value));
+  }
+
+  /**
+   * A loaded value through the schema's codecs (the value itself without one), not checked yet:
+   * what is compared with a value already admitted, which was checked when it was.
+   */
+  encoded(value: unknown): unknown {
+    if (!this.hasCodec) return value;
+    try {
+      return EncodeUnsafe({}, this.source.schema, value);
+    } catch (cause) {
+      throw new ValueRejected({ key: this.key, path: "", reason: `encoding failed: ${messageOf(cause)}`, cause });
     }
+  }
+
+  /** An encoded value the schema accepts, or `ValueRejected` naming the first place it refuses. */
+  checked(encoded: unknown): unknown {
     if (!this.#check(encoded)) {
       const first = (this.#validator?.Errors(encoded) ?? Errors(this.source.schema, encoded))[0];
       throw new ValueRejected({ key: this.key, path: first?.instancePath ?? "", reason: first?.message ?? "does not match" });
