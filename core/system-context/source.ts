@@ -127,11 +127,24 @@ export interface SourceFault {
 const validators = new WeakMap<TSchema, Validator>();
 
 /**
- * A source's values are checked by TypeBox's interpreter until it has checked this many; then
- * its schema is compiled. Compiling costs as much as dozens of checks, and most sources are
- * checked a few times at start-up (a plugin worker's start pays for every schema it compiles).
+ * A schema's values are checked by TypeBox's interpreter until it has checked this many (for
+ * every source that shares it); then it is compiled, and every source of it uses the compiled
+ * one. Compiling costs as much as dozens of checks, and most sources are checked a few times
+ * at start-up (a plugin worker's start pays for every schema it compiles).
  */
 const checksBeforeCompiling = 16;
+
+/** How many values each schema not compiled yet has had checked. */
+const interpretedChecks = new WeakMap<TSchema, number>();
+
+/** The schema's compiled validator, compiled now if its checks so far make it due; else `undefined` (check it interpreted). */
+function validatorWhenDue(schema: TSchema): Validator | undefined {
+  const compiled = validators.get(schema);
+  if (compiled !== undefined) return compiled;
+  const checks = (interpretedChecks.get(schema) ?? 0) + 1;
+  interpretedChecks.set(schema, checks);
+  return checks >= checksBeforeCompiling ? validatorFor(schema) : undefined;
+}
 
 function validatorFor(schema: TSchema): Validator {
   let validator = validators.get(schema);
@@ -166,7 +179,6 @@ export function contain<S extends TSchema>(source: Source<S>, containment: Conta
 export class SourceCodec {
   readonly hasCodec: boolean;
   #validator: Validator | undefined;
-  #checks = 0;
 
   constructor(
     readonly source: Source,
@@ -201,8 +213,7 @@ export class SourceCodec {
   }
 
   #check(value: unknown): boolean {
-    if (this.#validator === undefined && ++this.#checks >= checksBeforeCompiling)
-      this.#validator = validatorFor(this.source.schema);
+    this.#validator ??= validatorWhenDue(this.source.schema);
     return this.#validator === undefined ? Check(this.source.schema, value) : this.#validator.Check(value);
   }
 
