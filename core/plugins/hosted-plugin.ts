@@ -13,9 +13,10 @@ import type { Registration, SourceEnv } from "../registry/registry.ts";
 import {
   type Json,
   type PrerenderedObservation,
-  prerendered,
+  prerenderedGroup,
   type RenderedText,
   type SourceFault,
+  type SystemContext,
 } from "../system-context/index.ts";
 import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import type { LoadTimings, ObservedKind } from "./events.ts";
@@ -81,12 +82,13 @@ type Phase = { current: DiagnosticPhase };
 type Texts = Pick<Present, "baseline" | "removed">;
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 
-/** A generation's sources in one env: those waiting in this turn are asked for in one message at its end. */
+/** A generation's sources in one env, observed together: one message asks for all those a boundary composes. */
 interface Boundary {
   readonly generation: number;
   readonly env: SourceEnv;
   readonly plugin: string;
-  waiting: Waiting[] | undefined;
+  /** What the host holds of each of its sources, by key. */
+  readonly held: Map<string, Held>;
 }
 
 /**
@@ -96,17 +98,16 @@ interface Boundary {
  * while both stay.
  */
 interface Held {
-  readonly boundary: Boundary;
   readonly key: string;
   arrival: { readonly number: number; readonly transport: PluginTransport; readonly texts: Texts } | undefined;
   unchanged: Present | undefined;
 }
 
+/** One source asked for: the value admitted for it, what the host holds of it, its loader's deadline. */
 interface Waiting {
   readonly stored: Json | undefined;
   readonly held: Held;
   readonly deadlineMs: number;
-  readonly resolve: (observation: PrerenderedObservation) => void;
 }
 
 /** A time in ms, rounded to hundredths as load timings are reported. */
@@ -234,14 +235,14 @@ export class HostedPlugin {
     const report = ({ key, phase, error }: SourceFault) =>
       this.#report({ plugin: name, key, phase, message: messageOf(error), location: locatedInRunner(error) });
     const limits = { ...this.#options.limits, report };
-    const boundaryOf = perEnv((env): Boundary => ({ generation, env, plugin: name, waiting: undefined }));
-    return keys.map((key) => ({
+    const contextsIn = perEnv((env) => {
+      const boundary: Boundary = { generation, env, plugin: name, held: new Map() };
+      return prerenderedGroup(keys, { observe: (asked, stored) => this.#observe(boundary, asked, stored) }, limits);
+    });
+    return keys.map((key, index) => ({
       key,
       origin: "plugin",
-      load: perEnv((env) => {
-        const held: Held = { boundary: boundaryOf(env), key, arrival: undefined, unchanged: undefined };
-        return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
-      }),
+      load: (env: SourceEnv) => contextsIn(env)[index] as SystemContext,
     }));
   }
 
@@ -385,28 +386,27 @@ export class HostedPlugin {
     return { ...made, scope };
   }
 
-  #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
-    const { boundary, key } = held;
+  /** Observes sources of a boundary by one request: all unavailable while their generation does not live in a running worker. */
+  async #observe(
+    boundary: Boundary,
+    keys: readonly string[],
+    stored: readonly (Json | undefined)[],
+  ): Promise<PrerenderedObservation[]> {
     const deadlines = this.#living.get(boundary.generation);
     const worker = this.#worker;
     if (deadlines === undefined || worker === undefined || worker.stopped !== undefined)
-      return Promise.resolve(unavailableObservation);
-    // Every source of a boundary is asked for in the same turn: one message carries them all.
-    if (boundary.waiting === undefined) {
-      const waiting: Waiting[] = [];
-      boundary.waiting = waiting;
-      queueMicrotask(() => {
-        boundary.waiting = undefined;
-        void this.#flush(worker, boundary, waiting);
-      });
+      return keys.map(() => unavailableObservation);
+    const { deadlineMs } = this.#options.limits;
+    // A loop, not a callback: a closure made per call loses its optimized code at every full collection.
+    const waiting: Waiting[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      waiting[i] = { stored: stored[i], held: heldOf(boundary, key), deadlineMs: deadlines.get(key) ?? deadlineMs };
     }
-    const waiting = boundary.waiting;
-    return new Promise((resolve) => {
-      waiting.push({ stored, held, deadlineMs: deadlines.get(key) ?? this.#options.limits.deadlineMs, resolve });
-    });
+    return this.#flush(worker, boundary, waiting);
   }
 
-  async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<void> {
+  async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<PrerenderedObservation[]> {
     const { generation, env, plugin } = boundary;
     const { deadlineMs, renderDeadlineMs } = this.#options.limits;
     let longest = 0;
@@ -427,8 +427,7 @@ export class HostedPlugin {
       );
     } catch {
       // Reported where it happened: a stop by `#stopped`, nothing else rejects.
-      for (const w of waiting) w.resolve(unavailableObservation);
-      return;
+      return waiting.map(() => unavailableObservation);
     }
     const { kinds, present, faults } = columnsOf(result);
     const faulted = faults.length === 0 ? undefined : new Set(faults.map((fault) => fault?.key));
@@ -438,7 +437,8 @@ export class HostedPlugin {
       const { plugin: _, ...sanitized } = sanitizeFault(fault);
       this.#report({ ...sanitized, phase: sanitized.phase === "value" ? "value" : "load" });
     }
-    const again: Waiting[] = [];
+    const observations: PrerenderedObservation[] = new Array(waiting.length);
+    const again: number[] = [];
     let presentAt = 0;
     for (let i = 0; i < waiting.length; i++) {
       const w = waiting[i] as Waiting;
@@ -447,7 +447,7 @@ export class HostedPlugin {
       // The runner no longer had the held observation's value: asked once more, with the value.
       if (code === observationCodes["ask-again"] && w.held.unchanged !== undefined) {
         w.held.unchanged = undefined;
-        again.push(w);
+        again.push(i);
         continue;
       }
       const { key } = w.held;
@@ -456,10 +456,29 @@ export class HostedPlugin {
         // Cheap at every boundary: only a source with a fault on record resolves anything.
         if (this.faulted.delete(key)) this.#options.resolved(plugin, key);
       }
-      w.resolve(fromWorker(worker, w, code, arrived));
+      observations[i] = fromWorker(worker, w, code, arrived);
     }
-    if (again.length > 0) await this.#flush(worker, boundary, again);
+    if (again.length === 0) return observations;
+    const askedAgain = await this.#flush(
+      worker,
+      boundary,
+      again.map((i) => waiting[i] as Waiting),
+    );
+    again.forEach((i, k) => {
+      observations[i] = askedAgain[k] ?? unavailableObservation;
+    });
+    return observations;
   }
+}
+
+/** What the host holds of a source of `boundary`, made at its first observation. */
+function heldOf(boundary: Boundary, key: string): Held {
+  let held = boundary.held.get(key);
+  if (held === undefined) {
+    held = { key, arrival: undefined, unchanged: undefined };
+    boundary.held.set(key, held);
+  }
+  return held;
 }
 
 /** What a loader's `unavailable` and `absent` are among the kinds observed (`HostedPlugin.observed`); any other code: a value. */

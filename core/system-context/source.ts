@@ -73,6 +73,20 @@ export interface PackedSource {
   observe(stored?: Json): Promise<Observation>;
   /** Called when a contained source's rendering fails after observation. */
   readonly onRenderFault?: (error: RenderFailed) => void;
+  /** The group this source is observed with, if any: an operation observes a group's sources by one call. */
+  readonly group?: ObservationGroup;
+}
+
+/**
+ * Sources observed by one call for all of them, as one plugin's worker answers all its
+ * sources of a boundary in one message. An operation observes each group it composes once.
+ */
+export interface ObservationGroup {
+  /**
+   * Observes each of `sources` (sources of this group) once, given the value the operation's
+   * snapshot admitted for it (`stored[i]`): one observation each, in order. Never rejects.
+   */
+  observe(sources: readonly PackedSource[], stored: readonly (Json | undefined)[]): Promise<readonly Observation[]>;
 }
 
 const carrier = Symbol.for("context-host/system-context");
