@@ -68,10 +68,16 @@ async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Obs
   for (let i = 0; i < sources.length; i++) {
     const source = sources[i] as PackedSource;
     const stored = snapshot === undefined ? undefined : storedEntry(snapshot, source.key)?.value;
-    if (source.group === undefined) pending.push(observeOne(source, stored, observations, i));
-    else membersOf(groups, source.group).add(i, source, stored);
+    if (source.group === undefined) {
+      pending.push(observeOne(source, stored, observations, i));
+      continue;
+    }
+    const members = membersOf(groups, source.group);
+    members.indices.push(i);
+    members.sources.push(source);
+    members.stored.push(stored);
   }
-  for (const [group, members] of groups) pending.push(members.observe(group, observations));
+  for (const [group, members] of groups) pending.push(observeMembers(group, members, observations));
   await Promise.all(pending);
   const observed: Observed[] = new Array(sources.length);
   for (let i = 0; i < sources.length; i++)
@@ -84,31 +90,29 @@ async function observeOne(source: PackedSource, stored: Json | undefined, into: 
 }
 
 /** The sources of one group an operation observes: their indices in composition order, and their admitted values. */
-class Members {
-  readonly indices: number[] = [];
-  readonly sources: PackedSource[] = [];
-  readonly stored: (Json | undefined)[] = [];
-
-  add(index: number, source: PackedSource, stored: Json | undefined) {
-    this.indices.push(index);
-    this.sources.push(source);
-    this.stored.push(stored);
-  }
-
-  /** Observes them by one call of `group`, each observation into its source's place. */
-  async observe(group: ObservationGroup, into: Observation[]) {
-    const observed = await group.observe(this.sources, this.stored);
-    for (let k = 0; k < this.indices.length; k++) into[this.indices[k] as number] = observed[k] ?? unavailableObservation;
-  }
+interface Members {
+  readonly indices: number[];
+  readonly sources: PackedSource[];
+  readonly stored: (Json | undefined)[];
 }
 
+/**
+ * The members of `group` so far. An object literal, not a class: a class's instances made per
+ * call take a map a full collection may drop, and the optimized code that assumed it with it.
+ */
 function membersOf(groups: Map<ObservationGroup, Members>, group: ObservationGroup): Members {
   let members = groups.get(group);
   if (members === undefined) {
-    members = new Members();
+    members = { indices: [], sources: [], stored: [] };
     groups.set(group, members);
   }
   return members;
+}
+
+/** Observes a group's members by one call, each observation into its source's place. */
+async function observeMembers(group: ObservationGroup, members: Members, into: Observation[]) {
+  const observed = await group.observe(members.sources, members.stored);
+  for (let k = 0; k < members.indices.length; k++) into[members.indices[k] as number] = observed[k] ?? unavailableObservation;
 }
 
 function storedEntry(snapshot: Snapshot, key: Key): SnapshotEntry | undefined {
