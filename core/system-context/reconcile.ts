@@ -59,8 +59,10 @@ const separator = "\n\n";
 async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Observed[]> {
   const sources = sourcesOf(context);
   const observations: Observation[] = new Array(sources.length);
+  /** The sources observed alone, by index, and their pending observations. */
+  const alone: number[] = [];
+  const pending: Promise<Observation>[] = [];
   const groups = new Map<ObservationGroup, Members>();
-  const pending: Promise<void>[] = [];
   // Start every load before awaiting any: sources are observed concurrently, a group's by one
   // call. Each is told the value the snapshot admitted for it (a pre-rendered source renders
   // its update against it). Loops, not callbacks: a closure made per call loses its optimized
@@ -69,7 +71,8 @@ async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Obs
     const source = sources[i] as PackedSource;
     const stored = snapshot === undefined ? undefined : storedEntry(snapshot, source.key)?.value;
     if (source.group === undefined) {
-      pending.push(observeOne(source, stored, observations, i));
+      alone.push(i);
+      pending.push(source.observe(stored));
       continue;
     }
     const members = membersOf(groups, source.group);
@@ -77,16 +80,14 @@ async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Obs
     members.sources.push(source);
     members.stored.push(stored);
   }
-  for (const [group, members] of groups) pending.push(observeMembers(group, members, observations));
-  await Promise.all(pending);
+  const grouped: Promise<void>[] = [];
+  for (const [group, members] of groups) grouped.push(observeMembers(group, members, observations));
+  const [observedAlone] = await Promise.all([Promise.all(pending), Promise.all(grouped)]);
+  for (let k = 0; k < alone.length; k++) observations[alone[k] as number] = observedAlone[k] as Observation;
   const observed: Observed[] = new Array(sources.length);
   for (let i = 0; i < sources.length; i++)
     observed[i] = { source: sources[i] as PackedSource, observation: observations[i] as Observation };
   return observed;
-}
-
-async function observeOne(source: PackedSource, stored: Json | undefined, into: Observation[], index: number) {
-  into[index] = await source.observe(stored);
 }
 
 /** The sources of one group an operation observes: their indices in composition order, and their admitted values. */
