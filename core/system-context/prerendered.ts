@@ -2,6 +2,7 @@
 // renderers ran somewhere else (a plugin's worker), so its observation arrives as data —
 // the encoded value and the texts — and is checked here on arrival, schema-free: plain
 // JSON within a depth and a size, well-formed strings, non-empty texts within the limit.
+// Sources that arrive together (one worker's) form a group, observed by one call.
 // Pure like the rest of the System Context: what fetches the data is the caller's.
 
 import { KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
