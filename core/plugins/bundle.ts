@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { ContextHostError } from "../base/errors.ts";
 import type { Location } from "./locations.ts";
-import { type Built, cachedBuild, cachedProgram, fingerprint, hashOf } from "./worker/program-cache.ts";
+import { type Built, cachedBuild, cachedProgram, fingerprint, hashOf } from "./program-cache.ts";
 
 /** A bundled plugin generation, not yet evaluated. */
 export interface PluginBundle {

@@ -12,7 +12,7 @@ import { Compile } from "typebox/compile";
 import { messageOf } from "../base/errors.ts";
 import type { PluginOrigin } from "./events.ts";
 import { compareText } from "./namespaces.ts";
-import { hashOf } from "./worker/program-cache.ts";
+import { hashOf } from "./program-cache.ts";
 
 /** One `plugins` entry, read: a path (folder or file), or a package name. */
 export type PluginEntrySpec =

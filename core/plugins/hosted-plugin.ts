@@ -14,9 +14,10 @@ import type { Registration, SourceEnv } from "../registry/registry.ts";
 import {
   type Json,
   type PrerenderedObservation,
-  prerendered,
+  prerenderedGroup,
   type RenderedText,
   type SourceFault,
+  type SystemContext,
 } from "../system-context/index.ts";
 import { BundleFailed, bundlePlugin, type PluginBundle } from "./bundle.ts";
 import type { ObservedKind } from "./events.ts";
@@ -57,11 +58,11 @@ import type {
   Evaluated,
   Observed,
   PluginTransport,
+  PresentObservation,
   WorkerFault,
-  WorkerObservation,
   WorkerText,
-} from "./worker/protocol.ts";
-import { PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./worker/protocol.ts";
+} from "./protocol.ts";
+import { observationCodes, PluginWorkerFault, PluginWorkerStopped, sanitizeFault, sanitizeLocation } from "./protocol.ts";
 
 /** A fault of plugin code that happened in its worker, located in the plugin's own file. */
 class PluginCodeFault extends ContextHostError {
@@ -136,6 +137,7 @@ interface Attempt {
 export const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 
 const unavailableObservation: PrerenderedObservation = Object.freeze({ kind: "unavailable" });
+const absentObservation: PrerenderedObservation = Object.freeze({ kind: "absent" });
 
 /** Extra time the host gives a request beyond the worker's own deadline, so the worker's wins a race. */
 const graceMs = 100;
@@ -296,15 +298,18 @@ export class HostedPlugin {
       this.#report({ plugin: name, key, phase, message: messageOf(error), location });
     };
     const limits = { ...this.#options.limits, report };
-    const flush: Flush = (worker, boundary, batch) => void this.#flush(worker, boundary, batch);
-    const boundaryOf = perEnv((env) => new Boundary(generation, env, name, flush));
-    return keys.map((key) => ({
+    // A generation's sources in one env are observed together: one call, one message to the runner.
+    const contextsIn = perEnv((env) => {
+      const boundary = new Boundary(generation, env, name);
+      const group = {
+        observe: (asked: readonly string[], stored: readonly (Json | undefined)[]) => this.#observe(boundary, asked, stored),
+      };
+      return prerenderedGroup(keys, group, limits);
+    });
+    return keys.map((key, index) => ({
       key,
       origin: "plugin",
-      load: perEnv((env) => {
-        const held = new Held(boundaryOf(env), key);
-        return prerendered({ key, observe: (stored) => this.#observe(held, stored) }, limits);
-      }),
+      load: (env: SourceEnv) => contextsIn(env)[index] as SystemContext,
     }));
   }
 
@@ -472,40 +477,61 @@ export class HostedPlugin {
     }
   }
 
-  #observe(held: Held, stored: Json | undefined): Promise<PrerenderedObservation> {
-    const { boundary, key } = held;
+  /**
+   * Observes sources of a boundary by one request: all unavailable while their generation does
+   * not live in a running worker.
+   */
+  #observe(
+    boundary: Boundary,
+    keys: readonly string[],
+    stored: readonly (Json | undefined)[],
+  ): Promise<PrerenderedObservation[]> {
     const worker = liveTransport(this.#life);
     const deadlines = deadlinesOf(this.#life, boundary.generation);
-    if (worker === undefined || deadlines === undefined) return Promise.resolve(unavailableObservation);
-    const deadlineMs = deadlines.get(key) ?? this.#options.limits.deadlineMs;
-    // Every source of a boundary is asked for in the same turn: one message carries them all.
-    return new Promise((resolve) => boundary.join({ stored, held, deadlineMs, resolve }, worker));
+    if (worker === undefined || deadlines === undefined) return Promise.resolve(keys.map(() => unavailableObservation));
+    const { deadlineMs } = this.#options.limits;
+    // A loop, not a callback: a closure made per call loses its optimized code at every full collection.
+    const waiting: Waiting[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      waiting[i] = { stored: stored[i], held: boundary.heldOf(key), deadlineMs: deadlines.get(key) ?? deadlineMs };
+    }
+    return this.#flush(worker, boundary, waiting);
   }
 
-  async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<void> {
+  async #flush(worker: PluginTransport, boundary: Boundary, waiting: readonly Waiting[]): Promise<PrerenderedObservation[]> {
     let result: Observed;
     try {
       result = await this.#requestObservations(worker, boundary, waiting);
     } catch {
       // Reported where it happened: a stop by `#stopped`, nothing else rejects.
-      for (const w of waiting) w.resolve(unavailableObservation);
-      return;
+      return waiting.map(() => unavailableObservation);
     }
-    const observations = Array.isArray(result?.observations) ? result.observations : [];
-    const faulted = this.#reportFaults(result);
-    const again: Waiting[] = [];
+    const { kinds, present, faults } = columnsOf(result);
+    const faulted = this.#reportFaults(faults);
+    const observations: PrerenderedObservation[] = new Array(waiting.length);
+    const again: number[] = [];
+    let presentAt = 0;
     for (let index = 0; index < waiting.length; index++) {
       const w = waiting[index] as Waiting;
-      const arrived = observations[index];
+      const code = kinds[index] ?? observationCodes.unavailable;
+      const arrived = code === observationCodes.present ? present[presentAt++] : undefined;
       // The runner no longer had the held observation's value: asked once more, with the value.
-      if (arrived?.kind === "ask-again" && w.held.forgetUnchanged()) {
-        again.push(w);
+      if (code === observationCodes["ask-again"] && w.held.forgetUnchanged()) {
+        again.push(index);
         continue;
       }
-      if (faulted?.has(w.held.key) !== true) this.#observedWithoutFault(boundary.plugin, w.held.key, arrived);
-      w.resolve(arrived === undefined ? unavailableObservation : fromWorker(worker, w, arrived));
+      if (faulted?.has(w.held.key) !== true) this.#observedWithoutFault(boundary.plugin, w.held.key, code);
+      observations[index] = fromWorker(worker, w, code, arrived);
     }
-    if (again.length > 0) await this.#flush(worker, boundary, again);
+    if (again.length === 0) return observations;
+    const askedAgain = await this.#flush(
+      worker,
+      boundary,
+      again.map((index) => waiting[index] as Waiting),
+    );
+    for (let k = 0; k < again.length; k++) observations[again[k] as number] = askedAgain[k] ?? unavailableObservation;
+    return observations;
   }
 
   /** One observe request for a boundary's waiting sources. Rejects as the transport does. */
@@ -521,8 +547,7 @@ export class HostedPlugin {
   }
 
   /** Reports the faults an observe request met (64 at most): returns their keys, none if there were none. */
-  #reportFaults(result: Observed): Set<string | undefined> | undefined {
-    const faults = Array.isArray(result?.faults) ? result.faults : [];
+  #reportFaults(faults: readonly WorkerFault[]): Set<string | undefined> | undefined {
     if (faults.length === 0) return undefined;
     for (const fault of faults.slice(0, 64)) {
       if (typeof fault !== "object" || fault === null) continue;
@@ -537,9 +562,8 @@ export class HostedPlugin {
    * A source was observed without a fault: what its loader returned is noted, and a fault on record
    * resolved.
    */
-  #observedWithoutFault(plugin: string, key: string, arrived: WorkerObservation | undefined) {
-    const kind = arrived?.kind === "absent" || arrived?.kind === "unavailable" ? arrived.kind : "value";
-    this.#observed.set(key, kind);
+  #observedWithoutFault(plugin: string, key: string, code: number) {
+    this.#observed.set(key, observedKinds[code] ?? "value");
     // Cheap at every boundary: only a source with a fault on record resolves anything.
     if (this.#faulted.delete(key)) this.#options.resolved(plugin, key);
   }
@@ -582,39 +606,28 @@ function sourceDeadlines(activated: Activated | undefined, deadlineMs: number): 
 
 // Observing a boundary's sources in one message
 
-/** Sends a boundary's batch of waiting sources to `worker` in one observe request. */
-type Flush = (worker: PluginTransport, boundary: Boundary, batch: readonly Waiting[]) => void;
-
-/** A generation's sources in one env: those observed in one turn are asked for in one message at its end. */
+/** A generation's sources in one env, observed together: one message asks for all those a boundary composes. */
 class Boundary {
   readonly generation: number;
   readonly env: SourceEnv;
   readonly plugin: string;
-  readonly #flush: Flush;
-  /** The sources observed so far in this turn. */
-  #batch: Waiting[] | undefined;
+  /** What the host holds of each of its sources, by key. */
+  readonly #held = new Map<string, Held>();
 
-  constructor(generation: number, env: SourceEnv, plugin: string, flush: Flush) {
+  constructor(generation: number, env: SourceEnv, plugin: string) {
     this.generation = generation;
     this.env = env;
     this.plugin = plugin;
-    this.#flush = flush;
   }
 
-  /**
-   * Adds a source to this turn's batch; the first of a turn (observed in `worker`) flushes it at
-   * the turn's end.
-   */
-  join(waiting: Waiting, worker: PluginTransport): void {
-    if (this.#batch === undefined) {
-      const batch: Waiting[] = [];
-      this.#batch = batch;
-      queueMicrotask(() => {
-        this.#batch = undefined;
-        this.#flush(worker, this, batch);
-      });
+  /** What the host holds of source `key`, made at its first observation. */
+  heldOf(key: string): Held {
+    let held = this.#held.get(key);
+    if (held === undefined) {
+      held = new Held(key);
+      this.#held.set(key, held);
     }
-    this.#batch.push(waiting);
+    return held;
   }
 }
 
@@ -635,13 +648,11 @@ interface Arrival {
  * while both stay.
  */
 class Held {
-  readonly boundary: Boundary;
   readonly key: string;
   #arrival: Arrival | undefined;
   #unchanged: Present | undefined;
 
-  constructor(boundary: Boundary, key: string) {
-    this.boundary = boundary;
+  constructor(key: string) {
     this.key = key;
   }
 
@@ -686,20 +697,42 @@ class Held {
   }
 }
 
+/** One source asked for: the value admitted for it, what the host holds of it, its loader's deadline. */
 interface Waiting {
   readonly stored: Json | undefined;
   readonly held: Held;
   readonly deadlineMs: number;
-  readonly resolve: (observation: PrerenderedObservation) => void;
 }
 
-/** What arrived for one source; the texts of a present one are held for later boundaries. */
-function fromWorker(transport: PluginTransport, waiting: Waiting, arrived: WorkerObservation): PrerenderedObservation {
-  if (typeof arrived !== "object" || arrived === null) return unavailableObservation;
-  if (arrived.kind === "unavailable" || arrived.kind === "absent") return { kind: arrived.kind };
+/** What a loader's `unavailable` and `absent` are among the kinds observed (`HostedPlugin.observed`); any other code: a value. */
+const observedKinds: Readonly<Record<number, ObservedKind>> = {
+  [observationCodes.unavailable]: "unavailable",
+  [observationCodes.absent]: "absent",
+};
+
+/** The columns of an observe reply, each as far as it is one (a source with no code is unavailable). */
+function columnsOf(result: Observed | undefined) {
+  return {
+    kinds: result?.kinds instanceof Uint8Array ? result.kinds : new Uint8Array(0),
+    present: Array.isArray(result?.present) ? result.present : [],
+    faults: Array.isArray(result?.faults) ? result.faults : [],
+  };
+}
+
+/**
+ * What arrived for one source (`code`, and `arrived` when present); the texts of a present one
+ * are held for later boundaries.
+ */
+function fromWorker(
+  transport: PluginTransport,
+  waiting: Waiting,
+  code: number,
+  arrived: PresentObservation | undefined,
+): PrerenderedObservation {
+  if (code === observationCodes.absent) return absentObservation;
   const { held, stored } = waiting;
-  if (arrived.kind === "unchanged") return held.unchangedFrom(transport, stored);
-  if (arrived.kind !== "present") return unavailableObservation;
+  if (code === observationCodes.unchanged) return held.unchangedFrom(transport, stored);
+  if (code !== observationCodes.present || typeof arrived !== "object" || arrived === null) return unavailableObservation;
   const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
   const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
   if (typeof arrived.number === "number") held.arrived({ number: arrived.number, transport, texts });

@@ -6,7 +6,7 @@ import type { Scope } from "../base/scope.ts";
 import type { PluginBundle } from "./bundle.ts";
 import type { LoadTimings } from "./events.ts";
 import type { PluginLimits } from "./limits.ts";
-import type { PluginTransport } from "./worker/protocol.ts";
+import type { PluginTransport } from "./protocol.ts";
 
 /**
  * A generation loaded into the runner, ready to be swapped in: closing its scope runs its disposers

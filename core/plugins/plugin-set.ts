@@ -20,10 +20,10 @@ import { isStale } from "./load-state.ts";
 import { compareText, Namespaces } from "./namespaces.ts";
 import { PluginEntry } from "./plugin-entry.ts";
 import type { HostedGeneration } from "./plugin-life.ts";
+import { PluginWorkers, workerProgram } from "./plugin-worker.ts";
+import type { PluginTransport, PluginWorkerStopped, WorkerFault } from "./protocol.ts";
 import { InThreadTransport } from "./runner.ts";
 import { PluginWatcher } from "./watching.ts";
-import { PluginWorkers, workerProgram } from "./worker/plugin-worker.ts";
-import type { PluginTransport, PluginWorkerStopped, WorkerFault } from "./worker/protocol.ts";
 
 /** What a plugin set is started with; a limit not given takes its default (`limits.ts`). */
 export interface PluginSetOptions extends Partial<PluginLimits> {

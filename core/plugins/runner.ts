@@ -13,26 +13,27 @@ import type { Renderer } from "../system-context/errors.ts";
 // From the modules themselves, not the layer's index: the worker evaluates only what it needs.
 import { isSameJson, type Json } from "../system-context/json.ts";
 import { arrivalChecks, type ValueLimits } from "../system-context/prerendered.ts";
-import { absent, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
+import { absent, type Rendering, type Source, SourceCodec, unavailable } from "../system-context/source.ts";
 import type { Plugin, PluginSource } from "./define.ts";
 import { evaluateBundle } from "./evaluate.ts";
 import { ActivationFailed, activateGeneration, pluginOf } from "./generation.ts";
-import { BundleLocations } from "./locations.ts";
+import { BundleLocations, type Location } from "./locations.ts";
 import {
   type Activated,
   type Evaluated,
   type HostRequest,
   type HostRequestBody,
   type Observed,
+  observationCodes,
   type PluginTransport,
   PluginWorkerFault,
+  type PresentObservation,
   phaseCodes,
   progress,
   type RunnerReply,
   type WorkerFault,
-  type WorkerObservation,
   type WorkerText,
-} from "./worker/protocol.ts";
+} from "./protocol.ts";
 
 export interface RunnerOptions {
   /** The services a plugin's `api.services` resolves from: clock, logger, location. */
@@ -46,16 +47,21 @@ export interface RunnerOptions {
 /** A value sent with its texts, and that observation's number: what the host may hold. */
 type Sent = { readonly value: Json; readonly number: number };
 
-/** What a source's loader returned, or what it threw. */
-type Outcome = { readonly loaded: unknown } | { readonly error: unknown };
+/** A source as `setup` declared it, with its codec and where it was declared. */
+interface Declared {
+  readonly source: PluginSource;
+  readonly codec: SourceCodec;
+  readonly declaredAt?: Error;
+}
 
 /** One generation living in this runner. */
 interface Living {
   readonly plugin: Plugin;
   readonly locations: BundleLocations;
   scope?: Scope;
-  /** By key, in the order `setup` declared them. */
-  sources?: Map<string, { readonly source: PluginSource; readonly codec: SourceCodec; readonly declaredAt?: Error }>;
+  /** By key, in the order `setup` declared them; `keys`: those keys, what a request without `keys` asks for. */
+  sources?: Map<string, Declared>;
+  keys?: readonly string[];
   /** By env (the most recently used ones), the env its loaders get and what each source last sent in it with its texts. */
   readonly inEnv: (env: SourceEnv) => { readonly env: SourceEnv; readonly sent: Map<string, Sent> };
 }
@@ -63,11 +69,47 @@ interface Living {
 /** The plugin runner: one request in, one reply out. */
 export type PluginRunner = (request: HostRequest) => Promise<RunnerReply>;
 
-// One object for every such answer: a transport that clones sends it once per message.
-const unavailableObservation: WorkerObservation = Object.freeze({ kind: "unavailable" });
-const absentObservation: WorkerObservation = Object.freeze({ kind: "absent" });
-const unchangedObservation: WorkerObservation = Object.freeze({ kind: "unchanged" });
-const askAgain: WorkerObservation = Object.freeze({ kind: "ask-again" });
+type ObserveRequest = Extract<HostRequest, { type: "observe" }>;
+
+/** One observe request as the runner reads it: the sources asked, in the env they are observed in. */
+interface Asked {
+  readonly request: ObserveRequest;
+  readonly living: Living;
+  /** The living generation's sources (`living.sources`, set up). */
+  readonly sources: ReadonlyMap<string, Declared>;
+  readonly keys: readonly string[];
+  /** The admitted values the host sent, by index. */
+  readonly stored: ReadonlyMap<number, Json>;
+  readonly env: SourceEnv;
+  readonly sent: Map<string, Sent>;
+}
+
+/** What a source's loader threw (a value it returned is kept as it is: no object per source). */
+class LoadFailed {
+  constructor(readonly error: unknown) {}
+}
+
+/** A source asked that was not loaded: not declared by the generation, or decided `ask-again` first. */
+const notLoaded = Symbol("not loaded");
+const askAgain = Symbol("ask again");
+
+/** A source whose texts the host does not hold, decided before anything is rendered: its loaded and encoded value. */
+interface Changed {
+  readonly index: number;
+  readonly key: string;
+  readonly declared: Declared;
+  readonly loaded: unknown;
+  readonly value: Json;
+  /** The admitted value it differs from, if any: the update is rendered against it. */
+  readonly admitted: Json | undefined;
+}
+
+/** What the runner decided of the sources of one request: a code for each, the changed ones to render, the faults met. */
+interface Decisions {
+  readonly kinds: Uint8Array;
+  readonly changed: readonly Changed[];
+  readonly faults: readonly WorkerFault[];
+}
 
 export function createPluginRunner(options: RunnerOptions): PluginRunner {
   const { container, limits, cells = new Int32Array(progress.length) } = options;
@@ -108,106 +150,170 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
         { source, codec: new SourceCodec(source as unknown as Source, Infinity), declaredAt: declaredAt.get(source.key) },
       ]),
     );
+    living.keys = [...living.sources.keys()];
     return { sources: sources.map(({ key, deadlineMs }) => (typeof deadlineMs === "number" ? { key, deadlineMs } : { key })) };
   }
 
-  async function observe(request: Extract<HostRequest, { type: "observe" }>): Promise<Observed> {
+  /**
+   * Observes the sources asked in three steps, as reconciliation does: every loader starts,
+   * then each source is decided against what the host holds, rendering nothing, then only
+   * the changed ones are rendered. An unchanged source costs its load and a comparison, and
+   * is sent as its code alone.
+   */
+  async function observe(request: ObserveRequest): Promise<Observed> {
+    const asked = askedOf(request);
+    const loading = loadAll(asked);
+    const outcomes = loading.pending === undefined ? loading.outcomes : await loading.pending;
+    const { kinds, changed, faults } = decide(asked, outcomes);
+    const present = changed.map((source) => render(asked, source));
+    return { kinds, present, faults };
+  }
+
+  function askedOf(request: ObserveRequest): Asked {
     const living = generations.get(request.generation);
     const sources = living?.sources;
     if (living === undefined || sources === undefined) throw new Error(`generation ${request.generation} is not active here`);
     const { env, sent } = living.inEnv(request.env);
-    const keys = request.keys ?? [...sources.keys()];
-    const storedAt = new Map(request.stored);
-    const faults: WorkerFault[] = [];
-    // A fault the plugin's code did not throw (a value its schema refuses, an empty text) is placed at the source's declaration.
-    const locate = (error: unknown, key: string) =>
-      living.locations.locate(error) ?? living.locations.locate(sources.get(key)?.declaredAt);
-    const faulty = (error: unknown, phase: "load" | "value", key: string) => {
-      const location = locate(error, key);
-      faults.push({ ...faultOf(error, undefined, phase), phase, key, ...(location === undefined ? {} : { location }) });
-      return unavailableObservation;
-    };
-    // Every loader starts before any is awaited, as in the host: sources are observed
-    // concurrently. Loaders that all return at once cost no promise.
-    const outcomes = keys.map((key, index): Outcome | Promise<Outcome> | undefined => {
-      const held = sources.get(key);
-      if (held === undefined) return undefined;
+    const stored = new Map(request.stored as ReadonlyArray<readonly [number, Json]>);
+    return { request, living, sources, keys: request.keys ?? living.keys ?? [], stored, env, sent };
+  }
+
+  /**
+   * The value the host admitted for the `index`-th source asked: the one it sent, else, when
+   * it holds an observation of it, that observation's (`askAgain` when this runner no longer
+   * has it); `undefined`: none.
+   */
+  function admittedValue(asked: Asked, index: number, key: string): Json | undefined | typeof askAgain {
+    const sentValue = asked.stored.get(index);
+    if (sentValue !== undefined) return sentValue;
+    const held = asked.request.held[index] ?? 0;
+    if (held === 0) return undefined;
+    const last = asked.sent.get(key);
+    return last?.number === held ? last.value : askAgain;
+  }
+
+  /**
+   * Starts every loader before awaiting any, as the host does: sources are observed
+   * concurrently. `outcomes[i]`: what the i-th loader returned, a `LoadFailed`, or why it
+   * was not loaded; `pending` settles them when a loader returned a promise (none: no promise).
+   */
+  function loadAll(asked: Asked): { readonly outcomes: unknown[]; readonly pending?: Promise<unknown[]> } {
+    const { request, sources, keys, env } = asked;
+    const outcomes: unknown[] = new Array(keys.length).fill(notLoaded);
+    let settling: Promise<void>[] | undefined;
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index] as string;
+      if (admittedValue(asked, index, key) === askAgain) {
+        outcomes[index] = askAgain;
+        continue;
+      }
+      const declared = sources.get(key);
+      if (declared === undefined) continue;
       mark(request.id, "load", index);
       try {
-        const loaded = held.source.load(env);
-        if (!(loaded instanceof Promise)) return { loaded };
-        const within = withinDeadline(() => loaded, held.source.deadlineMs ?? request.deadlineMs, `loader ${key}`);
-        return within.then(
-          (value) => ({ loaded: value }),
-          (error: unknown) => ({ error }),
-        );
+        const loaded = declared.source.load(env);
+        if (loaded instanceof Promise) {
+          const ms = declared.source.deadlineMs ?? request.deadlineMs;
+          const settled = withinDeadline(() => loaded, ms, `loader ${key}`).then(
+            (value) => {
+              outcomes[index] = value;
+            },
+            (error: unknown) => {
+              outcomes[index] = new LoadFailed(error);
+            },
+          );
+          settling ??= [];
+          settling.push(settled);
+        } else outcomes[index] = loaded;
       } catch (error) {
-        return { error };
+        outcomes[index] = new LoadFailed(error);
       }
-    });
+    }
     mark(request.id, "idle");
-    const isPending = outcomes.some((outcome) => outcome instanceof Promise);
-    const settled = isPending ? await Promise.all(outcomes) : (outcomes as (Outcome | undefined)[]);
-    const observations = keys.map((key, index): WorkerObservation => {
-      const heldNumber = request.held[index] ?? 0;
-      const last = sent.get(key);
-      let stored = storedAt.get(index) as Json | undefined;
-      // Held with no value sent: the admitted value is that observation's, if this runner still has it.
-      const isStoredHeld = heldNumber > 0 && stored === undefined;
-      if (isStoredHeld) {
-        if (last?.number !== heldNumber) return askAgain;
-        stored = last.value;
-      }
-      const held = sources.get(key);
-      const outcome = settled[index];
-      if (held === undefined || outcome === undefined) return unavailableObservation;
-      if ("error" in outcome) return faulty(outcome.error, "load", key);
-      const { loaded } = outcome;
-      if (loaded === unavailable) return unavailableObservation;
-      if (loaded === absent) return absentObservation;
-      const { codec, source } = held;
-      let value: Json;
-      mark(request.id, "value", index);
-      try {
-        const encoded = codec.encode(loaded);
-        // The admitted value again (the common case): it was plain and within the limits when admitted.
-        value = stored !== undefined && isSameJson(stored, encoded) ? stored : arrivalChecks.value(key, encoded, limits);
-      } catch (error) {
-        return faulty(error, "value", key);
-      }
-      const isStored = value === stored;
-      // Unchanged since admission, and the host holds its texts: a load and a comparison, nothing rendered.
-      if (isStored && last !== undefined && heldNumber === last.number && (isStoredHeld || isSameJson(last.value, value)))
-        return unchangedObservation;
-      const number = ++sentCount;
-      sent.set(key, { value, number });
-      const render = (renderer: Renderer, previous?: unknown): WorkerText => {
-        mark(request.id, renderer, index);
-        try {
-          const rendering = codec.render(renderer, loaded, previous);
-          if (rendering.ok) return { ok: true, text: rendering.text };
-          const location = locate(rendering.error, key);
-          return { ok: false, reason: rendering.error.reason, ...(location === undefined ? {} : { location }) };
-        } catch (error) {
-          const location = locate(error, key);
-          return { ok: false, reason: `threw: ${messageOf(error)}`, ...(location === undefined ? {} : { location }) };
-        }
-      };
-      const baseline = render("baseline");
-      const removed = source.removed === undefined ? {} : { removed: render("removed") };
-      if (stored === undefined || isStored) return { kind: "present", value, number, baseline, ...removed };
-      // A stored value is decoded (and an update rendered) only when the value changed.
-      mark(request.id, "value", index);
-      let decoded: { readonly value: unknown } | undefined;
-      try {
-        decoded = codec.decodeStored(stored);
-      } catch {
-        decoded = undefined;
-      }
-      const previous = decoded === undefined ? { decodes: false } : { decodes: true, update: render("update", decoded.value) };
-      return { kind: "present", value, number, baseline, ...removed, previous };
-    });
-    return { observations, faults };
+    if (settling === undefined) return { outcomes };
+    return { outcomes, pending: Promise.all(settling).then(() => outcomes) };
+  }
+
+  /** Decides every source asked from what its loader gave, rendering nothing. */
+  function decide(asked: Asked, outcomes: readonly unknown[]): Decisions {
+    const kinds = new Uint8Array(asked.keys.length);
+    const decisions = { kinds, changed: [] as Changed[], faults: [] as WorkerFault[] };
+    for (let index = 0; index < asked.keys.length; index++) {
+      kinds[index] = decideSource(asked, index, outcomes[index], decisions);
+    }
+    return decisions;
+  }
+
+  /** The code of the `index`-th source asked, from its loader's outcome; a changed source or a fault is added to `into`. */
+  function decideSource(
+    asked: Asked,
+    index: number,
+    outcome: unknown,
+    into: { readonly changed: Changed[]; readonly faults: WorkerFault[] },
+  ): number {
+    const key = asked.keys[index] as string;
+    const declared = asked.sources.get(key);
+    if (outcome === askAgain) return observationCodes["ask-again"];
+    if (outcome === notLoaded || outcome === unavailable || declared === undefined) return observationCodes.unavailable;
+    if (outcome === absent) return observationCodes.absent;
+    if (outcome instanceof LoadFailed) {
+      into.faults.push(faultAt(asked, outcome.error, "load", key));
+      return observationCodes.unavailable;
+    }
+    mark(asked.request.id, "value", index);
+    try {
+      const decided = decideValue(asked, index, declared, outcome);
+      if (decided === "unchanged") return observationCodes.unchanged;
+      into.changed.push(decided);
+      return observationCodes.present;
+    } catch (error) {
+      into.faults.push(faultAt(asked, error, "value", key));
+      return observationCodes.unavailable;
+    }
+  }
+
+  /**
+   * Decides a loaded value: `unchanged` when the host holds the texts of this runner's last
+   * observation of the source, and the value is still that one's: a comparison, no check (it
+   * was checked when it was sent). Else the value, checked, to be rendered. Throws what the
+   * codec, the schema or the limits refuse.
+   */
+  function decideValue(asked: Asked, index: number, declared: Declared, loaded: unknown): Changed | "unchanged" {
+    const { codec } = declared;
+    const { key } = codec;
+    const encoded = codec.encoded(loaded);
+    const admitted = admittedValue(asked, index, key) as Json | undefined;
+    const last = asked.sent.get(key);
+    const isLastHeld =
+      last !== undefined &&
+      admitted !== undefined &&
+      asked.request.held[index] === last.number &&
+      (admitted === last.value || isSameJson(admitted, last.value));
+    if (isLastHeld && isSameJson(last.value, encoded)) return "unchanged";
+    const checked = codec.checked(encoded);
+    // The admitted value again: it was plain and within the limits when admitted.
+    const isAdmitted = admitted !== undefined && isSameJson(admitted, checked);
+    const value = isAdmitted ? admitted : arrivalChecks.value(key, checked, limits);
+    return { index, key, declared, loaded, value, admitted: isAdmitted ? undefined : admitted };
+  }
+
+  /** Renders a changed source's texts (its update only against an admitted value that decodes); the host may hold them by its number. */
+  function render(asked: Asked, changed: Changed): PresentObservation {
+    const { request, sent } = asked;
+    const { index, key, declared, loaded, value, admitted } = changed;
+    const number = ++sentCount;
+    sent.set(key, { value, number });
+    const text = (renderer: Renderer, decoded?: unknown): WorkerText => {
+      mark(request.id, renderer, index);
+      return textOf(asked, key, () => declared.codec.render(renderer, loaded, decoded));
+    };
+    const baseline = text("baseline");
+    const removed = declared.source.removed === undefined ? {} : { removed: text("removed") };
+    if (admitted === undefined) return { value, number, baseline, ...removed };
+    mark(request.id, "value", index);
+    const decoded = decodedOrNone(declared.codec, admitted);
+    if (decoded === undefined) return { value, number, baseline, ...removed, previous: { decodes: false } };
+    return { value, number, baseline, ...removed, previous: { decodes: true, update: text("update", decoded.value) } };
   }
 
   async function dispose(request: Extract<HostRequest, { type: "dispose" }>): Promise<null> {
@@ -251,6 +357,41 @@ function faultOf(error: unknown, locations: BundleLocations | undefined, phase: 
     ...(failure?.key === undefined ? {} : { key: failure.key }),
     ...(location === undefined ? {} : { location }),
   };
+}
+
+/** A fault of a source's loader or value, placed in the plugin's code, else at the source's declaration. */
+function faultAt(asked: Asked, error: unknown, phase: "load" | "value", key: string): WorkerFault {
+  const location = locate(asked, error, key);
+  return { ...faultOf(error, undefined, phase), phase, key, ...(location === undefined ? {} : { location }) };
+}
+
+/** Where a fault of a source happened: in the plugin's code, else (a fault its code did not throw) where the source was declared. */
+function locate(asked: Asked, error: unknown, key: string): Location | undefined {
+  const { locations } = asked.living;
+  return locations.locate(error) ?? locations.locate(asked.sources.get(key)?.declaredAt);
+}
+
+/** A rendering as the host is sent it: the text, or why there is none and where in the plugin's code. */
+function textOf(asked: Asked, key: string, render: () => Rendering): WorkerText {
+  let failure: { readonly reason: string; readonly error: unknown };
+  try {
+    const rendering = render();
+    if (rendering.ok) return { ok: true, text: rendering.text };
+    failure = { reason: rendering.error.reason, error: rendering.error };
+  } catch (error) {
+    failure = { reason: `threw: ${messageOf(error)}`, error };
+  }
+  const location = locate(asked, failure.error, key);
+  return { ok: false, reason: failure.reason, ...(location === undefined ? {} : { location }) };
+}
+
+/** An admitted value decoded under the current schema, or `undefined` if it no longer decodes. */
+function decodedOrNone(codec: SourceCodec, stored: Json): { readonly value: unknown } | undefined {
+  try {
+    return codec.decodeStored(stored);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

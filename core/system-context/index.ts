@@ -29,10 +29,12 @@ export {
 export { canonicalJson, type Json, toPlainJson, ValueNotPlainJson } from "./json.ts";
 export { isKey, type Key, keyPattern, namespaceOf } from "./key.ts";
 export {
+  type PrerenderedGroup,
   type PrerenderedLimits,
   type PrerenderedObservation,
   type PrerenderedSource,
   prerendered,
+  prerenderedGroup,
   type RenderedText,
 } from "./prerendered.ts";
 export {

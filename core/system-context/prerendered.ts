@@ -2,6 +2,7 @@
 // renderers ran somewhere else (a plugin's worker), so its observation arrives as data —
 // the encoded value and the texts — and is checked here on arrival, schema-free: plain
 // JSON within a depth and a size, well-formed strings, non-empty texts within the limit.
+// Sources that arrive together (one worker's) form a group, observed by one call.
 // Pure like the rest of the System Context: what fetches the data is the caller's.
 
 import { KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
@@ -12,6 +13,7 @@ import {
   type Containment,
   carry,
   type Observation,
+  type ObservationGroup,
   type PackedSource,
   type Present,
   type Rendering,
@@ -49,6 +51,15 @@ export interface PrerenderedSource {
   observe(stored: Json | undefined): Promise<PrerenderedObservation>;
 }
 
+/** Pre-rendered sources observed by one call for all of them (one plugin's worker answers them in one message). */
+export interface PrerenderedGroup {
+  /**
+   * Observes the sources of `keys` once, each given the value admitted for it (`stored[i]`):
+   * one observation per key, in order. A rejection counts as a load fault of each.
+   */
+  observe(keys: readonly Key[], stored: readonly (Json | undefined)[]): Promise<readonly PrerenderedObservation[]>;
+}
+
 /** The arrival checks of a pre-rendered source, besides `maxTextLength`. */
 export interface PrerenderedLimits extends Containment, ValueLimits {}
 
@@ -70,16 +81,16 @@ const absentObservation: Observation = Object.freeze({ kind: "absent" });
  * observation and is reported through `limits.report`.
  */
 export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits): SystemContext {
-  if (!isKey(source.key)) {
-    throw new KeyInvalid({ key: source.key, reason: `expected "namespace/name" in lower case, matching ${keyPattern}` });
-  }
-  const { key } = source;
-  const checks: Checks = {
-    key,
-    maxTextLength: limits.maxTextLength,
-    maxDepth: limits.maxDepth,
-    maxValueBytes: limits.maxValueBytes,
-  };
+  const one: PrerenderedGroup = { observe: async (_keys, stored) => [await source.observe(stored[0])] };
+  return prerenderedGroup([source.key], one, limits)[0] as SystemContext;
+}
+
+/**
+ * Closes pre-rendered sources observed together into one `SystemContext` per key, in the
+ * order of `keys`: an operation observes those it composes by one call of `group`. Each is
+ * checked on arrival as `prerendered` checks one.
+ */
+export function prerenderedGroup(keys: readonly Key[], group: PrerenderedGroup, limits: PrerenderedLimits): SystemContext[] {
   const report = (fault: SourceFault) => {
     try {
       limits.report(fault);
@@ -87,48 +98,93 @@ export function prerendered(source: PrerenderedSource, limits: PrerenderedLimits
       // A failing reporter must not turn a contained fault into a host failure.
     }
   };
-  let last: PrerenderedValue | undefined;
-  const packed: PackedSource = {
-    key,
-    blocksInitialization: false,
-    async observe(stored?: Json): Promise<Observation> {
-      let arrived: PrerenderedObservation;
-      try {
-        arrived = await source.observe(stored);
-      } catch (error) {
-        report({ key, phase: "load", error });
-        return unavailableObservation;
-      }
-      const kind = typeof arrived === "object" && arrived !== null ? arrived.kind : undefined;
-      if (kind === "unavailable") return unavailableObservation;
-      if (kind === "absent") return absentObservation;
-      if (kind !== "present") {
-        report({
-          key,
-          phase: "load",
-          error: new ValueRejected({ key: key, path: "", reason: "the observation is not one a source can make" }),
-        });
-        return unavailableObservation;
-      }
-      const present = arrived as Extract<PrerenderedObservation, { kind: "present" }>;
-      // The admitted value itself (the same object) was checked when the snapshot was read; the
-      // same arrival for it makes the same observation (a boundary's unchanged sources allocate none).
-      if (stored !== undefined && present.value === stored) {
-        if (last?.arrived !== present || last.stored !== stored) last = new PrerenderedValue(checks, stored, present, stored);
-        return last;
-      }
-      let value: Json;
-      try {
-        value = checkedValue(present.value, checks);
-      } catch (error) {
-        report({ key, phase: "value", error });
-        return unavailableObservation;
-      }
-      return new PrerenderedValue(checks, value, present, stored);
-    },
-    onRenderFault: (error) => report({ key, phase: error.renderer, error }),
-  };
-  return carry([packed]);
+  const together = new ObservedTogether(group, report);
+  return keys.map((key) => {
+    if (!isKey(key)) throw new KeyInvalid({ key, reason: `expected "namespace/name" in lower case, matching ${keyPattern}` });
+    const { maxTextLength, maxDepth, maxValueBytes } = limits;
+    return carry([new GroupMember({ key, maxTextLength, maxDepth, maxValueBytes }, together, report)]);
+  });
+}
+
+/** The observation group of pre-rendered sources: one call of the caller's group observes them, each checked on arrival. */
+class ObservedTogether implements ObservationGroup {
+  constructor(
+    readonly group: PrerenderedGroup,
+    readonly report: (fault: SourceFault) => void,
+  ) {}
+
+  async observe(sources: readonly PackedSource[], stored: readonly (Json | undefined)[]): Promise<readonly Observation[]> {
+    const members = sources as readonly GroupMember[];
+    // Loops, not callbacks: a closure made per call loses its optimized code at every full collection.
+    const keys: Key[] = new Array(members.length);
+    for (let i = 0; i < members.length; i++) keys[i] = (members[i] as GroupMember).key;
+    const observations: Observation[] = new Array(members.length).fill(unavailableObservation);
+    let arrived: readonly PrerenderedObservation[];
+    try {
+      arrived = await this.group.observe(keys, stored);
+    } catch (error) {
+      for (const key of keys) this.report({ key, phase: "load", error });
+      return observations;
+    }
+    for (let i = 0; i < members.length; i++) observations[i] = (members[i] as GroupMember).arrive(arrived[i], stored[i]);
+    return observations;
+  }
+}
+
+/** One pre-rendered source of a group: what arrives for it is checked here. */
+class GroupMember implements PackedSource {
+  readonly blocksInitialization = false;
+  /** The last observation, made again while the same arrival is for the same admitted value. */
+  #last: PrerenderedValue | undefined;
+
+  constructor(
+    readonly checks: Checks,
+    readonly group: ObservedTogether,
+    readonly report: (fault: SourceFault) => void,
+  ) {}
+
+  get key(): Key {
+    return this.checks.key;
+  }
+
+  async observe(stored?: Json): Promise<Observation> {
+    const [observation] = await this.group.observe([this], [stored]);
+    return observation ?? unavailableObservation;
+  }
+
+  onRenderFault = (error: RenderFailed) => this.report({ key: this.key, phase: error.renderer, error });
+
+  /** What arrived for this source, asked with the admitted value `stored`, as an observation; a fault is reported and makes it unavailable. */
+  arrive(arrived: PrerenderedObservation | undefined, stored: Json | undefined): Observation {
+    const { key } = this;
+    const kind = typeof arrived === "object" && arrived !== null ? arrived.kind : undefined;
+    if (kind === "unavailable") return unavailableObservation;
+    if (kind === "absent") return absentObservation;
+    if (kind !== "present") {
+      this.report({
+        key,
+        phase: "load",
+        error: new ValueRejected({ key: key, path: "", reason: "the observation is not one a source can make" }),
+      });
+      return unavailableObservation;
+    }
+    const present = arrived as Extract<PrerenderedObservation, { kind: "present" }>;
+    // The admitted value itself (the same object) was checked when the snapshot was read; the
+    // same arrival for it makes the same observation (a boundary's unchanged sources allocate none).
+    if (stored !== undefined && present.value === stored) {
+      if (this.#last?.arrived !== present || this.#last.stored !== stored)
+        this.#last = new PrerenderedValue(this.checks, stored, present, stored);
+      return this.#last;
+    }
+    let value: Json;
+    try {
+      value = checkedValue(present.value, this.checks);
+    } catch (error) {
+      this.report({ key, phase: "value", error });
+      return unavailableObservation;
+    }
+    return new PrerenderedValue(this.checks, value, present, stored);
+  }
 }
 
 interface Checks {

@@ -7,9 +7,17 @@
 //   replaceOrReconcile — replace, or while that is blocked reconcile, from one observation.
 
 import { InitializationBlocked, type RenderFailed } from "./errors.ts";
+import type { Json } from "./json.ts";
 import type { Key } from "./key.ts";
 import { checkedSnapshot, type Snapshot, type SnapshotEntry, trust } from "./snapshot.ts";
-import { type Observation, type PackedSource, type Present, type SystemContext, sourcesOf } from "./source.ts";
+import {
+  type Observation,
+  type ObservationGroup,
+  type PackedSource,
+  type Present,
+  type SystemContext,
+  sourcesOf,
+} from "./source.ts";
 
 /** A Baseline System Context with the Context Snapshot it admitted. */
 export interface Generation {
@@ -43,18 +51,69 @@ interface Observed {
   readonly observation: Observation;
 }
 
+const unavailableObservation: Observation = Object.freeze({ kind: "unavailable" });
+
 /** Texts of one System Context are separated by one blank line. */
 const separator = "\n\n";
 
 async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Observed[]> {
   const sources = sourcesOf(context);
-  // Start every load before awaiting any: sources are observed concurrently. Each is told the
-  // value the snapshot admitted for it (a pre-rendered source renders its update against it).
-  const pending = sources.map((source) =>
-    source.observe(snapshot === undefined ? undefined : storedEntry(snapshot, source.key)?.value),
-  );
-  const observations = await Promise.all(pending);
-  return sources.map((source, i) => ({ source, observation: observations[i] as Observation }));
+  const observations: Observation[] = new Array(sources.length);
+  /** The sources observed alone, by index, and their pending observations. */
+  const alone: number[] = [];
+  const pending: Promise<Observation>[] = [];
+  const groups = new Map<ObservationGroup, Members>();
+  // Start every load before awaiting any: sources are observed concurrently, a group's by one
+  // call. Each is told the value the snapshot admitted for it (a pre-rendered source renders
+  // its update against it). Loops, not callbacks: a closure made per call loses its optimized
+  // code at every full collection, and this runs at every boundary.
+  for (let i = 0; i < sources.length; i++) {
+    const source = sources[i] as PackedSource;
+    const stored = snapshot === undefined ? undefined : storedEntry(snapshot, source.key)?.value;
+    if (source.group === undefined) {
+      alone.push(i);
+      pending.push(source.observe(stored));
+      continue;
+    }
+    const members = membersOf(groups, source.group);
+    members.indices.push(i);
+    members.sources.push(source);
+    members.stored.push(stored);
+  }
+  const grouped: Promise<void>[] = [];
+  for (const [group, members] of groups) grouped.push(observeMembers(group, members, observations));
+  const [observedAlone] = await Promise.all([Promise.all(pending), Promise.all(grouped)]);
+  for (let k = 0; k < alone.length; k++) observations[alone[k] as number] = observedAlone[k] as Observation;
+  const observed: Observed[] = new Array(sources.length);
+  for (let i = 0; i < sources.length; i++)
+    observed[i] = { source: sources[i] as PackedSource, observation: observations[i] as Observation };
+  return observed;
+}
+
+/** The sources of one group an operation observes: their indices in composition order, and their admitted values. */
+interface Members {
+  readonly indices: number[];
+  readonly sources: PackedSource[];
+  readonly stored: (Json | undefined)[];
+}
+
+/**
+ * The members of `group` so far. An object literal, not a class: a class's instances made per
+ * call take a map a full collection may drop, and the optimized code that assumed it with it.
+ */
+function membersOf(groups: Map<ObservationGroup, Members>, group: ObservationGroup): Members {
+  let members = groups.get(group);
+  if (members === undefined) {
+    members = { indices: [], sources: [], stored: [] };
+    groups.set(group, members);
+  }
+  return members;
+}
+
+/** Observes a group's members by one call, each observation into its source's place. */
+async function observeMembers(group: ObservationGroup, members: Members, into: Observation[]) {
+  const observed = await group.observe(members.sources, members.stored);
+  for (let k = 0; k < members.indices.length; k++) into[members.indices[k] as number] = observed[k] ?? unavailableObservation;
 }
 
 function storedEntry(snapshot: Snapshot, key: Key): SnapshotEntry | undefined {
@@ -238,35 +297,37 @@ function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): R
   const next: Record<Key, SnapshotEntry> = {};
   /** Keys whose entry is new (introduced or updated); every other kept entry is the very object of `snapshot`. */
   const written: Key[] = [];
-  planned.decisions.forEach((decision, i) => {
+  // A loop, not a callback: a closure made per call loses its optimized code at every full collection.
+  for (let i = 0; i < planned.decisions.length; i++) {
+    const decision = planned.decisions[i] as Decision;
     const source = (observed[i] as Observed).source;
     switch (decision.kind) {
       case "omit":
-        return;
+        continue;
       case "keep":
         next[source.key] = decision.entry;
-        return;
+        continue;
       case "introduce": {
         const admitted = admit(source, decision.value, decision.value.baseline());
-        if (admitted === undefined) return;
+        if (admitted === undefined) continue;
         texts.push(admitted.text);
         next[source.key] = admitted.entry;
         written.push(source.key);
-        return;
+        continue;
       }
       case "update": {
         const admitted = admit(source, decision.value, decision.value.update(decision.previous));
         if (admitted === undefined) {
           next[source.key] = decision.entry;
-          return;
+          continue;
         }
         texts.push(admitted.text);
         next[source.key] = admitted.entry;
         written.push(source.key);
-        return;
+        continue;
       }
     }
-  });
+  }
   texts.push(...planned.removals);
   if (texts.length === 0) return { kind: "unchanged" };
   return {

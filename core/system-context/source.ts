@@ -73,6 +73,20 @@ export interface PackedSource {
   observe(stored?: Json): Promise<Observation>;
   /** Called when a contained source's rendering fails after observation. */
   readonly onRenderFault?: (error: RenderFailed) => void;
+  /** The group this source is observed with, if any: an operation observes a group's sources by one call. */
+  readonly group?: ObservationGroup;
+}
+
+/**
+ * Sources observed by one call for all of them, as one plugin's worker answers all its
+ * sources of a boundary in one message. An operation observes each group it composes once.
+ */
+export interface ObservationGroup {
+  /**
+   * Observes each of `sources` (sources of this group) once, given the value the operation's
+   * snapshot admitted for it (`stored[i]`): one observation each, in order. Never rejects.
+   */
+  observe(sources: readonly PackedSource[], stored: readonly (Json | undefined)[]): Promise<readonly Observation[]>;
 }
 
 const carrier = Symbol.for("context-host/system-context");
@@ -127,11 +141,24 @@ export interface SourceFault {
 const validators = new WeakMap<TSchema, Validator>();
 
 /**
- * A source's values are checked by TypeBox's interpreter until it has checked this many; then
- * its schema is compiled. Compiling costs as much as dozens of checks, and most sources are
- * checked a few times at start-up (a plugin worker's start pays for every schema it compiles).
+ * A schema's values are checked by TypeBox's interpreter until it has checked this many (for
+ * every source that shares it); then it is compiled, and every source of it uses the compiled
+ * one. Compiling costs as much as dozens of checks, and most sources are checked a few times
+ * at start-up (a plugin worker's start pays for every schema it compiles).
  */
 const checksBeforeCompiling = 16;
+
+/** How many values each schema not compiled yet has had checked. */
+const interpretedChecks = new WeakMap<TSchema, number>();
+
+/** The schema's compiled validator, compiled now if its checks so far make it due; else `undefined` (check it interpreted). */
+function validatorWhenDue(schema: TSchema): Validator | undefined {
+  const compiled = validators.get(schema);
+  if (compiled !== undefined) return compiled;
+  const checks = (interpretedChecks.get(schema) ?? 0) + 1;
+  interpretedChecks.set(schema, checks);
+  return checks >= checksBeforeCompiling ? validatorFor(schema) : undefined;
+}
 
 function validatorFor(schema: TSchema): Validator {
   let validator = validators.get(schema);
@@ -166,7 +193,6 @@ export function contain<S extends TSchema>(source: Source<S>, containment: Conta
 export class SourceCodec {
   readonly hasCodec: boolean;
   #validator: Validator | undefined;
-  #checks = 0;
 
   constructor(
     readonly source: Source,
@@ -201,21 +227,30 @@ export class SourceCodec {
   }
 
   #check(value: unknown): boolean {
-    if (this.#validator === undefined && ++this.#checks >= checksBeforeCompiling)
-      this.#validator = validatorFor(this.source.schema);
+    this.#validator ??= validatorWhenDue(this.source.schema);
     return this.#validator === undefined ? Check(this.source.schema, value) : this.#validator.Check(value);
   }
 
-  /** Encodes a loaded value strictly: check, then encode, nothing converted or stripped. */
+  /** Encodes a loaded value strictly: encode, then check, nothing converted or stripped. */
   encode(value: unknown): unknown {
-    let encoded = value;
-    if (this.hasCodec) {
-      try {
-        encoded = EncodeUnsafe({}, this.source.schema, value);
-      } catch (cause) {
-        throw new ValueRejected({ key: this.key, path: "", reason: `encoding failed: ${messageOf(cause)}`, cause });
-      }
+    return this.checked(this.encoded(value));
+  }
+
+  /**
+   * A loaded value through the schema's codecs (the value itself without one), not checked yet:
+   * what is compared with a value already admitted, which was checked when it was.
+   */
+  encoded(value: unknown): unknown {
+    if (!this.hasCodec) return value;
+    try {
+      return EncodeUnsafe({}, this.source.schema, value);
+    } catch (cause) {
+      throw new ValueRejected({ key: this.key, path: "", reason: `encoding failed: ${messageOf(cause)}`, cause });
     }
+  }
+
+  /** An encoded value the schema accepts, or `ValueRejected` naming the first place it refuses. */
+  checked(encoded: unknown): unknown {
     if (!this.#check(encoded)) {
       const first = (this.#validator?.Errors(encoded) ?? Errors(this.source.schema, encoded))[0];
       throw new ValueRejected({ key: this.key, path: first?.instancePath ?? "", reason: first?.message ?? "does not match" });

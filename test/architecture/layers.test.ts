@@ -17,6 +17,7 @@ import {
   layers,
   type OwnPackage,
   ownPackageOf,
+  reachesInto,
   violations,
 } from "./layers.ts";
 
@@ -188,6 +189,32 @@ describe("architecture: one owner per piece of state", () => {
     ].join("\n");
     expect(farWritesOf(code)).to.deep.equal([]);
     expect(farWritesOf('switch (k) { case "a": a.b.c = 1; }')).to.deep.equal(["a.b.c"]);
+  });
+});
+
+describe("architecture: the plugin worker's folder", () => {
+  const worker = "core/plugins/worker";
+  const entry = "core/plugins/worker/entry.ts";
+  const read = (file: string) => readFileSync(path.join(root, file), "utf8");
+
+  it("nothing outside core/plugins/worker imports a module inside it: the host names only its entry, by URL", () => {
+    const files = ["core", "scripts", "test"].flatMap((dir) => filesOf(root, dir));
+    expect(reachesInto(worker, [entry], files, read)).to.deep.equal([]);
+  });
+
+  it("the check finds an import into the folder, and lets the entry's URL pass", () => {
+    const code: Record<string, string> = {
+      "core/plugins/a.ts": 'import { b } from "./worker/b.ts";',
+      "core/plugins/b.ts": 'import type { Entry } from "./worker/entry.ts";',
+      "core/plugins/c.ts": 'const file = new URL("./worker/entry.ts", import.meta.url);',
+      "core/plugins/d.ts": 'const file = new URL("./worker/other.ts", import.meta.url);',
+      "core/plugins/worker/entry.ts": 'import { a } from "../a.ts";\nimport { own } from "./own.ts";',
+    };
+    expect(reachesInto(worker, [entry], Object.keys(code), (file) => code[file] as string)).to.deep.equal([
+      "core/plugins/a.ts → core/plugins/worker/b.ts",
+      "core/plugins/b.ts → core/plugins/worker/entry.ts",
+      "core/plugins/d.ts → core/plugins/worker/other.ts",
+    ]);
   });
 });
 

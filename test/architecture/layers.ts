@@ -304,6 +304,12 @@ function urlSpecifiers(tokens: readonly Token[], open: number): string[] {
   return files.filter((file) => !(file.endsWith(".js") && files.includes(file.replace(/\.js$/, ".ts"))));
 }
 
+/** A specifier a source file names, and whether it names a worker entry (`new URL(…, import.meta.url)`) rather than a module it imports. */
+interface Named {
+  readonly specifier: string;
+  readonly isWorkerEntry: boolean;
+}
+
 /**
  * The module specifiers a source file imports: static `import`/`export … from`, side-effect
  * `import "x"`, `import("x")` (type positions included), `import.meta.resolve("x")`, and the
@@ -311,8 +317,14 @@ function urlSpecifiers(tokens: readonly Token[], open: number): string[] {
  * and templates is never taken for an import.
  */
 export function importsOf(code: string): string[] {
+  return namedIn(code).map((named) => named.specifier);
+}
+
+/** What `importsOf` reads, each specifier marked as a worker entry or an import. */
+function namedIn(code: string): Named[] {
   const tokens = tokensOf(code);
-  const found: string[] = [];
+  const found: Named[] = [];
+  const imported = (specifier: string) => found.push({ specifier, isWorkerEntry: false });
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i] as Token;
     if (token.kind !== "name") continue;
@@ -323,25 +335,49 @@ export function importsOf(code: string): string[] {
     if (token.text === "import") {
       if (isPunct(next, "(")) {
         const specifier = literalOf(tokens[i + 2]);
-        if (specifier !== undefined) found.push(specifier);
+        if (specifier !== undefined) imported(specifier);
       } else if (isPunct(next, ".")) {
         const call = tokens
           .slice(i + 1, i + 6)
           .map((t) => t.text)
           .join("");
         const specifier = literalOf(tokens[i + 6]);
-        if (call === ".meta.resolve(" && specifier !== undefined) found.push(specifier);
+        if (call === ".meta.resolve(" && specifier !== undefined) imported(specifier);
       } else if (literalOf(next) !== undefined && next?.kind === "string") {
-        found.push(next.value as string);
+        imported(next.value as string);
       } else {
         const specifier = clauseSpecifier(tokens, i + 1);
-        if (specifier !== undefined) found.push(specifier);
+        if (specifier !== undefined) imported(specifier);
       }
     } else if (token.text === "export") {
       const specifier = clauseSpecifier(tokens, i + 1);
-      if (specifier !== undefined) found.push(specifier);
+      if (specifier !== undefined) imported(specifier);
     } else if (token.text === "new" && isName(next, "URL") && isPunct(tokens[i + 2], "(")) {
-      found.push(...urlSpecifiers(tokens, i + 2));
+      for (const specifier of urlSpecifiers(tokens, i + 2)) found.push({ specifier, isWorkerEntry: true });
+    }
+  }
+  return found;
+}
+
+/**
+ * Every way a file outside `folder` reaches a module inside it, as `file → target`, except
+ * naming one of `entries` as a worker entry (`new URL("./folder/entry.ts", import.meta.url)`):
+ * what runs inside a worker imports the rest, never the reverse.
+ */
+export function reachesInto(
+  folder: string,
+  entries: readonly string[],
+  files: readonly string[],
+  read: (file: string) => string,
+): string[] {
+  const isInside = (file: string) => file.startsWith(`${folder}/`);
+  const found: string[] = [];
+  for (const file of files.filter((f) => !isInside(f))) {
+    for (const { specifier, isWorkerEntry } of namedIn(read(file))) {
+      if (!specifier.startsWith(".")) continue;
+      const target = path.normalize(path.join(path.dirname(file), specifier));
+      if (!isInside(target) || (isWorkerEntry && entries.includes(target))) continue;
+      found.push(`${file} → ${target}`);
     }
   }
   return found;

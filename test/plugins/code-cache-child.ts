@@ -9,7 +9,7 @@ import path from "node:path";
 import { silentLogger } from "../../core/base/clock.ts";
 import { Scope } from "../../core/base/scope.ts";
 import { startContextSources } from "../../core/host/context-sources.ts";
-import { programCacheDir } from "../../core/plugins/worker/program-cache.ts";
+import { programCacheDir } from "../../core/plugins/program-cache.ts";
 import * as SystemContext from "../../core/system-context.ts";
 
 const [folder = ".", ...modes] = process.argv.slice(2);

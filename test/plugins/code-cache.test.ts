@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { storedCodeCache } from "../../core/plugins/worker/program-cache.ts";
+import { storedCodeCache } from "../../core/plugins/program-cache.ts";
 import { runJsonChild } from "../../scripts/bench/start-up-children.ts";
 
 const child = path.join(import.meta.dirname, "code-cache-child.ts");

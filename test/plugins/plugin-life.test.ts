@@ -32,8 +32,8 @@ import {
   swappedIn,
   unstarted,
 } from "../../core/plugins/plugin-life.ts";
-import type { PluginTransport } from "../../core/plugins/worker/protocol.ts";
-import { PluginWorkerStopped } from "../../core/plugins/worker/protocol.ts";
+import type { PluginTransport } from "../../core/plugins/protocol.ts";
+import { PluginWorkerStopped } from "../../core/plugins/protocol.ts";
 
 /** A transport that is never asked anything here; `stopped` says whether it stopped. */
 function transport(stop?: PluginWorkerStopped): PluginTransport {

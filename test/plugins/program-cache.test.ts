@@ -11,7 +11,7 @@ import {
   cachedProgram as cachedProgramNow,
   keptPrograms,
   programCacheDir,
-} from "../../core/plugins/worker/program-cache.ts";
+} from "../../core/plugins/program-cache.ts";
 
 /** The program, once its build (if any) is stored: a build is stored just after the caller gets it. */
 async function cachedProgram(...args: Parameters<typeof cachedProgramNow>): Promise<string> {

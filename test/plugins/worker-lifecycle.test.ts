@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
-import { workerProgram } from "../../core/plugins/worker/plugin-worker.ts";
+import { workerProgram } from "../../core/plugins/plugin-worker.ts";
 import {
   baselineOf,
   diagnosticsLike,

@@ -176,7 +176,7 @@ function build(dir: string): void {
  */
 function warmWorkerProgram(dir: string): void {
   if (process.env.CONTEXT_HOST_CACHE === "off") return;
-  const url = pathToFileURL(path.join(dir, "core/plugins/worker/plugin-worker.js")).href;
+  const url = pathToFileURL(path.join(dir, "core/plugins/plugin-worker.js")).href;
   execFileSync(process.execPath, ["--input-type=module", "-e", `await (await import(${JSON.stringify(url)})).workerProgram();`], {
     stdio: ["ignore", "ignore", "inherit"],
   });

@@ -3,13 +3,16 @@
 
 import { expect } from "chai";
 import {
+  combine,
   initialize,
   KeyInvalid,
   type PrerenderedObservation,
   prerendered,
+  prerenderedGroup,
+  reconcile,
   type SourceFault,
 } from "../../core/system-context/index.ts";
-import { sourcesOf } from "../../core/system-context/source.ts";
+import { type SystemContext, sourcesOf } from "../../core/system-context/source.ts";
 
 function arriving(value: unknown, given: { maxDepth?: number; maxValueBytes?: number } = {}) {
   const limits = { maxDepth: 64, maxValueBytes: 1024 * 1024, ...given };
@@ -74,5 +77,35 @@ describe("SystemContext: pre-rendered sources", () => {
     const next = await source?.observe(admitted);
     expect(next).to.not.equal(first);
     expect(next?.kind === "present" && next.baseline()).to.deep.equal({ ok: true, text: "n is 1" });
+  });
+
+  it("the sources of a group are observed by one call, each told its admitted value, in composition order", async () => {
+    const calls: { keys: readonly string[]; stored: readonly unknown[] }[] = [];
+    const group = {
+      async observe(keys: readonly string[], stored: readonly unknown[]) {
+        calls.push({ keys, stored });
+        return keys.map((key): PrerenderedObservation => ({ kind: "present", value: key, baseline: { ok: true, text: key } }));
+      },
+    };
+    const limits = { maxTextLength: 1000, maxDepth: 64, maxValueBytes: 1024, report: () => {} };
+    const [a, b] = prerenderedGroup(["remote/a", "remote/b"], group, limits);
+    const context = combine([b as SystemContext, a as SystemContext]);
+    const { baseline, snapshot } = await initialize(context);
+    expect(baseline).to.equal("remote/b\n\nremote/a");
+    expect(calls.splice(0)).to.deep.equal([{ keys: ["remote/b", "remote/a"], stored: [undefined, undefined] }]);
+    expect(await reconcile(context, snapshot)).to.deep.equal({ kind: "unchanged" });
+    expect(calls).to.deep.equal([{ keys: ["remote/b", "remote/a"], stored: ["remote/b", "remote/a"] }]);
+  });
+
+  it("a group's call that rejects is a load fault of each of its sources, which are unavailable", async () => {
+    const faults: SourceFault[] = [];
+    const group = { observe: async () => Promise.reject(new Error("the worker went away")) };
+    const limits = { maxTextLength: 1000, maxDepth: 64, maxValueBytes: 1024, report: (fault: SourceFault) => faults.push(fault) };
+    const generation = await initialize(combine(prerenderedGroup(["remote/a", "remote/b"], group, limits)));
+    expect(generation).to.deep.equal({ baseline: "", snapshot: {} });
+    expect(faults.map(({ key, phase }) => ({ key, phase }))).to.deep.equal([
+      { key: "remote/a", phase: "load" },
+      { key: "remote/b", phase: "load" },
+    ]);
   });
 });

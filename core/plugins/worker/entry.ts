@@ -10,8 +10,8 @@ import vm from "node:vm";
 import workerThreads, { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { asValue, createContainer } from "awilix";
 import { messageOf } from "../../base/errors.ts";
+import type { HostRequest, RealmHooks, ThreadRequest, WorkerInit, WorkerReply } from "../protocol.ts";
 import { createPluginRunner } from "../runner.ts";
-import type { HostRequest, RealmHooks, ThreadRequest, WorkerInit, WorkerReply } from "./protocol.ts";
 
 type Post = (message: WorkerReply) => void;
 

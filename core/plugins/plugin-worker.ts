@@ -5,10 +5,10 @@
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 import { Worker } from "node:worker_threads";
-import type { DiagnosticPhase } from "../../base/diagnostics.ts";
-import { messageOf } from "../../base/errors.ts";
-import { bundleWorkerProgram } from "../bundle.ts";
-import type { PluginLimits } from "../limits.ts";
+import type { DiagnosticPhase } from "../base/diagnostics.ts";
+import { messageOf } from "../base/errors.ts";
+import { bundleWorkerProgram } from "./bundle.ts";
+import type { PluginLimits } from "./limits.ts";
 import { storedCodeCache } from "./program-cache.ts";
 import {
   type Describe,
@@ -24,8 +24,10 @@ import {
   type WorkerReply,
 } from "./protocol.ts";
 
-/** The worker's entry: TypeScript beside this file in the repository, JavaScript in the package. */
-const entryFile = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./entry.ts" : "./entry.js", import.meta.url));
+/** The worker's entry, in `worker/`: TypeScript in the repository, JavaScript in the package. */
+const entryFile = fileURLToPath(
+  new URL(import.meta.url.endsWith(".ts") ? "./worker/entry.ts" : "./worker/entry.js", import.meta.url),
+);
 
 let workerCode: Promise<WorkerProgram> | undefined;
 
@@ -84,12 +86,12 @@ const bootstrap = `"use strict";
   // A shared worker runs it again in each plugin's realm (decision 185).
   if (data.shared) data.script = script;
   if (cacheFile !== undefined && (!isStored || script.cachedDataRejected)) {
-    // The first worker to answer an observation (a reply with \`observations\`) stores the code
+    // The first worker to answer an observation (a reply with \`kinds\`) stores the code
     // cache (why then: \`withCodeCache\`); no failure is an error.
     const post = port.postMessage;
     port.postMessage = function (message) {
       post.apply(this, arguments);
-      if (message?.result?.observations === undefined || Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
+      if (message?.result?.kinds === undefined || Atomics.compareExchange(new Int32Array(claim), 0, 0, 1) !== 0) return;
       const fs = process.getBuiltinModule("node:fs");
       const temp = cacheFile + "." + process.pid + "-" + threadId + ".tmp";
       try {

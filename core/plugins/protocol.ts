@@ -3,11 +3,11 @@
 // it trusted by the host before its arrival checks. The transports are the runner in the
 // host's own thread (`runner.ts`) and a plugin's worker thread (`plugin-worker.ts`).
 
-import type { Diagnostic, DiagnosticPhase } from "../../base/diagnostics.ts";
-import { ContextHostError } from "../../base/errors.ts";
-import type { ValueLimits } from "../../system-context/prerendered.ts";
-import type { Evaluable } from "../evaluate.ts";
-import type { Location } from "../locations.ts";
+import type { Diagnostic, DiagnosticPhase } from "../base/diagnostics.ts";
+import { ContextHostError } from "../base/errors.ts";
+import type { ValueLimits } from "../system-context/prerendered.ts";
+import type { Evaluable } from "./evaluate.ts";
+import type { Location } from "./locations.ts";
 
 /** What a plugin's runner is started with (a dedicated worker's `workerData`); values beyond its limits are not sent. */
 export interface WorkerInit extends ValueLimits {
@@ -34,23 +34,26 @@ export type WorkerText =
   | { readonly ok: true; readonly text: string }
   | { readonly ok: false; readonly reason: string; readonly location?: Location };
 
-/** One source's observation made in the runner. */
-export type WorkerObservation =
-  /**
-   * `unchanged`: the encoded value is the `stored` one the source was asked with, and the one of
-   * the observation the host said it holds (`held`): the host has its texts, nothing was rendered.
-   * `ask-again`: asked with a held value not sent, the runner no longer had that observation's value: ask with the value.
-   */
-  | { readonly kind: "unavailable" | "absent" | "unchanged" | "ask-again" }
-  | {
-      readonly kind: "present";
-      readonly value: unknown;
-      /** Numbers this observation: a later request says it holds its texts by this number. */
-      readonly number: number;
-      readonly baseline: WorkerText;
-      readonly removed?: WorkerText;
-      readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
-    };
+/**
+ * What the runner observed of each source asked, as its code in `Observed.kinds` (a code not
+ * set: `unavailable`). `unchanged`: the encoded value is the `stored` one the source was asked
+ * with, and the one of the observation the host said it holds (`held`): the host has its texts,
+ * nothing was rendered. `ask-again`: asked with a held value not sent, the runner no longer had
+ * that observation's value: ask with the value. `present`: a value whose texts the host does
+ * not hold, sent in `Observed.present`.
+ */
+export const observationCodes = { unavailable: 0, unchanged: 1, absent: 2, "ask-again": 3, present: 4 } as const;
+
+/** A source observed with a value whose texts the host does not hold: the value, rendered. */
+export interface PresentObservation {
+  readonly value: unknown;
+  /** Numbers this observation: a later request says it holds its texts by this number. */
+  readonly number: number;
+  readonly baseline: WorkerText;
+  readonly removed?: WorkerText;
+  /** Against the `stored` value asked with, when the value differs from it: whether it decodes, and the update text. */
+  readonly previous?: { readonly decodes: boolean; readonly update?: WorkerText };
+}
 
 /** What the host asks a runner; `evaluate`'s `reserved`: the namespaces its plugin may not take. */
 export type HostRequest = { readonly id: number; readonly generation: number } & (
@@ -108,10 +111,20 @@ export interface RealmHooks {
   serve?: (request: HostRequest) => void;
 }
 
-/** The results of `evaluate`, `activate` (the generation's sources) and `observe` (one observation per source asked, and the faults met). */
+/** The results of `evaluate`, `activate` (the generation's sources) and `observe` (`Observed`). */
 export type Evaluated = { readonly name: string };
 export type Activated = { readonly sources: readonly { readonly key: string; readonly deadlineMs?: number }[] };
-export type Observed = { readonly observations: readonly WorkerObservation[]; readonly faults: readonly WorkerFault[] };
+
+/**
+ * The result of `observe`, by column as its request is: `kinds[i]`, the code of the i-th
+ * source asked (`observationCodes`); `present`, the present ones in the order of their
+ * sources; the faults met. An unchanged source is sent as its code alone.
+ */
+export interface Observed {
+  readonly kinds: Uint8Array;
+  readonly present: readonly PresentObservation[];
+  readonly faults: readonly WorkerFault[];
+}
 
 /**
  * What a request was doing when its transport stopped, from the phase running and the source's index in the request;
