@@ -58,11 +58,11 @@ export interface ContextSourcesOptions {
   readonly setupDeadlineMs?: number;
   /** How long a plugin generation's disposers may run (default 5 s). */
   readonly disposeDeadlineMs?: number;
-  /** Where plugin code runs: its own worker per plugin (default) or the host's process (decision 060). */
+  /** Where plugin code runs: its own worker per plugin (default) or the host's process. */
   readonly isolation?: Isolation;
   /** Largest accepted value of an isolated plugin source, UTF-8 bytes of its JSON (the session's `sourceValueBytes`). */
   readonly maxValueBytes?: number;
-  /** Plugins that get a worker thread of their own (default 32); those beyond share workers, each in its own realm (decision 185). */
+  /** Plugins that get a worker thread of their own (default 32); those beyond share workers, each in its own realm. */
   readonly dedicatedWorkers?: number;
   /** Plugins per shared worker, beyond `dedicatedWorkers` (default 8). */
   readonly pluginsPerWorker?: number;

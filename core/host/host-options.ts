@@ -48,7 +48,7 @@ export interface HostOptions {
   /**
    * How long `close()` lets the steps in flight finish and store their replies (default 5 s);
    * then their provider calls are aborted and their leases released, and they reject with
-   * `HostClosed` (decision 176).
+   * `HostClosed`.
    */
   readonly closeTimeoutMs?: number;
   /** Size limits in UTF-8 bytes: `promptBytes`, `toolResultBytes`, `sourceValueBytes` (each 1 MiB by default). */
@@ -74,7 +74,7 @@ export interface HostOptions {
   /** Register the built-in core sources (`core/date`, `core/environment`, instructions). Default true. */
   readonly builtins?: boolean;
   /**
-   * Where plugin code runs (decision 060): `"worker"` (default), each plugin in its own worker
+   * Where plugin code runs: `"worker"` (default), each plugin in its own worker
    * thread, so no plugin can freeze, crash or corrupt the host; `"none"`, in the host's own
    * process, for trusted first-party plugins and comparison benchmarks.
    */
@@ -83,7 +83,7 @@ export interface HostOptions {
    * With `isolation: "worker"`: how many plugins get a worker thread of their own (default 32).
    * Plugins beyond them share workers of `pluginsPerWorker` (default 8), each in its own realm;
    * a plugin that stops a shared worker (a missed deadline, a crash) stops its mates with it,
-   * and runs alone from then on (decision 185).
+   * and runs alone from then on.
    */
   readonly dedicatedWorkers?: number;
   readonly pluginsPerWorker?: number;
@@ -100,7 +100,7 @@ export interface HostOptions {
  * @internal
  * Each plugin folder or file given explicitly must exist: a typo would otherwise start a host
  * without its plugins, silently. A package name is looked up when plugins load (a missing
- * package is a diagnostic that clears once it is installed, decision 131).
+ * package is a diagnostic that clears once it is installed).
  */
 export function checkPluginFolders(entries: readonly string[], projectRoot: string): void {
   for (const [index, entry] of entries.entries()) {
@@ -125,7 +125,7 @@ export function describe(value: unknown): string {
 
 /**
  * Reports the diagnostics of a host or an engine as `onDiagnostic` says: by default each new
- * one printed to stderr once, those of the start first; `false`: none (decision 121).
+ * one printed to stderr once, those of the start first; `false`: none.
  * @internal
  */
 export function reportDiagnostics(

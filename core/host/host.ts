@@ -71,7 +71,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
 }
 
 /**
- * The Host runs on the context engine (decision 104): the engine's sources, store, epochs
+ * The Host runs on the context engine: the engine's sources, store, epochs
  * and admission, with the Host's own history, provider calls and tools on top.
  */
 async function assembleHost(options: HostOptions, scope: ScopeType): Promise<Host> {

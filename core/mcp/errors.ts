@@ -2,7 +2,7 @@
 
 import { ContextHostError } from "../base/errors.ts";
 
-/** The package that holds the MCP client (an optional peer dependency: decision 141). */
+/** The package that holds the MCP client (an optional peer dependency). */
 export const mcpClientPackage = "@modelcontextprotocol/client";
 
 /** `mcpServers` names a server, and the MCP client package is not installed. */

@@ -25,7 +25,7 @@ export interface PluginLimits {
   readonly backoffMs: readonly number[];
   /**
    * Plugins that get a worker of their own (may be 0); those beyond share workers, each in its
-   * realm (decision 185).
+   * realm.
    */
   readonly dedicatedWorkers: number;
   /** Plugins sharing one worker, beyond `dedicatedWorkers` (1: none share). */

@@ -56,7 +56,7 @@ export class StepAborted extends ContextHostError {
 }
 
 /**
- * The host is closing (decision 176): a step asked for after `close()` began is refused
+ * The host is closing: a step asked for after `close()` began is refused
  * (`isAbandoned` false), and a step still running when the close's bound passed is
  * abandoned (`isAbandoned` true): its provider call is aborted, nothing of its reply is
  * stored, its lease is released, and the next step (here or in another process) sends the
@@ -294,7 +294,7 @@ export class StoreUnavailable extends ContextHostError {
   }
 }
 
-/** The PostgreSQL client package, an optional peer dependency (decision 151). */
+/** The PostgreSQL client package, an optional peer dependency. */
 export const postgresClientPackage = "pg";
 
 /** A PostgreSQL store is opened, and the `pg` package is not installed. */
@@ -306,7 +306,7 @@ export class PostgresClientMissing extends ContextHostError {
   }
 }
 
-/** `listSessions(store)` on a store that does not implement the optional `SessionStore.listSessions` (decision 150). */
+/** `listSessions(store)` on a store that does not implement the optional `SessionStore.listSessions`. */
 export class StoreCannotList extends ContextHostError {
   readonly store: string;
   constructor(options: { readonly store: string }) {

@@ -78,7 +78,7 @@ export interface ProviderReply {
   readonly refusal?: string;
 }
 
-/** What the caller of `send` may ask for besides the reply (decision 123). */
+/** What the caller of `send` may ask for besides the reply. */
 export interface SendOptions {
   /**
    * Each piece of the reply's text as it arrives, in order (one piece when the reply is not

@@ -77,7 +77,7 @@ export interface ToolSpec {
   readonly deadlineMs?: number;
 }
 
-/** What a caller of `step` may ask for besides the result (decision 123). */
+/** What a caller of `step` may ask for besides the result. */
 export interface StepOptions {
   /**
    * Called once the boundary is admitted (prompts promoted, any Mid-Conversation System
@@ -192,7 +192,7 @@ export class SessionRuntime {
   readonly #options: RuntimeOptions;
   readonly #histories = new SessionHistories();
   readonly #queue = new PerKeyQueue();
-  /** This runtime's name in in-flight leases: its machine, process and a fresh id (decision 177). */
+  /** This runtime's name in in-flight leases: its machine, process and a fresh id. */
   readonly #holder = newLeaseHolder();
   readonly #limits: Required<SessionLimits>;
   readonly #clock: Clock;
@@ -329,7 +329,7 @@ export class SessionRuntime {
   /**
    * Takes no new step (`HostClosed`), lets the steps in flight end within `timeoutMs`, then
    * aborts the provider calls of the rest and releases their leases, so another process
-   * can step their sessions at once (decision 176).
+   * can step their sessions at once.
    */
   async close(timeoutMs: number): Promise<void> {
     const abandoned = await this.#inFlight.close(timeoutMs);
@@ -448,8 +448,8 @@ export class SessionRuntime {
   }
 
   /**
-   * Takes over the lease `held` if its holder ran on this machine and no longer runs
-   * (decision 177): claimed as at the moment that lease expires, so the store's own expiry
+   * Takes over the lease `held` if its holder ran on this machine and no longer runs:
+   * claimed as at the moment that lease expires, so the store's own expiry
    * rule lets the claim through, and a lease another runtime took since (expiring later) holds.
    */
   async #takeOverFromGoneHolder(id: string, lease: InFlightLease, held: InFlightLease): Promise<boolean> {

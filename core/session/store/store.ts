@@ -30,7 +30,7 @@ export interface SessionRecord {
   /** The in-flight lease of the awaited reply's provider call: which runtime makes it, and until when (ms). */
   readonly lease?: InFlightLease;
   /**
-   * A session of the context engine (decision 104): the caller's history as its last
+   * A session of the context engine: the caller's history as its last
    * boundary saw it. The Host's sessions, whose history is stored, have none.
    */
   readonly seen?: SeenHistory;
@@ -122,7 +122,7 @@ export interface BoundaryCommit {
   /** The in-flight lease the committing runtime takes for the provider call that follows. */
   readonly lease?: InFlightLease;
   /**
-   * An engine session's boundary (decision 104): the caller's history it saw. No reply is
+   * An engine session's boundary: the caller's history it saw. No reply is
    * awaited (the caller calls its provider), and a Mid-Conversation System Message it admits
    * gets `position` = `seen.count`.
    */
@@ -159,7 +159,7 @@ export interface SessionStore extends DiscoveryLog {
   createSession(session: { id: string; location: string; provider: string; model: string }): Promise<void>;
   session(id: string): Promise<SessionRecord>;
   /**
-   * Optional (decision 150): every stored session, oldest first (in the order they were
+   * Optional: every stored session, oldest first (in the order they were
    * created), as `session(id)` reads each. Both shipped stores have it; call it through
    * `listSessions(store)`, which names a store without it.
    */
