@@ -746,19 +746,27 @@ function fromWorker(
 /** The sources of one observe request, by column. */
 function asked(worker: PluginTransport, waiting: readonly Waiting[], deadlines: Deadlines | undefined) {
   // The number of the observation whose texts the host holds, from this worker; 0: none.
-  const held = Float64Array.from(waiting, (w) => {
-    const { arrival } = w.held;
-    return w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
-  });
+  // Loops, not callbacks: a closure made per call loses its optimized code at every full collection.
+  const held = new Float64Array(waiting.length);
   const stored: Array<readonly [number, unknown]> = [];
   for (let index = 0; index < waiting.length; index++) {
     const w = waiting[index] as Waiting;
+    const { arrival, unchanged } = w.held;
+    const number = w.stored !== undefined && arrival?.transport === worker ? arrival.number : 0;
+    held[index] = number;
     // The admitted value is the held observation's: the runner compares with its own copy.
-    const isHeldValue = (held[index] as number) > 0 && w.held.unchanged?.value === w.stored;
+    const isHeldValue = number > 0 && unchanged?.value === w.stored;
     if (w.stored !== undefined && !isHeldValue) stored.push([index, w.stored]);
   }
-  const keys = isEveryKeyInOrder(waiting, deadlines) ? {} : { keys: waiting.map((w) => w.held.key) };
+  const keys = isEveryKeyInOrder(waiting, deadlines) ? {} : { keys: keysOf(waiting) };
   return { ...keys, stored, held };
+}
+
+/** The keys of a batch's sources, in its order. */
+function keysOf(waiting: readonly Waiting[]): string[] {
+  const keys: string[] = new Array(waiting.length);
+  for (let index = 0; index < waiting.length; index++) keys[index] = (waiting[index] as Waiting).held.key;
+  return keys;
 }
 
 /**
