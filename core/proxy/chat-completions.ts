@@ -10,6 +10,7 @@ import { type Item, type ItemShapes, placeContext } from "./placement.ts";
 import {
   bodyInvalidOf,
   type ConversationRequest,
+  isOpenAIInstruction,
   latestUsage,
   nonEmpty,
   readList,
@@ -26,12 +27,11 @@ const ChatBody = Type.Object({
 });
 const validator = Compile(ChatBody);
 
-const isInstruction = (item: Item) => item.role === "system" || item.role === "developer";
 const textPart = (text: string) => ({ type: "text", text });
 
 function shapesFor(role: "system" | "developer"): ItemShapes {
   return {
-    isInstruction,
+    isInstruction: isOpenAIInstruction,
     isUserTurn: (item) => item.role === "user",
     isToolResult: (item) => item.role === "tool" || item.role === "function",
     nativeUpdate: (texts) => ({ role, content: texts.join("\n\n") }),
@@ -52,7 +52,7 @@ const shapesByRole = { system: shapesFor("system"), developer: shapesFor("develo
 function read(body: unknown): ConversationRequest {
   if (!validator.Check(body)) throw bodyInvalidOf(validator.Errors(body));
   const items = body.messages as Item[];
-  const { history, leading, statedText } = readList(items, isInstruction, { systemText: "", openingTurns: 2 });
+  const { history, leading, statedText } = readList(items, isOpenAIInstruction, { systemText: "", openingTurns: 2 });
   return {
     model: body.model,
     stream: body.stream === true,

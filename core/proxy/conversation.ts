@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
 import path from "node:path";
+import { RecentMap } from "../base/recent-map.ts";
 import { checkLocation } from "../session/runtime.ts";
 import { canonicalJson, digestOf } from "./canonical.ts";
 import type { ConversationRequest } from "./wire.ts";
@@ -77,13 +78,12 @@ const folderStatements = [
  */
 export class KnownFolders {
   /** Each folder checked lately: whether it was one, and when (the `now` clock's ms). */
-  readonly #checked = new Map<string, { readonly isFolder: boolean; readonly at: number }>();
+  readonly #checked: RecentMap<string, { readonly isFolder: boolean; readonly at: number }>;
   readonly #now: () => number;
-  readonly #limit: number;
 
   constructor(now: () => number = Date.now, limit = 1024) {
     this.#now = now;
-    this.#limit = limit;
+    this.#checked = new RecentMap(limit);
   }
 
   /** Whether `candidate` is an absolute path of an existing folder. */
@@ -115,9 +115,7 @@ export class KnownFolders {
   }
 
   #remember(folder: string, isFolder: boolean): void {
-    this.#checked.delete(folder);
     this.#checked.set(folder, { isFolder, at: this.#now() });
-    if (this.#checked.size > this.#limit) this.#checked.delete(this.#checked.keys().next().value as string);
   }
 }
 

@@ -13,6 +13,7 @@ import { type Item, type ItemShapes, placeContext } from "./placement.ts";
 import {
   bodyInvalidOf,
   type ConversationRequest,
+  isOpenAIInstruction,
   latestUsage,
   nonEmpty,
   readList,
@@ -33,15 +34,13 @@ const ResponsesBody = Type.Object({
 const validator = Compile(ResponsesBody);
 
 const isMessage = (item: Item) => item.type === "message" || (item.type === undefined && typeof item.role === "string");
-// Any item in the instruction roles: messages, and items such as Codex's `additional_tools` (role developer).
-const isInstruction = (item: Item) => item.role === "system" || item.role === "developer";
 const parts = (content: unknown): unknown[] =>
   typeof content === "string" ? [{ type: "input_text", text: content }] : Array.isArray(content) ? [...content] : [];
 const textParts = (texts: readonly string[]) => texts.map((text) => ({ type: "input_text", text }));
 
 function shapesFor(role: "system" | "developer"): ItemShapes {
   return {
-    isInstruction,
+    isInstruction: isOpenAIInstruction,
     isUserTurn: (item) => isMessage(item) && item.role === "user",
     isToolResult: (item) => typeof item.type === "string" && item.type.endsWith("_output"),
     nativeUpdate: (texts) => ({ type: "message", role, content: textParts(texts) }),
@@ -59,7 +58,7 @@ function read(body: unknown): ConversationRequest {
     typeof body.input === "string"
       ? [{ type: "message", role: "user", content: [{ type: "input_text", text: body.input }] }]
       : (body.input as Item[]);
-  const { history, leading, statedText } = readList(items, isInstruction, {
+  const { history, leading, statedText } = readList(items, isOpenAIInstruction, {
     systemText: body.instructions ?? "",
     openingTurns: 3,
     isMessage,

@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import { DeadlineExceeded, withinDeadline } from "../base/deadline.ts";
 import { SettingInvalid } from "../base/errors.ts";
 import { Listeners } from "../base/listeners.ts";
+import { RecentMap } from "../base/recent-map.ts";
 import { type ContextEngine, type ContextEngineOptions, createContextEngine } from "../host/engine.ts";
 import { anthropicCapabilities } from "../providers/anthropic-lowering.ts";
 import { openAICapabilities, openAIModels } from "../providers/openai-lowering.ts";
@@ -181,15 +182,13 @@ function placementOf(api: ApiFamily, model: string, decide: ContextProxyOptions[
   };
 }
 
-/** Where each model takes its context, decided once per API and model (at most `limit` kept, the oldest forgotten first). */
+/** Where each model takes its context, decided once per API and model (the 256 most recently used kept). */
 class Placements {
-  readonly #decided = new Map<string, ModelPlacement>();
+  readonly #decided = new RecentMap<string, ModelPlacement>(256);
   readonly #decide: ContextProxyOptions["nativeSystemMessages"];
-  readonly #limit: number;
 
-  constructor(decide: ContextProxyOptions["nativeSystemMessages"], limit = 256) {
+  constructor(decide: ContextProxyOptions["nativeSystemMessages"]) {
     this.#decide = decide;
-    this.#limit = limit;
   }
 
   of(api: ApiFamily, model: string): ModelPlacement {
@@ -198,7 +197,6 @@ class Placements {
     if (placement === undefined) {
       placement = placementOf(api, model, this.#decide);
       this.#decided.set(key, placement);
-      if (this.#decided.size > this.#limit) this.#decided.delete(this.#decided.keys().next().value as string);
     }
     return placement;
   }

@@ -129,6 +129,12 @@ export function readList(
   return { history, leading, statedText };
 }
 
+/**
+ * Whether an item of an OpenAI list is an instruction: any item in the `system` or `developer`
+ * role (messages, and items such as Codex's `additional_tools`).
+ */
+export const isOpenAIInstruction = (item: Item): boolean => item.role === "system" || item.role === "developer";
+
 /** A string the client set, or `undefined` for none, `null` or an empty one (`prompt_cache_key`). */
 export function nonEmpty(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined;

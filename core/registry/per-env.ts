@@ -2,6 +2,7 @@
 // `SystemContext` is built once per env and reused at every boundary (codecs, closures),
 // instead of once per boundary. Least recently used first out.
 
+import { RecentMap } from "../base/recent-map.ts";
 import type { SourceEnv } from "./registry.ts";
 
 /** How many distinct session envs a source keeps a value for by default. */
@@ -13,7 +14,7 @@ export const maxEnvs = 1024;
  * is given a frozen copy of the env holding only `location` and `sessionId`.
  */
 export function perEnv<T>(make: (env: SourceEnv) => T, limit = maxEnvs): (env: SourceEnv) => T {
-  const values = new Map<string, T>();
+  const values = new RecentMap<string, T>(limit);
   // The env of the last call: every source of a boundary is asked for the same one.
   let last: { location: string; sessionId: string | undefined; value: T } | undefined;
   return (env) => {
@@ -25,11 +26,8 @@ export function perEnv<T>(make: (env: SourceEnv) => T, limit = maxEnvs): (env: S
         env.sessionId === undefined ? { location: env.location } : { location: env.location, sessionId: env.sessionId },
       );
       value = make(frozen);
-      if (values.size >= limit) values.delete(values.keys().next().value as string);
-    } else {
-      values.delete(id); // most recently used last
+      values.set(id, value);
     }
-    values.set(id, value);
     last = { location: env.location, sessionId: env.sessionId, value };
     return value;
   };

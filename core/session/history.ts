@@ -3,6 +3,7 @@
 // append-only, so a boundary reads only what was appended since, and a step's cost
 // does not grow with the session's length beyond building the request.
 
+import { RecentMap } from "../base/recent-map.ts";
 import { projectHistory, projectMessage } from "./projection.ts";
 import type { RequestMessage } from "./provider.ts";
 import type { EpochRecord, SessionStore, StoredMessage } from "./store/store.ts";
@@ -80,9 +81,11 @@ function isSameEpoch(a: EpochRecord, b: EpochRecord): boolean {
 
 /** Histories of the sessions a runtime stepped most recently, at most `limit` of them. */
 export class SessionHistories {
-  readonly #histories = new Map<string, SessionHistory>();
+  readonly #histories: RecentMap<string, SessionHistory>;
 
-  constructor(readonly limit = 256) {}
+  constructor(readonly limit = 256) {
+    this.#histories = new RecentMap(limit);
+  }
 
   /** The session's history, read up to date from `store`. */
   async of(id: string, store: SessionStore): Promise<SessionHistory> {
@@ -94,10 +97,10 @@ export class SessionHistories {
   /** The session's history as held (empty if none is), not read: the caller appends what it read. */
   held(id: string): SessionHistory {
     let history = this.#histories.get(id);
-    if (history === undefined) history = new SessionHistory(id);
-    else this.#histories.delete(id);
-    this.#histories.set(id, history); // most recent last
-    if (this.#histories.size > this.limit) this.#histories.delete(this.#histories.keys().next().value as string);
+    if (history === undefined) {
+      history = new SessionHistory(id);
+      this.#histories.set(id, history);
+    }
     return history;
   }
 

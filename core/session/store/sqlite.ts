@@ -49,6 +49,8 @@ export class SqliteSessionStore implements SessionStore {
   /** The active epoch per session as last read or committed. */
   readonly #held = new HeldSessions();
   readonly #commits: Commits;
+  /** The connection's `synchronous` setting as opened (2: FULL), which a bookkeeping commit lowers for itself. */
+  #synchronous = 2;
 
   /**
    * Opens (or creates) the store in `file`. With `{ dataDir }` (the folder `file` is the
@@ -70,6 +72,7 @@ export class SqliteSessionStore implements SessionStore {
       // write tries again in timers for a bounded time, then `StoreBusy` (decision 175).
       this.#db.pragma(`busy_timeout = ${busyTryMs}`);
       this.#write = writesTo(file);
+      this.#synchronous = this.#db.pragma("synchronous", { simple: true }) as number;
       const apply = this.#db.transaction((id: string, writes: Writes) => applyWrites(this.#prepare, id, writes));
       this.#commits = new Commits(this.#held, {
         readHead: async (_kind, id, withEpoch) => {
@@ -96,13 +99,12 @@ export class SqliteSessionStore implements SessionStore {
    * and the next synced commit makes it durable with it. The connection's setting is restored.
    */
   #withoutSync<T>(transaction: () => T): T {
-    const synchronous = this.#db.pragma("synchronous", { simple: true }) as number;
-    if (synchronous <= 1) return transaction();
-    this.#db.pragma("synchronous = NORMAL");
+    if (this.#synchronous <= 1) return transaction();
+    this.#prepare("PRAGMA synchronous = NORMAL").run();
     try {
       return transaction();
     } finally {
-      this.#db.pragma(`synchronous = ${synchronous}`);
+      this.#prepare(`PRAGMA synchronous = ${this.#synchronous}`).run();
     }
   }
 
