@@ -1,5 +1,6 @@
 // Starts proxy-child.ts, the context proxy in a process of its own from the compiled
-// package (as users run `context-host proxy`), for the proxy benches.
+// package (as users run `context-host proxy`), for the proxy benches; and bare-forwarder.ts,
+// the least proxy that reads a request, to measure beside it.
 
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -54,4 +55,16 @@ export async function startProxyChild(folder: string, upstream: string): Promise
       child.kill();
     },
   };
+}
+
+/** bare-forwarder.ts in a process of its own on `upstream` (the floor the proxy benches print beside the proxy). */
+export async function startBareForwarder(upstream: string): Promise<{ url: string; stop(): void }> {
+  const child = spawn(process.execPath, [...programArgs("scripts/bench/bare-forwarder.ts"), upstream], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once("exit", () => reject(new Error("the bare forwarder exited before it listened")));
+    (child.stdout as NodeJS.ReadableStream).once("data", (data: Buffer) => resolve(String(data).trim()));
+  });
+  return { url, stop: () => (child.stdin as NodeJS.WritableStream).end() };
 }

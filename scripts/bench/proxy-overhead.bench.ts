@@ -19,6 +19,11 @@
 //                Goals: value ≤ 2 ms, ratio ≤ 3.
 //   request-ms   median proxied request; baseline: the median direct one.
 //   added-ms-in-process  added-ms with the proxy in the bench's process and thread.
+//   bare-added-ms  what the least proxy that reads the body adds (bare-forwarder.ts: read,
+//                parse, stringify, forward; in a process of its own), median bare − median
+//                direct; baseline: parse + stringify. The floor of `added-ms` on this machine.
+//   added-over-bare-ms  median proxied − median bare: what sessions, sources and placement
+//                add to that floor; baseline: the bare forwarder's added-ms.
 //
 // Environment: BENCH_RUNS [200; 20 with BENCH_QUICK=1], BENCH_WARMUP [40; 40], BENCH_PLUGINS,
 // BENCH_SOURCES_EACH, BENCH_TMPDIR; BENCH_ISOLATION=none runs the plugins in the proxy's
@@ -29,7 +34,7 @@ import path from "node:path";
 import { createContextProxy } from "../../core/index.ts";
 import { emit, envInt, median, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { startProxyChild } from "./proxy-child-process.ts";
+import { startBareForwarder, startProxyChild } from "./proxy-child-process.ts";
 import { benchProxyOptions, claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-overhead";
@@ -83,13 +88,14 @@ async function inProcess(folder: string, upstream: string): Promise<Measured> {
   };
 }
 
-/** Medians of one layout: direct, proxied and the parse + stringify floor, over the same bodies. */
+/** Medians of one layout: direct, proxied, through the bare forwarder, and the parse + stringify floor, over the same bodies. */
 async function measure(layout: (folder: string, upstream: string) => Promise<Measured>) {
   const folder = benchFolder(bench);
   const tickFile = path.join(folder.path, "tick");
   writeBenchPlugins(path.join(folder.path, "plugins"), plugins, sourcesEach, tickFile);
   const upstream = await startBenchUpstream({ firstMs: 0, gapMs: 0, events: 1 });
   const proxy = await layout(folder.path, upstream.url);
+  const bare = await startBareForwarder(upstream.url);
   try {
     if (proxy.sources !== plugins * sourcesEach) {
       throw new Error(`expected ${plugins * sourcesEach} plugin sources, loaded ${proxy.sources}`);
@@ -106,7 +112,7 @@ async function measure(layout: (folder: string, upstream: string) => Promise<Mea
     };
     const floor = () => JSON.stringify(JSON.parse(body));
     const sizes: number[] = [];
-    const [direct, proxied, parsed] = await timeMedians([send(upstream.url), send(proxy.url), floor], {
+    const [direct, proxied, forwarded, parsed] = await timeMedians([send(upstream.url), send(proxy.url), send(bare.url), floor], {
       // No forced full collection before each call (decision 204): a running proxy's garbage is
       // collected when V8 chooses.
       collect: process.env.BENCH_COLLECT === "1",
@@ -126,11 +132,13 @@ async function measure(layout: (folder: string, upstream: string) => Promise<Mea
       direct: direct as number,
       proxied: proxied as number,
       parsed: parsed as number,
+      bare: forwarded as number,
       size: median(sizes),
       boundary: median(report.boundaryMs),
       inProxy: median(report.totalMs),
     };
   } finally {
+    bare.stop();
     await upstream.close();
     folder.remove();
   }
@@ -144,10 +152,12 @@ await runBenchProcess(bench, async () => {
     ["in process", shared],
   ] as const) {
     process.stderr.write(
-      `[${bench}] ${name}: body ${Math.round((m.size / 1024) * 10) / 10} KiB median; direct ${m.direct.toFixed(3)} ms, proxied ${m.proxied.toFixed(3)} ms (in the proxy ${m.inProxy.toFixed(3)}, its boundary ${m.boundary.toFixed(3)}), parse+stringify ${m.parsed.toFixed(3)} ms\n`,
+      `[${bench}] ${name}: body ${Math.round((m.size / 1024) * 10) / 10} KiB median; direct ${m.direct.toFixed(3)} ms, proxied ${m.proxied.toFixed(3)} ms, bare forwarder ${m.bare.toFixed(3)} ms (in the proxy ${m.inProxy.toFixed(3)}, its boundary ${m.boundary.toFixed(3)}), parse+stringify ${m.parsed.toFixed(3)} ms\n`,
     );
   }
   emit({ bench, metric: "added-ms", value: own.proxied - own.direct, unit: "ms", baseline: own.parsed });
   emit({ bench, metric: "request-ms", value: own.proxied, unit: "ms", baseline: own.direct });
   emit({ bench, metric: "added-ms-in-process", value: shared.proxied - shared.direct, unit: "ms", baseline: shared.parsed });
+  emit({ bench, metric: "bare-added-ms", value: own.bare - own.direct, unit: "ms", baseline: own.parsed });
+  emit({ bench, metric: "added-over-bare-ms", value: own.proxied - own.bare, unit: "ms", baseline: own.bare - own.direct });
 });

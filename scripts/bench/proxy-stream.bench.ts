@@ -8,16 +8,18 @@
 // stream would show the whole stream's time; the bench fails if any proxied response's
 // first chunk came after the upstream's last event was due.
 //
-// Metric:
+// Metrics:
 //   ttfb-ratio   median ms to the first body byte through the proxy; baseline: straight to
 //                the upstream. Goal: ratio ≤ 1.05.
+//   bare-ttfb-ratio  the same through bare-forwarder.ts (read, parse, stringify, forward; in
+//                a process of its own): the least any proxy that reads the body adds.
 //
 // Environment: BENCH_RUNS [100; 10 with BENCH_QUICK=1], BENCH_FIRST_MS, BENCH_GAP_MS, BENCH_EVENTS.
 
 import path from "node:path";
 import { emit, envInt, median, timeMedians } from "./measure.ts";
 import { benchFolder, runBenchProcess } from "./plugin-fixtures.ts";
-import { startProxyChild } from "./proxy-child-process.ts";
+import { startBareForwarder, startProxyChild } from "./proxy-child-process.ts";
 import { claudeCodeBody, startBenchUpstream, writeBenchPlugins } from "./proxy-world.ts";
 
 const bench = "proxy-stream";
@@ -33,13 +35,15 @@ await runBenchProcess(bench, async () => {
   writeBenchPlugins(path.join(folder.path, "plugins"), 2, 10, path.join(folder.path, "tick"));
   const upstream = await startBenchUpstream({ firstMs, gapMs, events });
   const proxy = await startProxyChild(folder.path, upstream.url);
+  const bare = await startBareForwarder(upstream.url);
   try {
     let body = "";
     const lastEventDue = firstMs + gapMs * events;
     // Each call records its own time to the first byte; timeMedians only interleaves them.
-    const firstBytes = { direct: [] as number[], proxied: [] as number[] };
+    const firstBytes = { direct: [] as number[], proxied: [] as number[], bare: [] as number[] };
     let isWarm = false;
-    const firstByte = (base: string, isProxied: boolean) => async () => {
+    const firstByte = (base: string, through: keyof typeof firstBytes) => async () => {
+      const isProxied = through !== "direct";
       const startedAt = performance.now();
       const response = await fetch(`${base}/v1/messages`, {
         method: "POST",
@@ -50,13 +54,13 @@ await runBenchProcess(bench, async () => {
       await reader.read();
       const ms = performance.now() - startedAt;
       if (isProxied && ms >= lastEventDue) throw new Error(`the first chunk came after ${ms} ms: the stream was buffered`);
-      if (isWarm) firstBytes[isProxied ? "proxied" : "direct"].push(ms);
+      if (isWarm) firstBytes[through].push(ms);
       let text = "";
       for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
         text += new TextDecoder().decode(chunk.value);
       if (!text.includes("message_stop")) throw new Error("the stream did not end with message_stop");
     };
-    await timeMedians([firstByte(upstream.url, false), firstByte(proxy.url, true)], {
+    await timeMedians([firstByte(upstream.url, "direct"), firstByte(proxy.url, "proxied"), firstByte(bare.url, "bare")], {
       runs,
       warmup: conversations,
       collect: false,
@@ -74,10 +78,12 @@ await runBenchProcess(bench, async () => {
     if (report.errors > 0)
       throw new Error(`a proxied stream went without context or was not relayed whole: ${report.firstError}`);
     emit({ bench, metric: "ttfb-ratio", value: median(firstBytes.proxied), unit: "ms", baseline: median(firstBytes.direct) });
+    emit({ bench, metric: "bare-ttfb-ratio", value: median(firstBytes.bare), unit: "ms", baseline: median(firstBytes.direct) });
   } catch (error) {
     proxy.kill();
     throw error;
   } finally {
+    bare.stop();
     await upstream.close();
     folder.remove();
   }

@@ -1,6 +1,6 @@
 // The proxy benches (issue 47) run for real at a small size (BENCH_QUICK=1) and print their
-// lines: proxy-overhead's added-ms against the parse-and-stringify floor, proxy-stream's
-// time to first byte against the direct stream, proxy-concurrency's errors, memory and p99.
+// lines: proxy-overhead's added-ms against the parse-and-stringify floor and beside a bare
+// forwarder, proxy-stream's time to first byte against the direct stream (and the bare one's), proxy-concurrency's errors, memory and p99.
 
 import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -39,7 +39,11 @@ describe("proxy benches (BENCH_QUICK=1)", function () {
     expect(lines.map((line) => [line.bench, line.metric, line.unit])).to.deep.equal([
       ["proxy-overhead", "added-ms", "ms"],
       ["proxy-overhead", "request-ms", "ms"],
+      ["proxy-overhead", "added-ms-in-process", "ms"],
+      ["proxy-overhead", "bare-added-ms", "ms"],
+      ["proxy-overhead", "added-over-bare-ms", "ms"],
       ["proxy-stream", "ttfb-ratio", "ms"],
+      ["proxy-stream", "bare-ttfb-ratio", "ms"],
       ["proxy-concurrency", "errors", "requests"],
       ["proxy-concurrency", "rss-mib", "MiB"],
       ["proxy-concurrency", "added-p99-ms", "ms"],
