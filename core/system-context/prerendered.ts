@@ -8,6 +8,7 @@
 import { KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
 import { isSameJson, type Json, ValueNotPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
+import { Decoded, EntryMade, Rendered } from "./outcomes.ts";
 import type { SnapshotEntry } from "./snapshot.ts";
 import {
   type Containment,
@@ -212,7 +213,7 @@ class PrerenderedValue implements Present {
   decodeStored(stored: Json): { readonly value: unknown } | undefined {
     // Decoding happened where the schema lives, for the value this observation was asked with.
     if (stored !== this.stored || this.arrived.previous?.decodes !== true) return undefined;
-    return { value: stored };
+    return new Decoded(stored);
   }
 
   baseline(): Rendering {
@@ -232,10 +233,10 @@ class PrerenderedValue implements Present {
 
   entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderFailed } {
     const removed = this.arrived.removed;
-    if (removed === undefined) return { ok: true, entry: { value: this.value } };
+    if (removed === undefined) return new EntryMade({ value: this.value });
     const rendering = checkedText(this.checks, "removed", removed);
     if (!rendering.ok) return rendering;
-    return { ok: true, entry: { value: this.value, removed: rendering.text } };
+    return new EntryMade({ value: this.value, removed: rendering.text });
   }
 }
 
@@ -269,7 +270,7 @@ function checkedText(checks: Checks, renderer: Renderer, rendered: RenderedText 
       ok: false,
       error: new RenderFailed({ key: key, renderer: renderer, reason: "returned text with a lone surrogate" }),
     };
-  return { ok: true, text };
+  return new Rendered(text);
 }
 
 /**

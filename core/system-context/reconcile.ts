@@ -147,7 +147,18 @@ function admit(source: PackedSource, value: Present, rendering: ReturnType<Prese
   if (!rendering.ok) return renderFault(source, rendering.error);
   const entry = value.entry();
   if (!entry.ok) return renderFault(source, entry.error);
-  return { text: rendering.text, entry: entry.entry };
+  return new Admitted(rendering.text, entry.entry);
+}
+
+/** A text admitted with its snapshot entry (a class, as the records of outcomes.ts). */
+class Admitted {
+  readonly text: string;
+  readonly entry: SnapshotEntry;
+
+  constructor(text: string, entry: SnapshotEntry) {
+    this.text = text;
+    this.entry = entry;
+  }
 }
 
 /**

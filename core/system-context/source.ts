@@ -9,6 +9,7 @@ import { Check, DecodeUnsafe, EncodeUnsafe, Errors, HasCodec } from "typebox/val
 import { DuplicateKeyError, KeyInvalid, type Renderer, RenderFailed, ValueRejected } from "./errors.ts";
 import { isSameJson, type Json, toPlainJson, ValueNotPlainJson } from "./json.ts";
 import { isKey, type Key, keyPattern } from "./key.ts";
+import { Decoded, EntryMade, Rendered } from "./outcomes.ts";
 import type { SnapshotEntry } from "./snapshot.ts";
 
 declare const unavailableBrand: unique symbol;
@@ -223,7 +224,7 @@ export class SourceCodec {
       const reason = `returned ${text.length} characters, over the limit of ${this.maxTextLength}`;
       return { ok: false, error: new RenderFailed({ key, renderer, reason }) };
     }
-    return { ok: true, text };
+    return new Rendered(text);
   }
 
   #check(value: unknown): boolean {
@@ -262,9 +263,9 @@ export class SourceCodec {
   decodeStored(stored: Json): { readonly value: unknown } | undefined {
     if (!this.#check(stored)) return undefined;
     const copy = toPlainJson(stored);
-    if (!this.hasCodec) return { value: copy };
+    if (!this.hasCodec) return new Decoded(copy);
     try {
-      return { value: DecodeUnsafe({}, this.source.schema, copy) };
+      return new Decoded(DecodeUnsafe({}, this.source.schema, copy));
     } catch {
       return undefined;
     }
@@ -310,10 +311,10 @@ class PresentValue implements Present {
 
   entry(): { readonly ok: true; readonly entry: SnapshotEntry } | { readonly ok: false; readonly error: RenderFailed } {
     this.admitted ??= this.codec.plain(this.encoded);
-    if (this.codec.source.removed === undefined) return { ok: true, entry: { value: this.admitted } };
+    if (this.codec.source.removed === undefined) return new EntryMade({ value: this.admitted });
     const rendering = this.codec.render("removed", this.value);
     if (!rendering.ok) return rendering;
-    return { ok: true, entry: { value: this.admitted, removed: rendering.text } };
+    return new EntryMade({ value: this.admitted, removed: rendering.text });
   }
 }
 
