@@ -1,10 +1,11 @@
 // Owns the short-lived records a boundary makes for each source it admits or updates: a text
 // rendered, a snapshot entry made, a stored value decoded (and, in reconcile.ts, a text admitted).
-// They are instances of classes declared once, not object literals. As literals, their hidden
-// classes did not outlive a full collection, and V8 threw away the optimized code that made
-// them: with a collection before each boundary, `plan` and `reconcileObserved` were compiled
-// again 14 times in 50 boundaries (`node --trace-opt`), twice with these classes, and the
-// `plugin-reconcile` boundary took ~5.3 × canonical JSON instead of ~3.8 × (decision 214).
+// They are instances of classes, not object literals, for V8's sake: with a full collection
+// before each boundary, the literals' hidden classes were collected and V8 threw away the
+// optimized code of `plan` and `reconcileObserved`, which inline the functions making them
+// (`node --trace-opt`: compiled 14 times in 50 boundaries; twice with these classes; the
+// `plugin-reconcile` boundary at ~5.3 × canonical JSON instead of ~3.8 ×). It is a measured
+// effect, not a rule: see decision 214 for how to check it.
 
 import type { SnapshotEntry } from "./snapshot.ts";
 
