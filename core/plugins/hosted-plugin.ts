@@ -634,6 +634,28 @@ class Boundary {
 type Present = Extract<PrerenderedObservation, { kind: "present" }>;
 type Texts = Pick<Present, "baseline" | "removed">;
 
+/**
+ * A present observation as this path hands it on: one class whatever texts it carries, so
+ * the loads `prerendered.ts` makes of each arrival (`kind`, `value`, `removed`, `previous`) see
+ * one hidden class. Made as object literals and spreads they saw many, so V8 looked them up
+ * in a cache every full collection empties (`node --log-ic`: each of those loads missed about
+ * ten times a boundary after a collection).
+ */
+class PresentArrival implements Present {
+  readonly kind = "present" as const;
+  readonly value: unknown;
+  readonly baseline: RenderedText;
+  readonly removed: RenderedText | undefined;
+  readonly previous: Present["previous"];
+
+  constructor(value: unknown, texts: Texts, previous?: Present["previous"]) {
+    this.value = value;
+    this.baseline = texts.baseline;
+    this.removed = texts.removed;
+    this.previous = previous;
+  }
+}
+
 /** The last present observation that arrived: its number in the runner, its transport and its texts. */
 interface Arrival {
   readonly number: number;
@@ -681,7 +703,7 @@ class Held {
     const arrival = this.#arrival;
     if (arrival?.transport !== transport || stored === undefined) return unavailableObservation;
     if (this.#unchanged?.value !== stored) {
-      this.#unchanged = { kind: "present", value: stored, ...arrival.texts };
+      this.#unchanged = new PresentArrival(stored, arrival.texts);
     }
     return this.#unchanged;
   }
@@ -736,11 +758,10 @@ function fromWorker(
   const removed = arrived.removed === undefined ? {} : { removed: textOf(arrived.removed) };
   const texts: Texts = { baseline: textOf(arrived.baseline), ...removed };
   if (typeof arrived.number === "number") held.arrived({ number: arrived.number, transport, texts });
-  const present: Present = { kind: "present", value: arrived.value, ...texts };
   const previous = arrived.previous;
-  if (typeof previous !== "object" || previous === null) return present;
+  if (typeof previous !== "object" || previous === null) return new PresentArrival(arrived.value, texts);
   const update = previous.update === undefined ? {} : { update: textOf(previous.update) };
-  return { ...present, previous: { decodes: previous.decodes === true, ...update } };
+  return new PresentArrival(arrived.value, texts, { decodes: previous.decodes === true, ...update });
 }
 
 /** The sources of one observe request, by column. */
