@@ -565,7 +565,7 @@ export class HostedPlugin {
   #observedWithoutFault(plugin: string, key: string, code: number) {
     this.#observed.set(key, observedKinds[code] ?? "value");
     // Cheap at every boundary: only a source with a fault on record resolves anything.
-    if (this.#faulted.delete(key)) this.#options.resolved(plugin, key);
+    if (this.#faulted.size > 0 && this.#faulted.delete(key)) this.#options.resolved(plugin, key);
   }
 }
 

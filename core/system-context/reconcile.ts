@@ -49,6 +49,8 @@ export type ReconcileResult =
 interface Observed {
   readonly source: PackedSource;
   readonly observation: Observation;
+  /** The snapshot's entry for the source, looked up once when it was observed. */
+  readonly stored: SnapshotEntry | undefined;
 }
 
 const unavailableObservation: Observation = Object.freeze({ kind: "unavailable" });
@@ -63,13 +65,16 @@ async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Obs
   const alone: number[] = [];
   const pending: Promise<Observation>[] = [];
   const groups = new Map<ObservationGroup, Members>();
+  const entries: (SnapshotEntry | undefined)[] = new Array(sources.length);
   // Start every load before awaiting any: sources are observed concurrently, a group's by one
   // call. Each is told the value the snapshot admitted for it (a pre-rendered source renders
   // its update against it). Loops, not callbacks: a closure made per call loses its optimized
   // code at every full collection, and this runs at every boundary.
   for (let i = 0; i < sources.length; i++) {
     const source = sources[i] as PackedSource;
-    const stored = snapshot === undefined ? undefined : storedEntry(snapshot, source.key)?.value;
+    const entry = snapshot === undefined ? undefined : storedEntry(snapshot, source.key);
+    entries[i] = entry;
+    const stored = entry?.value;
     if (source.group === undefined) {
       alone.push(i);
       pending.push(source.observe(stored));
@@ -86,7 +91,7 @@ async function observe(context: SystemContext, snapshot?: Snapshot): Promise<Obs
   for (let k = 0; k < alone.length; k++) observations[alone[k] as number] = observedAlone[k] as Observation;
   const observed: Observed[] = new Array(sources.length);
   for (let i = 0; i < sources.length; i++)
-    observed[i] = { source: sources[i] as PackedSource, observation: observations[i] as Observation };
+    observed[i] = { source: sources[i] as PackedSource, observation: observations[i] as Observation, stored: entries[i] };
   return observed;
 }
 
@@ -186,14 +191,13 @@ export async function initialize(context: SystemContext): Promise<Generation> {
  */
 export async function replace(context: SystemContext, snapshot: Snapshot): Promise<ReplacementResult> {
   const admitted = checkedSnapshot(snapshot);
-  return replaceObserved(await observe(context, admitted), admitted);
+  return replaceObserved(await observe(context, admitted));
 }
 
-function replaceObserved(observed: readonly Observed[], snapshot: Snapshot): ReplacementResult {
-  const isAdmitted = (key: Key) => storedEntry(snapshot, key) !== undefined;
+function replaceObserved(observed: readonly Observed[]): ReplacementResult {
   const unavailableAdmitted = (faulted: ReadonlySet<Key>) =>
     observed
-      .filter((o) => isAdmitted(o.source.key) && (o.observation.kind === "unavailable" || faulted.has(o.source.key)))
+      .filter((o) => o.stored !== undefined && (o.observation.kind === "unavailable" || faulted.has(o.source.key)))
       .map((o) => o.source.key);
   const blocked = unavailableAdmitted(new Set());
   if (blocked.length > 0) return { kind: "replacement-blocked", keys: blocked };
@@ -223,8 +227,7 @@ function plan(
   const present: Key[] = [];
   /** How many of the snapshot's entries are present: all of them, and nothing was removed. */
   let storedPresent = 0;
-  for (const { source, observation } of observed) {
-    const stored = storedEntry(snapshot, source.key);
+  for (const { source, observation, stored } of observed) {
     if (observation.kind === "unavailable") {
       if (stored !== undefined) {
         present.push(source.key);
@@ -292,7 +295,7 @@ export type ReplaceOrReconcileResult =
 export async function replaceOrReconcile(context: SystemContext, given: Snapshot): Promise<ReplaceOrReconcileResult> {
   const snapshot = checkedSnapshot(given);
   const observed = await observe(context, snapshot);
-  const replaced = replaceObserved(observed, snapshot);
+  const replaced = replaceObserved(observed);
   if (replaced.kind === "replaced") return replaced;
   const reconciled = reconcileObserved(observed, snapshot);
   // Escalation replaces the same observation, which is blocked; should a renderer differ on a second call, its replacement stands.
@@ -302,7 +305,7 @@ export async function replaceOrReconcile(context: SystemContext, given: Snapshot
 
 function reconcileObserved(observed: readonly Observed[], snapshot: Snapshot): ReconcileResult {
   const planned = plan(observed, snapshot);
-  if (planned === undefined) return replaceObserved(observed, snapshot);
+  if (planned === undefined) return replaceObserved(observed);
 
   const texts: string[] = [];
   const next: Record<Key, SnapshotEntry> = {};
