@@ -25,6 +25,11 @@ export const progress = { request: 0, phase: 1, source: 2, length: 3 } as const;
 /** The phase codes of the progress cells: a phase's index here. */
 export const phaseCodes = ["idle", "evaluate", "setup", "load", "value", "baseline", "update", "removed", "dispose"] as const;
 
+/** Each phase's code, its index in `phaseCodes`, without a search. */
+export const phaseCode = Object.fromEntries(phaseCodes.map((phase, code) => [phase, code])) as Readonly<
+  Record<(typeof phaseCodes)[number], number>
+>;
+
 /** Why a request failed, as a diagnostic will say it (and the plugin, when the runner knows it). */
 export type WorkerFault = Pick<Diagnostic, "phase" | "message" | "key"> &
   Partial<Pick<Diagnostic, "plugin">> & { readonly location?: Location };

@@ -28,7 +28,8 @@ import {
   type PluginTransport,
   PluginWorkerFault,
   type PresentObservation,
-  phaseCodes,
+  phaseCode,
+  type phaseCodes,
   progress,
   type RunnerReply,
   type WorkerFault,
@@ -117,9 +118,15 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   /** Numbers the observations sent with texts, so the host can say which one it holds. */
   let sentCount = 0;
 
+  /** Marks a step's start in the progress cells: the request, its phase, the source it is at. */
   function mark(request: number, phase: (typeof phaseCodes)[number], source = 0) {
     Atomics.store(cells, progress.request, request);
-    Atomics.store(cells, progress.phase, phaseCodes.indexOf(phase));
+    Atomics.store(cells, progress.phase, phaseCode[phase]);
+    Atomics.store(cells, progress.source, source);
+  }
+
+  /** Within a step over sources, the source it is at now: one cell moves, the request and phase stay marked. */
+  function markSource(source: number) {
     Atomics.store(cells, progress.source, source);
   }
 
@@ -201,6 +208,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
     const { request, sources, keys, env } = asked;
     const outcomes: unknown[] = new Array(keys.length).fill(notLoaded);
     let settling: Promise<void>[] | undefined;
+    mark(request.id, "load");
     for (let index = 0; index < keys.length; index++) {
       const key = keys[index] as string;
       if (admittedValue(asked, index, key) === askAgain) {
@@ -209,7 +217,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       }
       const declared = sources.get(key);
       if (declared === undefined) continue;
-      mark(request.id, "load", index);
+      markSource(index);
       try {
         const loaded = declared.source.load(env);
         if (loaded instanceof Promise) {
@@ -238,6 +246,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
   function decide(asked: Asked, outcomes: readonly unknown[]): Decisions {
     const kinds = new Uint8Array(asked.keys.length);
     const decisions = { kinds, changed: [] as Changed[], faults: [] as WorkerFault[] };
+    mark(asked.request.id, "value");
     for (let index = 0; index < asked.keys.length; index++) {
       kinds[index] = decideSource(asked, index, outcomes[index], decisions);
     }
@@ -260,7 +269,7 @@ export function createPluginRunner(options: RunnerOptions): PluginRunner {
       into.faults.push(faultAt(asked, outcome.error, "load", key));
       return observationCodes.unavailable;
     }
-    mark(asked.request.id, "value", index);
+    markSource(index);
     try {
       const decided = decideValue(asked, index, declared, outcome);
       if (decided === "unchanged") return observationCodes.unchanged;

@@ -262,6 +262,47 @@ export default definePlugin({
     expect(missed?.message).to.contain("loader spin/forever missed its deadline of 150 ms");
   });
 
+  it("a loader stuck after others of its plugin loaded is the one named: the progress cells move with each source", async () => {
+    const folder = harness.tempFolder();
+    write(
+      path.join(folder, "third.ts"),
+      `import { definePlugin } from "context-host";
+import Type from "typebox";
+
+export default definePlugin({
+  name: "third",
+  setup(api) {
+    for (const name of ["first", "second"]) {
+      api.source({
+        key: "third/" + name,
+        schema: Type.String(),
+        load: () => name,
+        baseline: (value) => value,
+        update: (_previous, value) => value,
+      });
+    }
+    api.source({
+      key: "third/stuck",
+      schema: Type.String(),
+      deadlineMs: 150,
+      load: () => {
+        for (;;) {}
+      },
+      baseline: (value) => value,
+      update: (_previous, value) => value,
+    });
+  },
+});
+`,
+    );
+    const running = await harness.start({ folders: [folder], watch: false, renderDeadlineMs: 100 });
+    // The worker is stopped in the middle of the plugin's one request: none of its sources is in this baseline.
+    expect(await baselineText(running)).to.equal("");
+    const [missed] = diagnosticsLike(running, { plugin: "third", phase: "load", key: "third/stuck" });
+    expect(missed?.message).to.contain("loader third/stuck missed its deadline of 150 ms");
+    expect(diagnosticsLike(running, { plugin: "third", key: "third/first" })).to.deep.equal([]);
+  });
+
   it("setups of several stuck plugins run concurrently: start-up costs one deadline, not one per plugin", async () => {
     const folder = harness.tempFolder();
     const marks = harness.tempFolder("marks-");
